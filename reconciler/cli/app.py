@@ -1,0 +1,126 @@
+"""The typer application: every ``astra`` command is registered here."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+try:  # typer ships its own copy of click from 0.26 on
+    from typer._click import exceptions as cx
+except ImportError:  # pragma: no cover - older typer
+    from click import exceptions as cx
+
+from .output import echo, error
+
+app = typer.Typer(
+    name="astra",
+    help=(
+        "astra: declarative runs on an Astraeus GPU cluster.\n\n"
+        "Commit run specs (YAML) to a repo; astra validates them against the published JSON "
+        "Schema, diffs them against the cluster, shows the plan and applies it."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+class Output(StrEnum):
+    text = "text"
+    json = "json"
+
+
+class SchemaKind(StrEnum):
+    run = "run"
+    template = "template"
+
+
+@app.command()
+def validate(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Files or folders (searched recursively for *.yaml, *.yml, *.json).", show_default=False
+        ),
+    ],
+    output: Annotated[
+        Output, typer.Option("--output", "-o", help="text: FILE:LINE:COLUMN: PATH: MESSAGE; json: a list.")
+    ] = Output.text,
+) -> None:
+    """Check run specs against the published schema and rules, reporting every problem.
+
+    Every problem of every document of every file is reported at once, one per line, as
+    FILE:LINE:COLUMN: FIELD.PATH: MESSAGE. Exit 0 when all are valid, 1 otherwise.
+
+    Examples:
+
+        astra validate examples/
+
+        astra validate run.yaml -o json
+    """
+    from ..spec.validate import validate_files
+    from .output import print_json
+
+    documents, errors = validate_files(paths)
+    errors.sort(key=lambda e: e.sort_key())
+    files = len({d.source.name for d in documents} | {e.file for e in errors})
+    if output is Output.json:
+        print_json([e.to_json() for e in errors])
+    else:
+        for e in errors:
+            echo(e.format())
+        bad = len({e.file for e in errors})
+        if errors:
+            noun = "problem" if len(errors) == 1 else "problems"
+            echo(f"{len(errors)} {noun} in {bad} of {files} files", err=True)
+        else:
+            echo(f"{len(documents)} documents in {files} files are valid", err=True)
+    raise typer.Exit(1 if errors else 0)
+
+
+@app.command()
+def schema(
+    kind: Annotated[SchemaKind, typer.Argument(help="run: a run spec; template: a template.")],
+) -> None:
+    """Print the published JSON Schema (draft-07) of a run spec or a template.
+
+    The same schema is checked in as schema/run.schema.json and schema/template.schema.json,
+    for editors: point yaml-language-server at it with a modeline,
+    '# yaml-language-server: $schema=schema/run.schema.json'.
+    """
+    from ..spec.schema import dumps, run_schema, template_schema
+
+    echo(dumps(run_schema() if kind is SchemaKind.run else template_schema()).rstrip("\n"))
+
+
+def run(argv: list[str]) -> int:
+    """Run the CLI; return its exit code, never a traceback."""
+    try:
+        code = app(args=argv, prog_name="astra", standalone_mode=False)
+    except cx.UsageError as exc:
+        if isinstance(exc, cx.NoArgsIsHelpError) if hasattr(cx, "NoArgsIsHelpError") else False:
+            echo(exc.ctx.get_help() if exc.ctx else str(exc))
+            return 0
+        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
+        error(f"{exc.format_message()}{hint}")
+        return 1
+    except cx.ClickException as exc:
+        error(exc.format_message())
+        return 1
+    except (cx.Abort, typer.Abort):
+        error("aborted")
+        return 1
+    except KeyboardInterrupt:
+        error("interrupted")
+        return 130
+    except BrokenPipeError:
+        return 1
+    except Exception as exc:  # the last line of defence: one line, never a traceback
+        error(f"{type(exc).__name__}: {exc}")
+        return 1
+    return code if isinstance(code, int) else 0

@@ -1,0 +1,95 @@
+"""The exact words of the spec layer, and the limits they speak of: one place for both.
+
+The CLI, the API's 422 answers and the JSON Schema's ``errorMessage``s all read from here. A
+message may hold ``${1/size}``: a relative JSON Pointer (as ajv-errors writes it) filled in from
+the document when the message is shown, so that the editor and the CLI share one text.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ARRAY_ENGINE",
+    "ARRAY_MAX_PARALLEL",
+    "ARRAY_SERVICE",
+    "ARRAY_SIZE",
+    "ARRAY_SIZE_MAX",
+    "ARRAY_SIZE_MIN",
+    "ARRAY_START",
+    "ARRAY_TASK_GROUPS",
+    "WORKER_NAME_MAX",
+]
+
+# ---- limits (the seeds' numbers) -------------------------------------------------------------
+ARRAY_SIZE_MIN = 1
+ARRAY_SIZE_MAX = 10_000
+ARRAY_MAX_PARALLEL_MIN = 0
+RESTART_LIMIT = 10
+GANG_BARRIER_SECONDS = 15 * 60
+MASTER_PORT = 29500
+#: Worker names are DNS labels: <run>-<rank> and <run>-<group>-<rank> must fit in 63 characters.
+WORKER_NAME_MAX = 63
+#: The longest rank an array can give a worker: "-9999".
+RUN_NAME_MAX = WORKER_NAME_MAX - len(f"-{ARRAY_SIZE_MAX - 1}")
+MAX_FILE_BYTES = 10 * 1024 * 1024
+#: A document may expand aliases to at most this many YAML events (a billion-laughs guard).
+MAX_ALIAS_EVENTS = 100_000
+
+# ---- the contract's table (CONTRACT.md §2): exact ---------------------------------------------
+ARRAY_START = "An array's workers are independent: use policy Independent"
+ARRAY_TASK_GROUPS = "An array runs one worker template: task_groups is not allowed with array"
+ARRAY_SERVICE = "An array ends when its workers end: lifetime Service is not allowed with array"
+ARRAY_ENGINE = "An array cannot run a model engine: model.engine is not allowed with array"
+ARRAY_SIZE = f"array.size must be from {ARRAY_SIZE_MIN} to {ARRAY_SIZE_MAX}"
+ARRAY_MAX_PARALLEL = "array.max_parallel must be from 0 (no cap) to array.size (${1/size})"
+UNKNOWN_FIELD = "unknown field '{name}'"
+DID_YOU_MEAN = "; did you mean '{suggestion}'?"
+
+# ---- our own cross-field and value messages ----------------------------------------------------
+START_AND_POLICY = "policy is another name for start: give one of them, not both"
+MIN_AVAILABLE = "start MinAvailable needs min_available of at least 1"
+TEMPLATE_AND_GROUPS = (
+    "a run has one worker template or worker groups: give task_template or task_groups, not both"
+)
+NO_TEMPLATE = "a run needs a worker template: add task_template (or task_groups for worker groups)"
+GROUP_START_AFTER_UNKNOWN = "start_after names '{name}', which is not a group of this run; groups: {groups}"
+GROUP_START_AFTER_SELF = "a group cannot start after itself"
+GROUP_CYCLE = "start_after forms a cycle: {cycle}; one group must start first"
+GROUP_DUPLICATE = "group name '{name}' is used twice; group names must be unique in a run"
+GROUP_MACHINES = "machines is not allowed in a worker group: replicas sets how many workers it has"
+MACHINES_DIVIDE = (
+    "machines ({machines}) must divide gpu_requests.count ({count}) evenly, "
+    "so that every machine gets the same number of GPUs"
+)
+MIN_PER_MACHINE_ABOVE_COUNT = "gpu_requests.min_per_machine ({k}) is more than gpu_requests.count ({count})"
+CPU_TWICE = "give cpu_cores or per_gpu.cpu_cores, not both"
+MEMORY_TWICE = "give memory_bytes or per_gpu.memory_bytes, not both"
+PER_GPU_WITHOUT_GPUS = (
+    "per_gpu needs GPUs: add gpu_requests.count, or give cpu_cores and memory_bytes instead"
+)
+WORKER_NAME_TOO_LONG = (
+    "worker names such as '{example}' would be {length} characters; run and group names must "
+    f"leave room for '-<rank>' within {WORKER_NAME_MAX}"
+)
+MOUNT_PATH_DUPLICATE = "mount_path '{path}' is used by two drives; each drive needs its own mount_path"
+ENV_RESERVED = "{name} is set by Astraeus in every worker; remove it from env"
+
+NAME = (
+    f"must be a lowercase name of at most {RUN_NAME_MAX} characters: letters, digits and '-', "
+    "starting with a letter and not ending with '-' (it becomes part of worker names)"
+)
+GROUP_NAME = (
+    "must be a lowercase name: letters, digits and '-', starting with a letter and not ending "
+    "with '-' (workers are named <run>-<group>-<rank>)"
+)
+BYTES = (
+    "must be a size in bytes: an integer, or a number with a unit such as 512Mi, 120Gi, 32G "
+    "(K, M, G, T, P and Ki … Pi are powers of 1024)"
+)
+DURATION = (
+    "must be a duration in seconds: an integer, or a duration such as 90m, 12h, 1h30m, 2d, "
+    "1:00:00 or 1-12:00:00"
+)
+ENV_NAME = "environment variable names are letters, digits and '_', not starting with a digit"
+ENV_VALUE = 'must be a string: quote the value ("8080", "true")'
+MOUNT_PATH = "must be an absolute path, starting with '/'"
+LABEL_VALUE = "must be a string: quote the value"

@@ -1,0 +1,290 @@
+"""Cross-field rules of a run spec: pure functions over the plain document.
+
+Two kinds of rules live here:
+
+* ``COMBINATIONS``: the seeds' forbidden combinations, as data. The JSON Schema's
+  ``allOf``/``if``/``then`` blocks are generated from this table (so an editor flags them with
+  the same words), and ``check_rules`` checks the same table.
+* rules a JSON Schema cannot say (one field compared with another, names that must exist, no
+  cycles); these are checked here only, and ``astra validate`` runs them after the schema.
+
+Every rule reads the plain document (dicts and lists, as loaded), tolerates values of the wrong
+type (the schema reports those), and returns every error it finds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import messages as msg
+from .errors import FieldError
+from .paths import FieldPath
+
+__all__ = ["COMBINATIONS", "Combination", "check_rules"]
+
+SPEC = FieldPath.root().child("spec")
+RESERVED_ENV = (
+    "RANK",
+    "WORLD_SIZE",
+    "SLURM_PROCID",
+    "SLURM_NTASKS",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "ASTRAEUS_ARRAY_TASK_ID",
+    "ASTRAEUS_ARRAY_SIZE",
+    "ASTRAEUS_REPLICA_INDEX",
+)
+
+
+@dataclass(frozen=True)
+class Combination:
+    """When ``when`` is present in spec, the field at ``field`` must be absent or ``allowed``.
+
+    ``allowed=None`` forbids the field outright.
+    """
+
+    when: str
+    field: tuple[str, ...]
+    allowed: str | None
+    message: str
+
+
+COMBINATIONS: tuple[Combination, ...] = (
+    Combination("array", ("start",), "Independent", msg.ARRAY_START),
+    Combination("array", ("policy",), "Independent", msg.ARRAY_START),
+    Combination("array", ("task_groups",), None, msg.ARRAY_TASK_GROUPS),
+    Combination("array", ("lifetime",), "Batch", msg.ARRAY_SERVICE),
+    Combination("array", ("model", "engine"), None, msg.ARRAY_ENGINE),
+    Combination("start", ("policy",), None, msg.START_AND_POLICY),
+    Combination("task_groups", ("task_template",), None, msg.TEMPLATE_AND_GROUPS),
+)
+
+
+def _dig(obj: Any, steps: tuple[str, ...]) -> Any:
+    for step in steps:
+        if not isinstance(obj, dict) or step not in obj:
+            return None
+        obj = obj[step]
+    return obj
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def check_rules(doc: Any, *, partial: bool = False) -> list[FieldError]:
+    """Every cross-field problem of a run document. ``partial`` skips what a template may add."""
+    if not isinstance(doc, dict):
+        return []
+    spec = doc.get("spec")
+    if not isinstance(spec, dict):
+        return []
+    errors: list[FieldError] = []
+    errors += _combinations(spec)
+    errors += _array(spec)
+    errors += _min_available(spec, partial)
+    if not partial and "task_template" not in spec and "task_groups" not in spec:
+        errors.append(FieldError.required(SPEC.child("task_template"), msg.NO_TEMPLATE))
+    template = spec.get("task_template")
+    if isinstance(template, dict):
+        errors += _task_template(template, SPEC.child("task_template"), in_group=False)
+    errors += _groups(spec)
+    errors += _worker_names(doc, spec)
+    return errors
+
+
+def _combinations(spec: dict) -> list[FieldError]:
+    errors = []
+    for rule in COMBINATIONS:
+        if spec.get(rule.when) is None:
+            continue
+        value = _dig(spec, rule.field)
+        if value is None or value == rule.allowed:
+            continue
+        errors.append(FieldError.forbidden(SPEC.child(*rule.field), rule.message))
+    return errors
+
+
+def _array(spec: dict) -> list[FieldError]:
+    array = spec.get("array")
+    if not isinstance(array, dict):
+        return []
+    size, max_parallel = _int(array.get("size")), _int(array.get("max_parallel"))
+    if size is None or max_parallel is None or not msg.ARRAY_SIZE_MIN <= size <= msg.ARRAY_SIZE_MAX:
+        return []
+    if 0 <= max_parallel <= size:
+        return []
+    text = msg.ARRAY_MAX_PARALLEL.replace("${1/size}", str(size))
+    return [FieldError.invalid(SPEC.child("array", "max_parallel"), text)]
+
+
+def _min_available(spec: dict, partial: bool) -> list[FieldError]:
+    start = spec.get("start", spec.get("policy"))
+    if start != "MinAvailable":
+        return []
+    if "min_available" not in spec:
+        if partial:
+            return []
+        return [FieldError.required(SPEC.child("min_available"), msg.MIN_AVAILABLE)]
+    value = _int(spec["min_available"])
+    if value is not None and value < 1:
+        return [FieldError.invalid(SPEC.child("min_available"), msg.MIN_AVAILABLE)]
+    return []
+
+
+def _task_template(template: dict, path: FieldPath, *, in_group: bool) -> list[FieldError]:
+    errors: list[FieldError] = []
+    resources = template.get("requested_resources")
+    if isinstance(resources, dict):
+        errors += _resources(resources, path.child("requested_resources"), in_group)
+    env = template.get("env")
+    if isinstance(env, dict):
+        for name in sorted(k for k in env if k in RESERVED_ENV):
+            errors.append(
+                FieldError.forbidden(path.child("env").key(name), msg.ENV_RESERVED.format(name=name))
+            )
+    volumes = template.get("datavolume_refs")
+    if isinstance(volumes, list):
+        seen: set[str] = set()
+        for i, ref in enumerate(volumes):
+            mount = ref.get("mount_path") if isinstance(ref, dict) else None
+            if not isinstance(mount, str):
+                continue
+            if mount.rstrip("/") in seen:
+                errors.append(
+                    FieldError.duplicate(
+                        path.child("datavolume_refs").index(i).child("mount_path"),
+                        msg.MOUNT_PATH_DUPLICATE.format(path=mount),
+                    )
+                )
+            seen.add(mount.rstrip("/"))
+    return errors
+
+
+def _resources(res: dict, path: FieldPath, in_group: bool) -> list[FieldError]:
+    errors: list[FieldError] = []
+    gpus = res.get("gpu_requests")
+    count = _int(gpus.get("count")) if isinstance(gpus, dict) else None
+    machines = _int(res.get("machines"))
+    if in_group and "machines" in res:
+        errors.append(FieldError.forbidden(path.child("machines"), msg.GROUP_MACHINES))
+    elif machines is not None and count is not None and machines >= 1 and count >= 1 and count % machines:
+        errors.append(
+            FieldError.invalid(
+                path.child("machines"), msg.MACHINES_DIVIDE.format(machines=machines, count=count)
+            )
+        )
+    if isinstance(gpus, dict):
+        k = _int(gpus.get("min_per_machine"))
+        if k is not None and count is not None and k > count >= 1:
+            errors.append(
+                FieldError.invalid(
+                    path.child("gpu_requests", "min_per_machine"),
+                    msg.MIN_PER_MACHINE_ABOVE_COUNT.format(k=k, count=count),
+                )
+            )
+    per_gpu = res.get("per_gpu")
+    if isinstance(per_gpu, dict):
+        if "gpu_requests" not in res:
+            errors.append(FieldError.forbidden(path.child("per_gpu"), msg.PER_GPU_WITHOUT_GPUS))
+        if "cpu_cores" in per_gpu and "cpu_cores" in res:
+            errors.append(FieldError.forbidden(path.child("per_gpu", "cpu_cores"), msg.CPU_TWICE))
+        if "memory_bytes" in per_gpu and "memory_bytes" in res:
+            errors.append(FieldError.forbidden(path.child("per_gpu", "memory_bytes"), msg.MEMORY_TWICE))
+    return errors
+
+
+def _groups(spec: dict) -> list[FieldError]:
+    groups = spec.get("task_groups")
+    if not isinstance(groups, list):
+        return []
+    errors: list[FieldError] = []
+    path = SPEC.child("task_groups")
+    names: dict[str, int] = {}
+    for i, group in enumerate(groups):
+        if not isinstance(group, dict):
+            continue
+        name = group.get("name")
+        if isinstance(name, str):
+            if name in names:
+                errors.append(
+                    FieldError.duplicate(path.index(i).child("name"), msg.GROUP_DUPLICATE.format(name=name))
+                )
+            else:
+                names[name] = i
+        template = group.get("task_template")
+        if isinstance(template, dict):
+            errors += _task_template(template, path.index(i).child("task_template"), in_group=True)
+    after: dict[str, str] = {}
+    for i, group in enumerate(groups):
+        if not isinstance(group, dict):
+            continue
+        name, target = group.get("name"), group.get("start_after")
+        if not isinstance(target, str):
+            continue
+        where = path.index(i).child("start_after")
+        if target == name:
+            errors.append(FieldError.invalid(where, msg.GROUP_START_AFTER_SELF))
+        elif target not in names:
+            listed = ", ".join(sorted(names)) or "none"
+            errors.append(
+                FieldError.invalid(where, msg.GROUP_START_AFTER_UNKNOWN.format(name=target, groups=listed))
+            )
+        elif isinstance(name, str):
+            after[name] = target
+    errors += _cycles(after, names, path)
+    return errors
+
+
+def _cycles(after: dict[str, str], names: dict[str, int], path: FieldPath) -> list[FieldError]:
+    """Each cycle of start_after once, reported at its first group in file order."""
+    errors, reported = [], set()
+    for start in sorted(after, key=names.__getitem__):
+        chain, node = [start], after.get(start)
+        while node is not None and node not in chain:
+            chain.append(node)
+            node = after.get(node)
+        if node is None:
+            continue
+        cycle = chain[chain.index(node) :]
+        if frozenset(cycle) in reported:
+            continue
+        reported.add(frozenset(cycle))
+        first = min(cycle, key=names.__getitem__)
+        order = cycle[cycle.index(first) :] + cycle[: cycle.index(first)] + [first]
+        errors.append(
+            FieldError.invalid(
+                path.index(names[first]).child("start_after"), msg.GROUP_CYCLE.format(cycle=" → ".join(order))
+            )
+        )
+    return errors
+
+
+def _worker_names(doc: dict, spec: dict) -> list[FieldError]:
+    """<run>-<group>-<rank> must fit a DNS label; <run>-<rank> is bounded by the name's own limit."""
+    metadata = doc.get("metadata")
+    run = metadata.get("name") if isinstance(metadata, dict) else None
+    groups = spec.get("task_groups")
+    if not isinstance(run, str) or not isinstance(groups, list):
+        return []
+    errors = []
+    for i, group in enumerate(groups):
+        if not isinstance(group, dict) or not isinstance(group.get("name"), str):
+            continue
+        replicas = _int(group.get("replicas", 1)) or 1
+        example = f"{run}-{group['name']}-{max(replicas - 1, 0)}"
+        if len(example) > msg.WORKER_NAME_MAX:
+            errors.append(
+                FieldError.invalid(
+                    SPEC.child("task_groups").index(i).child("name"),
+                    msg.WORKER_NAME_TOO_LONG.format(example=example, length=len(example)),
+                )
+            )
+    return errors

@@ -1,0 +1,249 @@
+"""Validating run documents: the published JSON Schema, then the cross-field rules.
+
+``validate_data(doc)`` is the one validator: the CLI, the API's 422 answers and plan all call it.
+It enforces the checked-in schema (the same file editors use) with jsonschema-rs, maps each
+schema error to a ``FieldError`` (the words come from the schema's ``errorMessage`` where it has
+one, which comes from ``messages``), adds the rules a schema cannot say, and drops repeats.
+pydantic is not imported here: ``astra validate`` pays for what it needs and nothing more.
+
+``validate_files(paths)`` loads and validates files and folders, and gives every error with its
+file, line and column.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from collections.abc import Iterable, Iterator
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from . import messages as msg
+from .errors import ErrorType, FieldError
+from .loading import Document, load_file
+from .paths import FieldPath
+from .rules import check_rules
+
+__all__ = [
+    "SPEC_SUFFIXES",
+    "find_files",
+    "published_schema",
+    "validate_data",
+    "validate_documents",
+    "validate_files",
+]
+
+SPEC_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@cache
+def published_schema(kind: str = "run") -> dict[str, Any]:
+    """The schema shipped in the package: equal to ``schema/<kind>.schema.json`` (a test says so)."""
+    return json.loads(resources.files(__package__).joinpath(f"{kind}.schema.json").read_text("utf-8"))
+
+
+@cache
+def _validator(kind: str):
+    import jsonschema_rs
+
+    return jsonschema_rs.Draft7Validator(published_schema(kind))
+
+
+def validate_data(doc: Any, kind: str = "run") -> list[FieldError]:
+    """Every problem of one document, without positions, sorted by path."""
+    schema = published_schema(kind)
+    try:
+        found = [e for error in _validator(kind).iter_errors(doc) for e in _map(error, schema, doc)]
+    except ValueError:  # a key or value JSON cannot hold (a list as a key, a date, …)
+        found = list(_not_json(doc, FieldPath.root()))
+    if kind == "run":
+        found += check_rules(doc, partial=isinstance(doc, dict) and "template" in doc)
+    unique = {(e.path, e.message): e for e in found}
+    return sorted(unique.values(), key=lambda e: (e.path, e.message))
+
+
+def validate_documents(docs: Iterable[Document], kind: str = "run") -> list[FieldError]:
+    errors = []
+    for doc in docs:
+        errors += [doc.source.position(e, doc.index) for e in validate_data(doc.data, kind)]
+    return errors
+
+
+def find_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], list[FieldError]]:
+    """Files as given, and folders searched recursively for ``*.yaml *.yml *.json``, sorted."""
+    files, errors = [], []
+    for given in paths:
+        p = Path(given)
+        if p.is_dir():
+            files += sorted(
+                f for f in p.rglob("*") if f.suffix in SPEC_SUFFIXES and f.is_file() and not _hidden(f, p)
+            )
+        elif p.exists():
+            files.append(p)
+        else:
+            errors.append(
+                FieldError(ErrorType.file, FieldPath.root(), "no such file or folder", str(given), None, None)
+            )
+    return files, errors
+
+
+def validate_files(
+    paths: Iterable[str | os.PathLike[str]], kind: str = "run"
+) -> tuple[list[Document], list[FieldError]]:
+    """Load and validate files and folders: every document, and every error with its position."""
+    files, errors = find_files(paths)
+    documents = []
+    for path in files:
+        docs, load_errors = load_file(path)
+        errors += load_errors
+        errors += validate_documents(docs, kind)
+        documents += docs
+    return documents, errors
+
+
+def _hidden(f: Path, root: Path) -> bool:
+    return any(part.startswith(".") for part in f.relative_to(root).parts)
+
+
+# ---- schema errors → FieldErrors -------------------------------------------------------------
+
+
+def _subschema(schema: dict[str, Any], location: list[str | int]) -> dict[str, Any]:
+    node: Any = schema
+    for step in location:
+        node = node[step]
+    return node if isinstance(node, dict) else {}
+
+
+def _render(message: str, doc: Any, path: FieldPath) -> str:
+    """Fill ajv-errors' relative JSON Pointers: ``${1/size}`` is ``size`` beside the field."""
+    while "${" in message:
+        start = message.index("${")
+        end = message.index("}", start)
+        up, _, rest = message[start + 2 : end].partition("/")
+        base = path.steps[: len(path.steps) - int(up)]
+        value: Any = doc
+        for step in (*base, *rest.split("/")):
+            try:
+                value = value[step]
+            except (KeyError, IndexError, TypeError):
+                value = "?"
+                break
+        message = message[:start] + json.dumps(value) + message[end + 1 :]
+    return message
+
+
+def _map(error: Any, schema: dict[str, Any], doc: Any) -> Iterator[FieldError]:
+    path = FieldPath.of(error.instance_path)
+    location = list(error.schema_path)
+    keyword = error.kind.name
+    node = _subschema(schema, location[:-1])
+    custom = node.get("errorMessage")
+
+    if keyword == "additionalProperties":
+        known = sorted(node.get("properties", {}))
+        for name in error.kind.unexpected:
+            text = msg.UNKNOWN_FIELD.format(name=name)
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            if close:
+                text += msg.DID_YOU_MEAN.format(suggestion=close[0])
+            yield FieldError.unknown(path.key(name), text)
+        return
+    if keyword == "required":
+        missing = error.kind.property
+        yield FieldError.required(path.key(missing), custom or f"missing required field '{missing}': add it")
+        return
+    if keyword == "propertyNames":
+        inner = error.kind.error
+        text = custom or _default(inner.kind, inner.instance)
+        yield FieldError(ErrorType.invalid, path.key(str(inner.instance)), text, extra={"key": True})
+        return
+    if keyword == "anyOf" and not custom:
+        # a loosened (partial) field: the first branch is the field itself
+        branch = error.kind.context[0] if error.kind.context else []
+        for inner in branch:
+            yield from _map(inner, schema, doc)
+        return
+    text = _render(custom, doc, path) if custom else _default(error.kind, error.instance)
+    kind = ErrorType.not_supported if keyword == "enum" else ErrorType.invalid
+    if keyword in ("const", "type") and custom and node.get("type") == "null":
+        kind = ErrorType.forbidden
+    yield FieldError(kind, path, text)
+
+
+_TYPE_WORDS = {
+    "integer": "an integer",
+    "number": "a number",
+    "string": "a string",
+    "boolean": "true or false",
+    "object": "a mapping",
+    "array": "a list",
+    "null": "null",
+}
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {json.dumps(value)}"
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {json.dumps(value)}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def _default(kind: Any, instance: Any) -> str:
+    name = kind.name
+    if name == "type":
+        wanted = " or ".join(_TYPE_WORDS.get(t, t) for t in kind.types)
+        hint = " (quote it)" if kind.types == ["string"] and isinstance(instance, int | float | bool) else ""
+        return f"must be {wanted}, not {_describe(instance)}{hint}"
+    if name == "enum":
+        options = [str(o) for o in kind.options]
+        text = f"must be one of {', '.join(options)}, not {_describe(instance)}"
+        if isinstance(instance, str):
+            folded = {o.lower(): o for o in options}
+            close = folded.get(instance.lower()) or next(
+                iter(difflib.get_close_matches(instance, options, n=1, cutoff=0.6)), None
+            )
+            if close:
+                text += msg.DID_YOU_MEAN.format(suggestion=close)
+        return text
+    if name == "const":
+        return f"must be {json.dumps(kind.expected_value)}"
+    if name == "minimum":
+        return f"must be at least {kind.limit}, not {instance}"
+    if name == "maximum":
+        return f"must be at most {kind.limit}, not {instance}"
+    if name == "minLength":
+        return "must not be empty" if kind.limit == 1 else f"must be at least {kind.limit} characters"
+    if name == "maxLength":
+        return f"must be at most {kind.limit} characters, not {len(instance)}"
+    if name == "minItems":
+        return "must not be empty" if kind.limit == 1 else f"must have at least {kind.limit} items"
+    if name == "pattern":
+        return f"must match the pattern {kind.pattern}"
+    return f"is not valid ({name})"
+
+
+def _not_json(value: Any, path: FieldPath) -> Iterator[FieldError]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                yield FieldError.invalid(path.key(str(k)), "keys must be strings: quote the key")
+            else:
+                yield from _not_json(v, path.key(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _not_json(v, path.index(i))
+    elif not isinstance(value, str | int | float | bool | type(None)):
+        yield FieldError.invalid(path, f"{type(value).__name__} values are not allowed here: quote the value")
