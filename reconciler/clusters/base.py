@@ -1,0 +1,118 @@
+"""The ``Cluster`` protocol: how the reconciler sees and changes a cluster, and nothing more.
+
+A cluster lists, gets, creates, updates and deletes runs, and tells about their workers and
+logs. It holds no policy: retries, ordering, pruning and ownership live in the reconciler.
+Implementations: ``http`` (any Astraeus REST API, e.g. ``astra server``), ``slurm`` (a real
+Slurm cluster), and ``FakeCluster`` here, in memory, for tests.
+
+Runs cross this boundary as plain documents (``{"metadata": …, "spec": …}``, the shape of the
+seeds' run.json), so a cluster needs nothing of ours but the spec layer.
+
+Exceptions::
+
+    ClusterError              the cluster could not do what was asked (mapped from httpx, subprocess …)
+    ├── Unreachable           it could not be reached at all: nothing may be concluded from silence
+    ├── NotFound              no run of that name
+    ├── Conflict              the name exists (create), or resource_version is stale (update)
+    └── Rejected              the cluster refused the spec (the API's 422); carries its messages
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = [
+    "Cluster",
+    "ClusterError",
+    "Conflict",
+    "LiveRun",
+    "NotFound",
+    "Rejected",
+    "Unreachable",
+    "WorkerInfo",
+]
+
+#: Run states that will not change again by themselves.
+FINAL_STATES = frozenset({"Completed", "Failed", "Cancelled"})
+
+
+class ClusterError(Exception):
+    """The cluster could not do what was asked."""
+
+
+class Unreachable(ClusterError):
+    """The cluster could not be reached; its silence says nothing about its runs."""
+
+
+class NotFound(ClusterError):
+    pass
+
+
+class Conflict(ClusterError):
+    pass
+
+
+class Rejected(ClusterError):
+    def __init__(self, message: str, errors: list[dict[str, Any]] | None = None):
+        super().__init__(message)
+        self.errors = errors or []
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """One worker as the cluster reports it."""
+
+    name: str
+    rank: int
+    state: str
+    reason: str
+    machine: str | None = None
+    exit_code: int | None = None
+    restarts: int = 0
+    gpus: int = 0
+    started_at: float | None = None  # seconds since the epoch, of the current attempt
+    group: str | None = None
+
+
+@dataclass(frozen=True)
+class LiveRun:
+    """One run as the cluster reports it: the document it was given, and its status."""
+
+    name: str
+    document: dict[str, Any]  # {"metadata": {...}, "spec": {...}} as submitted (server fields removed)
+    resource_version: int
+    state: str
+    reason: str = ""
+    task_counts: dict[str, int] = field(default_factory=dict)
+    created_at: float | None = None
+    started_at: float | None = None  # when its first worker started running, if it has
+    finished_at: float | None = None
+    workers_running: int = 0
+    gpus_held: int = 0
+
+    @property
+    def final(self) -> bool:
+        return self.state in FINAL_STATES
+
+
+@runtime_checkable
+class Cluster(Protocol):
+    """What the reconciler needs of a cluster."""
+
+    #: Where it is, for messages and for naming sources: ``http://127.0.0.1:8750``, ``slurm://debug``.
+    address: str
+
+    def list_runs(self) -> list[LiveRun]: ...
+
+    def get_run(self, name: str) -> LiveRun | None: ...
+
+    def create_run(self, document: dict[str, Any]) -> LiveRun: ...
+
+    def update_run(self, name: str, document: dict[str, Any], resource_version: int) -> LiveRun: ...
+
+    def delete_run(self, name: str) -> None: ...
+
+    def workers(self, name: str) -> list[WorkerInfo]: ...
+
+    def logs(self, worker: str) -> str: ...
