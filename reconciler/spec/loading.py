@@ -101,15 +101,15 @@ def load_file(
     """Read one file. Returns its documents and every error found while loading it."""
     name = display or os.fspath(path)
     try:
-        size = os.stat(path).st_size
-        if size > msg.MAX_FILE_BYTES:
-            text = (
-                f"the file is {size} bytes; a spec file may be at most {msg.MAX_FILE_BYTES} bytes "
-                f"({msg.MAX_FILE_BYTES // 2**20} MiB): split it into several files"
-            )
-            return [], [_file_error(name, text)]
         with open(path, "rb") as f:
-            data = f.read()
+            data = f.read(msg.MAX_FILE_BYTES + 1)  # never more than the limit in memory
+            if len(data) > msg.MAX_FILE_BYTES:
+                size = os.fstat(f.fileno()).st_size
+                text = (
+                    f"the file is {size} bytes; a spec file may be at most {msg.MAX_FILE_BYTES} bytes "
+                    f"({msg.MAX_FILE_BYTES // 2**20} MiB): split it into several files"
+                )
+                return [], [_file_error(name, text)]
     except OSError as exc:
         return [], [_file_error(name, f"cannot read the file: {exc.strerror or exc}")]
     try:
