@@ -65,6 +65,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from reconciler.spec import messages as msg
 from reconciler.spec.messages import GANG_BARRIER_SECONDS, MASTER_PORT, RESTART_LIMIT
 from reconciler.spec.models import (
     OnFailure,
@@ -81,7 +82,10 @@ from .inventory import Inventory, Machine
 __all__ = [
     "BACKOFF_MAX_SECONDS",
     "BACKOFF_START_SECONDS",
+    "HOLDING",
+    "QUEUED",
     "RESET_AFTER_SECONDS",
+    "RUN_DONE",
     "AdmitRun",
     "Ask",
     "CancelRun",
@@ -164,15 +168,15 @@ CANCELLED_BY_USER = "Cancelled by a user"
 
 
 def exited(code: int) -> str:
-    return f"Exited with code {code}"
+    return msg.EXITED_REASON.format(code=code)
 
 
 def array_cap(n: int) -> str:
-    return f"Array runs at most {n} workers at once"
+    return msg.ARRAY_CAP_REASON.format(n=n)
 
 
 def readout(running: int, total: int) -> str:
-    return f"Workers {running} running of {total}"
+    return msg.WORKERS_READOUT.format(running=running, total=total)
 
 
 def backoff_seconds(restart: int) -> int:
@@ -633,7 +637,9 @@ class ClusterState:
             fc[1] += 1
             run = self.runs[w.run]
             if run.first_failure is None:
-                run.first_failure = f"Worker {w.name} failed on {w.machine or '-'}: {w.reason}"
+                run.first_failure = msg.WORKER_FAILED_ON.format(
+                    worker=w.name, machine=w.machine or "-", reason=w.reason
+                )
 
     def _end(self, w: WorkerRecord, state: WorkerState, reason: str, now: float) -> None:
         self._set_state(w, state, reason)
@@ -1349,7 +1355,7 @@ class _Tick:
                 elif r.is_array:
                     state, reason = (
                         RunState.FAILED,
-                        f"{failed} of {n} workers failed; the first: {r.first_failure}",
+                        msg.ARRAY_FAILED_REASON.format(failed=failed, total=n, first=r.first_failure),
                     )
                 else:
                     state, reason = RunState.FAILED, r.first_failure or "A worker failed"

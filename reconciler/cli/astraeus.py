@@ -1,0 +1,180 @@
+"""``astra astraeus run | workers | logs``: the seeds' imperative commands.
+
+Thin: flags in, one document from ``reconciler.submit`` or one API call, a table out.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from .output import echo, error
+
+__all__ = ["astraeus_app"]
+
+astraeus_app = typer.Typer(
+    name="astraeus",
+    help="Runs on an Astraeus cluster, one command at a time (the seeds' CLI).",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+ServerOpt = Annotated[
+    str | None,
+    typer.Option("--server", envvar="ASTRA_SERVER", help="The Astraeus API (default: the local one)."),
+]
+TokenOpt = Annotated[str | None, typer.Option("--token", envvar="ASTRA_TOKEN", help="The bearer token.")]
+
+
+class ListFormat(StrEnum):
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+
+
+def _fail(message: str) -> typer.Exit:
+    error(message)
+    return typer.Exit(1)
+
+
+@astraeus_app.command(context_settings={"allow_interspersed_args": False})
+def run(
+    command: Annotated[
+        list[str] | None, typer.Argument(help="The command and its arguments, after --.")
+    ] = None,
+    name: Annotated[str, typer.Option("--name", help="The run's name.")] = ...,  # type: ignore[assignment]
+    image: Annotated[str, typer.Option("--image", help="The container image (recorded; see README).")] = ...,  # type: ignore[assignment]
+    gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs for the run.")] = None,
+    cpus: Annotated[
+        int | None, typer.Option("--cpus", help="CPU cores: per GPU with --gpus, else per worker.")
+    ] = None,
+    mem: Annotated[
+        str | None, typer.Option("--mem", help="Memory (120G, 32Gi): per GPU with --gpus.")
+    ] = None,
+    time: Annotated[str | None, typer.Option("--time", help="Time limit: 12h, 1h30m, 1:00:00.")] = None,
+    template: Annotated[
+        str | None, typer.Option("--template", help="Write the run on top of this template.")
+    ] = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Start a run: workers start independently, and a failed one is not restarted.
+
+    Example:
+
+        astra astraeus run --name llama-ft --image nvcr.io/nvidia/pytorch:24.08-py3
+        --gpus 16 --cpus 12 --mem 120G --time 12h -- sh -c 'torchrun ... train.py'
+    """
+    from ..submit import SubmitError, run_document
+    from .remote import CommandError, call
+
+    try:
+        doc = run_document(name, image, list(command or []), gpus=gpus, cpus=cpus, mem=mem, time=time)
+    except SubmitError as exc:
+        raise _fail(str(exc)) from exc
+    if template is not None:
+        doc = _with_template(doc, template)
+    try:
+        body = call("POST", "/runs", server=server, token=token, json=doc).json()
+    except CommandError as exc:
+        raise _fail(str(exc)) from exc
+    status = body.get("status", {})
+    echo(
+        f"{body['metadata']['name']} submitted to {status.get('workspace', 'default')}: "
+        f"{status.get('url', '')}"
+    )
+
+
+def _with_template(doc: dict, template: str) -> dict:
+    """The document written on top of ``template``: what validate and apply would see."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from ..desired import load_desired
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"{doc['metadata']['name']}.json"
+        path.write_text(json.dumps(doc))
+        desired = load_desired([path], template=template)
+    if desired.errors:
+        for e in desired.errors:
+            echo(e.format(), err=True)
+        raise _fail(f"the run does not fit template {template}")
+    return desired.runs[0].data
+
+
+@astraeus_app.command()
+def workers(
+    run: Annotated[str, typer.Argument(help="The run.")],
+    output: Annotated[
+        ListFormat, typer.Option("--output", "-o", help="table, json or yaml.")
+    ] = ListFormat.table,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """List a run's workers: WORKER RANK STATE MACHINE REASON, and how many run.
+
+    Works on any cluster: the local control plane, an Astraeus API (--server http://…) or a
+    Slurm cluster (--server slurm://).
+    """
+    from dataclasses import asdict
+
+    from ..clusters import ClusterError
+    from ..clusters.connect import connect
+    from ..spec import messages as msg
+    from .remote import print_listing
+
+    try:
+        cluster = connect(server, token)
+        found = cluster.workers(run)
+    except ClusterError as exc:
+        raise _fail(str(exc)) from exc
+    items = [asdict(w) for w in found]
+    if output is not ListFormat.table:
+        print_listing(items, output.value)
+        return
+    for line in worker_table(items):
+        echo(line)
+    running = sum(1 for w in found if w.state == "Running")
+    echo(msg.WORKERS_READOUT.format(running=running, total=len(found)))
+
+
+def worker_table(items: list[dict]) -> list[str]:
+    """The seeds' table: columns at least as wide as theirs, wider for long values."""
+    rows = [
+        (w["name"], str(w["rank"]), w["state"], w.get("machine") or "-", w.get("reason") or "") for w in items
+    ]
+    widths = [30, 7, 12, 22]
+    for row in rows:
+        for i in range(4):
+            widths[i] = max(widths[i], len(row[i]) + 2)
+    out = []
+    for row in [("WORKER", "RANK", "STATE", "MACHINE", "REASON"), *rows]:
+        out.append("".join(v.ljust(widths[i]) for i, v in enumerate(row[:4])) + row[4])
+    return out
+
+
+@astraeus_app.command()
+def logs(
+    worker: Annotated[str, typer.Argument(help="The worker, e.g. sweep-17.")],
+    attempt: Annotated[
+        int | None, typer.Option("--attempt", help="That attempt's output (default: the latest).")
+    ] = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Print a worker's output."""
+    import sys
+
+    from .remote import CommandError, call
+
+    path = f"/workers/{worker}/logs" + (f"?attempt={attempt}" if attempt is not None else "")
+    try:
+        text = call("GET", path, server=server, token=token).text
+    except CommandError as exc:
+        raise _fail(str(exc)) from exc
+    sys.stdout.write(text)

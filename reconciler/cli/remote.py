@@ -1,0 +1,69 @@
+"""Talking to an Astraeus API from the CLI: the server (embedded by default), its token, errors.
+
+Thin: ``call(method, path, ...)`` finds the server with ``controlplane.embedded.ensure_server``
+(``--server``/``ASTRA_SERVER``, else the local control plane, started on demand), sends one
+request, and turns any failure into ``CommandError``: one line for the user, exit 1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["CommandError", "call", "print_listing"]
+
+
+class CommandError(Exception):
+    """A command failed; the message is the one line the user sees."""
+
+
+def call(method: str, path: str, *, server: str | None, token: str | None, json: Any = None):
+    import httpx
+
+    from ..controlplane.embedded import api_base, ensure_server
+    from ..controlplane.server import ServerError
+
+    try:
+        url, tok = ensure_server(server, token)
+    except ServerError as exc:
+        raise CommandError(str(exc)) from exc
+    if url.startswith("slurm://"):
+        raise CommandError(f"{url} is a Slurm cluster: this command needs an Astraeus API (http://…)")
+    headers = {"Authorization": f"Bearer {tok}"} if tok else {}
+    try:
+        response = httpx.request(method, api_base(url) + path, json=json, headers=headers, timeout=60.0)
+    except httpx.HTTPError as exc:
+        raise CommandError(f"cannot reach {url}: {exc}") from exc
+    if response.status_code >= 400:
+        raise CommandError(_problem(response))
+    return response
+
+
+def _problem(response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return f"the server answered {response.status_code}: {response.text.strip()[:200]}"
+    if isinstance(body, list):  # 422: the validation messages
+        return "; ".join(
+            f"{p.get('path')}: {p.get('message')}" if p.get("path") else p.get("message", "") for p in body
+        )
+    if isinstance(body, dict) and "detail" in body:
+        return str(body["detail"])
+    return f"the server answered {response.status_code}"
+
+
+def print_listing(rows: list[dict[str, Any]], output: str) -> None:
+    """``-o json`` / ``-o yaml`` of a listing (tables are each command's own)."""
+    import sys
+
+    if output == "json":
+        from .output import print_json
+
+        print_json(rows)
+    else:
+        from ruamel.yaml import YAML
+
+        yaml = YAML(typ="safe", pure=True)
+        yaml.default_flow_style = False
+        yaml.sort_base_mapping_type_on_output = False  # the API's order: name first
+        yaml.dump(rows, sys.stdout)

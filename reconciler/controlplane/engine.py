@@ -1,0 +1,353 @@
+"""The driver of the control plane: the live scheduler state, its store and its executor, in step.
+
+Owns: ``Engine``, the one object that changes the cluster. It keeps the scheduler's
+``ClusterState`` in memory (loaded from the store at start), and
+
+* ``submit`` / ``update`` / ``delete`` a run: each one transaction in the store;
+* ``step(now)``: one tick: the executor's observations, then ``plan_tick`` → ``apply`` → the
+  executor, repeated until nothing more happens at this instant, then everything the tick changed
+  (new workers, changed workers and runs, an event per decision and observation, the executor's
+  process facts) written in ONE transaction with bulk statements;
+* ``recover``: at start, workers that held a machine when the last server stopped have no
+  process any more (one that somehow survived is killed): a running one is marked lost (``Down``,
+  so the restart rules apply to it), one still preparing goes back to the queue.
+
+It reads no clock of its own: ``now`` comes from the caller (the server's loop reads a
+``SystemClock``; tests and benchmarks pass a ``ManualClock``'s time). The executor is anything
+with ``handle``/``pop_due`` (``ProcessExecutor`` or ``simulation.SimulatedExecutor``).
+
+Must not touch: HTTP (``api``), the process model (``executor``), SQL (``store``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from reconciler.spec.models import Run
+
+from .inventory import Inventory
+from .scheduler import (
+    HOLDING,
+    QUEUED,
+    RUN_DONE,
+    AdmitRun,
+    CancelRun,
+    ClusterState,
+    Decision,
+    MachineBack,
+    MachineLost,
+    MachineUnreachable,
+    MarkRun,
+    MarkWorker,
+    Observation,
+    PlaceWorker,
+    RequeueWorker,
+    RestartRun,
+    RunRecord,
+    RunState,
+    StartWorker,
+    StopWorker,
+    WorkerExited,
+    WorkerReady,
+    WorkerRecord,
+    WorkerState,
+    plan_tick,
+)
+from .store import NameExists, NotFound, Store, TickWrite
+
+__all__ = ["Engine", "Executor", "RunMeta"]
+
+#: More ticks than this at one instant means the scheduler does not settle: a bug, said loudly.
+MAX_TICKS_PER_STEP = 10_000
+
+
+class Executor(Protocol):
+    def handle(self, d: Decision, state: ClusterState, now: float) -> None: ...
+
+    def pop_due(self, now: float) -> list[Observation]: ...
+
+
+@dataclass
+class RunMeta:
+    """What the API says about a run besides the scheduler's record."""
+
+    document: dict[str, Any]
+    resource_version: int
+    created_at: float
+    updated_at: float
+    started_at: float | None = None
+    finished_at: float | None = None
+
+
+class Engine:
+    def __init__(self, store: Store, inventory: Inventory, executor: Executor, now: float) -> None:
+        self.store, self.inventory, self.executor = store, inventory, executor
+        store.save_inventory(inventory)
+        runs, workers, procs = store.load()
+        self.meta: dict[str, RunMeta] = {}
+        for row in store.run_rows():
+            self.meta[row["name"]] = RunMeta(
+                json.loads(row["document"]),
+                row["resource_version"],
+                row["created_at"],
+                row["updated_at"],
+                row["started_at"],
+                row["finished_at"],
+            )
+        self.processes: dict[str, dict[str, Any]] = procs
+        self._pending_observations: list[Observation] = []
+        self.recovered = self._recover(runs, workers, procs, now)
+        self.state = ClusterState(inventory, {r.name: r for r in runs}, {w.name: w for w in workers})
+        self.decisions = 0
+
+    # -- start-up ----------------------------------------------------------------------------
+
+    def _recover(
+        self, runs: list[RunRecord], workers: list[WorkerRecord], procs: dict[str, dict[str, Any]], now: float
+    ) -> list[str]:
+        """Workers that held machines when the last server ended: lost, or back in the queue."""
+        kill = getattr(self.executor, "kill_orphan", None)
+        touched_workers: list[WorkerRecord] = []
+        events = []
+        for w in workers:
+            if w.state not in HOLDING:
+                continue
+            proc = procs.get(w.name) or {}
+            killed = kill(proc.get("pid"), proc.get("pid_started")) if kill else False
+            if w.state in (WorkerState.RUNNING, WorkerState.STALE):
+                how = "was stopped" if killed else "was gone"
+                w.state = WorkerState.DOWN
+                w.reason = f"Lost: its process {how} when the control plane restarted"
+                w.ended_at, w.settled, w.final = now, False, False
+            else:
+                w.state, w.reason, w.machine = WorkerState.PENDING, QUEUED, None
+                w.not_before = None
+            touched_workers.append(w)
+            events.append(_event(now, w.run, w.name, "Recovered", w.state, w.reason, w.machine, None))
+        holding = {w.run for w in workers if w.state in HOLDING}
+        by_name = {r.name: r for r in runs}
+        touched_runs = []
+        for name in {w.run for w in touched_workers}:
+            r = by_name.get(name)
+            if r is not None and name not in holding:
+                r.placed_at = None
+                touched_runs.append(r)
+        if touched_workers:
+            self.store.commit_tick(TickWrite(now, [], touched_workers, touched_runs, events, {}))
+        return [w.name for w in touched_workers]
+
+    # -- API writes --------------------------------------------------------------------------
+
+    def submit(self, document: dict[str, Any], now: float) -> RunRecord:
+        """Queue a new run (a validated document): one transaction. ``NameExists`` on a clash."""
+        run = Run.model_validate(document)
+        name = run.metadata.name
+        if name in self.state.runs:
+            raise NameExists(f"a run named {name} exists")
+        record = self.state.submit(run, now)
+        stored = _stored(document)
+        try:
+            rv = self.store.create_run(record, stored, now)
+        except Exception:
+            self._rebuild(without=name)
+            raise
+        self.meta[name] = RunMeta(stored, rv, now, now)
+        return record
+
+    def update(self, name: str, document: dict[str, Any], expected: int | None, now: float) -> int:
+        """Replace a run's spec (``expected``: the resource_version read); its new resource_version."""
+        record = self.state.runs.get(name)
+        if record is None:
+            raise NotFound(f"no run named {name}")
+        run = Run.model_validate(document)
+        stored = _stored(document)
+        rv = self.store.update_run(name, stored, expected, now)
+        record.run = run
+        meta = self.meta[name]
+        meta.document, meta.resource_version, meta.updated_at = stored, rv, now
+        self._rebuild()
+        return rv
+
+    def cancel(self, name: str, now: float) -> None:
+        """Cancel a run now: its workers are stopped (processes killed) within this call."""
+        record = self.state.runs.get(name)
+        if record is None:
+            raise NotFound(f"no run named {name}")
+        if record.state not in RUN_DONE:
+            self.observe(CancelRun(name), now)
+            self.step(now)
+
+    def delete(self, name: str, now: float) -> None:
+        """Cancel a run (its processes are stopped now) and delete it."""
+        self.cancel(name, now)
+        self.store.delete_run(name)
+        self.meta.pop(name, None)
+        self._rebuild(without=name)
+
+    def observe(self, event: Observation, now: float) -> None:
+        """Record an observation from outside the executor (a cancel); the next step acts on it."""
+        self.state.observe(event, now)
+        self._pending_observations.append(event)
+
+    def _rebuild(self, without: str | None = None) -> None:
+        """Re-index the scheduler's state from its records (after a spec changed or a run went)."""
+        s = self.state
+        runs = {n: r for n, r in s.runs.items() if n != without}
+        workers = {n: w for n, w in s.workers.items() if w.run != without}
+        down = set(s.down)
+        self.state = ClusterState(self.inventory, runs, workers)
+        for m in down:
+            self.state.observe(MachineLost(m), 0.0)
+
+    # -- the tick ----------------------------------------------------------------------------
+
+    def step(self, now: float) -> int:
+        """One tick at ``now``, settled, written in one transaction; how many decisions it made."""
+        s = self.state
+        log = _TickLog(self, now)
+        pending, self._pending_observations = self._pending_observations, []
+        for o in pending:
+            log.observed(o)
+        for o in self.executor.pop_due(now):
+            s.observe(o, now)
+            log.observed(o)
+        made = 0
+        for _ in range(MAX_TICKS_PER_STEP):
+            decisions = plan_tick(s, now)
+            if decisions:
+                s.apply(decisions, now)
+                log.decided(decisions)
+                for d in decisions:
+                    self.executor.handle(d, s, now)
+                made += len(decisions)
+            due = self.executor.pop_due(now)
+            for o in due:
+                s.observe(o, now)
+                log.observed(o)
+            if not decisions and not due:
+                break
+        else:
+            raise RuntimeError(f"the scheduler did not settle at {now}")
+        drain = getattr(self.executor, "drain_facts", None)
+        facts = drain() if drain else {}
+        for name, f in facts.items():
+            self.processes.setdefault(name, {}).update(f)
+            log.workers.setdefault(name, None)
+        if log.runs or log.workers or log.events:
+            self.store.commit_tick(log.write(facts))
+        self.decisions += made
+        return made
+
+    def next_wakeup(self, now: float) -> float | None:
+        """When the next timer (a backoff, a barrier, a time limit) is due; ``None``: none is."""
+        return self.state.next_wakeup(now)
+
+
+class _TickLog:
+    """What a tick touched, collected as it goes: runs, workers, new workers, events."""
+
+    def __init__(self, engine: Engine, now: float) -> None:
+        self.engine, self.now = engine, now
+        self.runs: dict[str, None] = {}
+        self.workers: dict[str, None] = {}
+        self.new: dict[str, None] = {}
+        self.events: list[dict[str, Any]] = []
+
+    def _worker(self, name: str) -> WorkerRecord | None:
+        w = self.engine.state.workers.get(name)
+        if w is not None:
+            self.workers[name] = None
+            self.runs[w.run] = None
+        return w
+
+    def observed(self, o: Observation) -> None:
+        s = self.engine.state
+        if isinstance(o, WorkerReady | WorkerExited):
+            w = self._worker(o.worker)
+            if w is not None:
+                code = o.exit_code if isinstance(o, WorkerExited) else None
+                self.events.append(
+                    _event(self.now, w.run, w.name, type(o).__name__, w.state, w.reason, w.machine, code)
+                )
+        elif isinstance(o, CancelRun):
+            self.runs[o.run] = None
+            self.events.append(
+                _event(self.now, o.run, None, "CancelRun", None, "Cancelled by a user", None, None)
+            )
+        elif isinstance(o, MachineLost | MachineUnreachable | MachineBack):
+            for name in s.on_machine.get(o.machine, ()):
+                self._worker(name)
+            for name, w in s.workers.items():
+                if w.machine == o.machine and w.state is WorkerState.DOWN:
+                    self._worker(name)
+
+    def decided(self, decisions: list[Decision]) -> None:
+        s, now = self.engine.state, self.now
+        for d in decisions:
+            if isinstance(d, AdmitRun):
+                self.runs[d.run] = None
+                for n in d.workers:
+                    self.new[n.name] = None
+                self.events.append(
+                    _event(now, d.run, None, "AdmitRun", None, f"{d.start}, {d.on_failure}", None, None)
+                )
+            elif isinstance(d, MarkRun | RestartRun):
+                self.runs[d.run] = None
+                r = s.runs[d.run]
+                self.events.append(_event(now, d.run, None, type(d).__name__, r.state, d.reason, None, None))
+            elif isinstance(d, PlaceWorker | StartWorker | StopWorker | RequeueWorker | MarkWorker):
+                if isinstance(d, PlaceWorker) and d.new is not None:
+                    self.new[d.new.name] = None
+                w = self._worker(d.worker)
+                assert w is not None
+                code = w.exit_code if isinstance(d, MarkWorker) else None
+                self.events.append(
+                    _event(now, w.run, w.name, type(d).__name__, w.state, w.reason, w.machine, code)
+                )
+
+    def write(self, facts: dict[str, dict[str, Any]]) -> TickWrite:
+        s = self.engine.state
+        new = [s.workers[n] for n in self.new if n in s.workers]
+        workers = [s.workers[n] for n in self.workers if n in s.workers and n not in self.new]
+        runs = [s.runs[n] for n in self.runs if n in s.runs]
+        meta = self.engine.meta
+        for r in runs:
+            m = meta.get(r.name)
+            if m is None:
+                continue
+            m.updated_at = self.now
+            if r.running_since is not None and m.started_at is None:
+                m.started_at = r.running_since
+            if r.state in RUN_DONE:
+                m.finished_at = self.now
+        return TickWrite(self.now, new, workers, runs, self.events, facts)
+
+
+def _event(
+    at: float,
+    run: str,
+    worker: str | None,
+    kind: str,
+    state: WorkerState | RunState | None,
+    reason: str | None,
+    machine: str | None,
+    exit_code: int | None,
+) -> dict[str, Any]:
+    return {
+        "at": at,
+        "run": run,
+        "worker": worker,
+        "kind": kind,
+        "state": str(state) if state is not None else None,
+        "reason": reason,
+        "machine": machine,
+        "exit_code": exit_code,
+    }
+
+
+def _stored(document: dict[str, Any]) -> dict[str, Any]:
+    """The document as kept: metadata and spec as given, less the server-owned resource_version."""
+    meta = {k: v for k, v in document.get("metadata", {}).items() if k != "resource_version"}
+    return {"metadata": meta, "spec": document["spec"]}

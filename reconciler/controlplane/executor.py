@@ -1,0 +1,242 @@
+"""The process executor: each worker is a local process on this host, in its own process group.
+
+Owns: turning the scheduler's decisions into processes and their ends into observations.
+
+* ``PlaceWorker``: the image is recorded, not pulled (there is no container runtime here); the
+  worker is ready at once (``WorkerReady``).
+* ``StartWorker``: ``command`` + ``args`` run as a process in a new session (so a new process
+  group), in the server's working folder, with exactly this environment: ``PATH`` and ``HOME`` of
+  the host (what a command on the host needs to be found and run), then the template's ``env``
+  and the variables of CONTRACT §6 from ``scheduler.worker_env`` (``RANK``, ``WORLD_SIZE``,
+  ``SLURM_PROCID``, ``SLURM_NTASKS``; ``MASTER_ADDR``=127.0.0.1 and ``MASTER_PORT`` in
+  multi-worker runs; the ``ASTRAEUS_ARRAY_*`` variables and ``ASTRAEUS_REPLICA_INDEX`` in
+  arrays; never ``SLURM_ARRAY_TASK_ID``). Nothing else of the server's environment leaks in: not
+  its token, not a Slurm variable of the shell that started it. Output (stdout and stderr) goes
+  to ``HOME/logs/<run>/<worker>.<attempt>.log``.
+* ``StopWorker`` (cancel, time limit, preemption, a failed run): SIGTERM to the whole process
+  group, SIGKILL to it ``grace`` seconds later. When a worker's main process ends, whatever it
+  left in its group is killed too, as a container's end would.
+* ``pop_due(now)``: the observations ready now: workers ready, and exits (``WorkerExited`` with
+  the exit code; killed by signal N is 128+N).
+
+The same three calls as ``simulation.SimulatedExecutor`` (``handle``, ``pop_due``,
+``next_time``), so the driver runs either. Must not touch: the store, the scheduler's records
+(it reads them), HTTP.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .scheduler import (
+    ClusterState,
+    Decision,
+    Observation,
+    PlaceWorker,
+    StartWorker,
+    StopWorker,
+    WorkerExited,
+    WorkerReady,
+    worker_env,
+)
+
+__all__ = ["HOST_VARIABLES", "LEADER_ADDRESS", "ProcessExecutor", "process_alive", "process_start_time"]
+
+#: What a worker takes from the host's environment: enough to find and run a host command.
+HOST_VARIABLES = ("PATH", "HOME")
+#: Every worker of the local executor runs on this host: the leader is reached on loopback.
+LEADER_ADDRESS = "127.0.0.1"
+#: Seconds between SIGTERM and SIGKILL when a worker is stopped.
+DEFAULT_GRACE = 5.0
+
+
+@dataclass(slots=True)
+class _Proc:
+    worker: str
+    popen: subprocess.Popen[bytes] | None
+    pgid: int
+    kill_at: float | None = None
+
+
+def process_start_time(pid: int) -> str | None:
+    """The start time of ``pid`` (field 22 of /proc/PID/stat), to tell it from a reused pid."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return None
+    return text.rsplit(")", 1)[1].split()[19]
+
+
+def process_alive(pid: int | None, started: str | None) -> bool:
+    """Whether the process ``pid`` that started at ``started`` still runs (not a zombie)."""
+    if not pid:
+        return False
+    now = process_start_time(pid)
+    if now is None:
+        return False
+    if started is not None and now != started:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class ProcessExecutor:
+    """Runs workers as local processes; see the module docstring for what each decision does."""
+
+    def __init__(
+        self,
+        home: str | os.PathLike[str],
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        grace: float = DEFAULT_GRACE,
+        host_env: dict[str, str] | None = None,
+    ) -> None:
+        self.home = Path(home)
+        self.logs = self.home / "logs"
+        self.cwd = str(cwd) if cwd is not None else os.getcwd()
+        self.grace = grace
+        source = os.environ if host_env is None else host_env
+        self.host_env = {k: source[k] for k in HOST_VARIABLES if k in source}
+        self.running: dict[str, _Proc] = {}
+        self.stopping: list[_Proc] = []
+        self.due: list[Observation] = []
+        #: Process facts changed since the last ``drain_facts``: {worker: {pid, pid_started, log, image}}.
+        self.facts: dict[str, dict[str, Any]] = {}
+
+    # -- the executor protocol ---------------------------------------------------------------
+
+    def handle(self, d: Decision, state: ClusterState, now: float) -> None:
+        if isinstance(d, PlaceWorker):
+            w = state.workers[d.worker]
+            self.facts.setdefault(w.name, {})["image"] = state.template(w).image
+            self.due.append(WorkerReady(d.worker))
+        elif isinstance(d, StartWorker):
+            self._start(d.worker, state)
+        elif isinstance(d, StopWorker):
+            self.stop(d.worker)
+
+    def pop_due(self, now: float) -> list[Observation]:
+        out, self.due = self.due, []
+        for name, proc in list(self.running.items()):
+            assert proc.popen is not None
+            code = proc.popen.poll()
+            if code is None:
+                continue
+            del self.running[name]
+            _killpg(proc.pgid, signal.SIGKILL)  # what the worker left behind in its group
+            out.append(WorkerExited(name, 128 - code if code < 0 else code))
+        self._reap_stopping()
+        return out
+
+    def next_time(self) -> float | None:
+        """Observations are due now (``-inf``) or whenever a process ends (the driver polls)."""
+        return float("-inf") if self.due else None
+
+    @property
+    def busy(self) -> bool:
+        """Processes are running or being stopped: the driver should poll them."""
+        return bool(self.running or self.stopping)
+
+    def drain_facts(self) -> dict[str, dict[str, Any]]:
+        out, self.facts = self.facts, {}
+        return out
+
+    # -- processes ---------------------------------------------------------------------------
+
+    def log_path(self, run: str, worker: str, attempt: int) -> Path:
+        return self.logs / run / f"{worker}.{attempt}.log"
+
+    def environment(self, state: ClusterState, worker: str) -> dict[str, str]:
+        """Exactly the environment the worker's process gets."""
+        w = state.workers[worker]
+        return {**self.host_env, **worker_env(state.runs[w.run].run, w, LEADER_ADDRESS)}
+
+    def _start(self, name: str, state: ClusterState) -> None:
+        w = state.workers[name]
+        template = state.template(w)
+        log = self.log_path(w.run, name, max(w.attempts, 1))
+        log.parent.mkdir(parents=True, exist_ok=True)
+        env = self.environment(state, name)
+        argv = ([template.command] if template.command else []) + list(template.args or [])
+        facts = self.facts.setdefault(name, {})
+        facts.update({"log": str(log), "pid": None, "pid_started": None, "image": template.image})
+        with open(log, "wb") as out:
+            if not template.command:
+                out.write(
+                    b"astra: this worker names no command, and the local executor cannot run an "
+                    b"image's entrypoint: give task_template.command\n"
+                )
+                self.due.append(WorkerExited(name, 127))
+                return
+            try:
+                popen = subprocess.Popen(
+                    argv,
+                    env=env,
+                    cwd=self.cwd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    close_fds=True,
+                )
+            except OSError as exc:
+                out.write(f"astra: cannot start {argv[0]}: {exc.strerror or exc}\n".encode())
+                self.due.append(WorkerExited(name, 127 if isinstance(exc, FileNotFoundError) else 126))
+                return
+        facts.update({"pid": popen.pid, "pid_started": process_start_time(popen.pid)})
+        self.running[name] = _Proc(name, popen, popen.pid)
+
+    def stop(self, name: str) -> None:
+        """SIGTERM the worker's process group now, SIGKILL it after the grace period."""
+        proc = self.running.pop(name, None)
+        if proc is None:
+            return
+        _killpg(proc.pgid, signal.SIGTERM)
+        proc.kill_at = time.monotonic() + self.grace
+        self.stopping.append(proc)
+
+    def kill_orphan(self, pid: int | None, started: str | None) -> bool:
+        """Kill the process group of a worker left by an earlier server (after a crash)."""
+        if pid and process_alive(pid, started):
+            _killpg(pid, signal.SIGKILL)
+            return True
+        return False
+
+    def _reap_stopping(self) -> None:
+        keep = []
+        now = time.monotonic()
+        for proc in self.stopping:
+            if proc.popen is None or proc.popen.poll() is not None:
+                _killpg(proc.pgid, signal.SIGKILL)  # anything left in its group
+                continue
+            if proc.kill_at is not None and now >= proc.kill_at:
+                _killpg(proc.pgid, signal.SIGKILL)
+                proc.kill_at = None
+            keep.append(proc)
+        self.stopping = keep
+
+    def shutdown(self) -> None:
+        """Kill every worker's process group now (the server is stopping)."""
+        for proc in [*self.running.values(), *self.stopping]:
+            _killpg(proc.pgid, signal.SIGKILL)
+            if proc.popen is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.popen.wait(timeout=5)
+        self.running.clear()
+        self.stopping.clear()
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)

@@ -1,0 +1,246 @@
+"""``astra server``: the REST API and the scheduling loop in one process, served by uvicorn.
+
+Owns: the server's home (``$ASTRA_HOME``, else ``.astra/`` of the working folder: the token,
+``server.json`` with pid, host, port and URL, the default SQLite database ``astra.db``, worker
+logs under ``logs/``), the token (``--token``/``ASTRA_TOKEN``; else the one in ``HOME/token``;
+else a new one written there with mode 0600), reading ``--inventory FILE`` (YAML), the loop that
+calls ``Engine.step`` whenever something may have changed (an API write, a timer, a process
+poll), and stopping (``astra server stop``: SIGTERM to the pid in ``server.json``; the server
+then kills its workers' process groups and exits).
+
+On start, workers that held machines when the last server ended are recovered by the ``Engine``:
+a running one is marked lost and the restart rules apply. Must not touch: routes, rules, SQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import secrets
+import signal
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .clock import SystemClock
+from .inventory import Inventory, InventoryError, default_inventory, load_inventory
+
+__all__ = [
+    "ServerError",
+    "ServerInfo",
+    "astra_home",
+    "load_inventory_file",
+    "read_info",
+    "resolve_token",
+    "serve",
+    "stop_server",
+]
+
+#: Seconds between polls of running processes (exits are noticed within this).
+POLL_SECONDS = 0.05
+log = logging.getLogger("astra.server")
+
+
+class ServerError(Exception):
+    """The server cannot start or be reached; the message says why, in one line."""
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    pid: int
+    host: str
+    port: int
+    url: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pid": self.pid, "host": self.host, "port": self.port, "url": self.url}
+
+
+def astra_home(environ: dict[str, str] | None = None, cwd: str | os.PathLike[str] | None = None) -> Path:
+    """``$ASTRA_HOME``, else ``.astra/`` of the working folder (absolute)."""
+    env = os.environ if environ is None else environ
+    given = env.get("ASTRA_HOME")
+    base = Path(given) if given else Path(cwd or os.getcwd()) / ".astra"
+    return base.resolve()
+
+
+def resolve_token(home: Path, given: str | None) -> str:
+    """``given`` (from --token or ASTRA_TOKEN), else ``HOME/token``, else a new one saved there (0600)."""
+    if given:
+        return given
+    path = home / "token"
+    if path.exists():
+        text = path.read_text().strip()
+        if text:
+            return text
+    home.mkdir(parents=True, exist_ok=True)
+    token = secrets.token_urlsafe(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(token + "\n")
+    os.chmod(path, 0o600)
+    return token
+
+
+def load_inventory_file(path: str | os.PathLike[str] | None) -> Inventory:
+    """The built-in inventory, or the machines of a YAML (or JSON) file."""
+    if path is None:
+        return default_inventory()
+    from ruamel.yaml import YAML, YAMLError
+
+    try:
+        data = YAML(typ="safe", pure=True).load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ServerError(f"cannot read the inventory {path}: {exc.strerror or exc}") from exc
+    except YAMLError as exc:
+        raise ServerError(f"{path}: not valid YAML: {exc}") from exc
+    try:
+        return load_inventory(data)
+    except InventoryError as exc:
+        raise ServerError(f"{path}: {exc}") from exc
+
+
+def read_info(home: Path) -> ServerInfo | None:
+    """The running server of ``home`` (from ``server.json``), if its process is alive."""
+    try:
+        data = json.loads((home / "server.json").read_text())
+        info = ServerInfo(int(data["pid"]), data["host"], int(data["port"]), data["url"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return info if _alive(info.pid) else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie is not alive
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def stop_server(home: Path, timeout: float = 30.0) -> ServerInfo | None:
+    """Stop the server of ``home``; the one stopped, or ``None`` when none runs."""
+    info = read_info(home)
+    if info is None:
+        return None
+    os.kill(info.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while _alive(info.pid):
+        if time.monotonic() > deadline:
+            os.kill(info.pid, signal.SIGKILL)
+            break
+        time.sleep(0.05)
+    with contextlib.suppress(FileNotFoundError):
+        if json.loads((home / "server.json").read_text()).get("pid") == info.pid:
+            (home / "server.json").unlink()
+    return info
+
+
+def serve(
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8750,
+    db: str | None = None,
+    inventory: str | os.PathLike[str] | None = None,
+    token: str | None = None,
+    home: Path | None = None,
+) -> None:
+    """Run the control plane until SIGTERM or SIGINT."""
+    home = home or astra_home()
+    home.mkdir(parents=True, exist_ok=True)
+    running = read_info(home)
+    if running is not None and running.pid != os.getpid():
+        raise ServerError(f"an astra server already runs for {home} (pid {running.pid}, {running.url})")
+    machines = load_inventory_file(inventory)
+    token = resolve_token(home, token or os.environ.get("ASTRA_TOKEN"))
+    try:
+        sock = socket.create_server((host, port), reuse_port=False)
+        # accepted connections inherit it: a response's head and body must not wait for an ACK
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError as exc:
+        raise ServerError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    try:
+        asyncio.run(_main(sock, home, db, machines, token))
+    finally:
+        sock.close()
+
+
+async def _main(sock: socket.socket, home: Path, db: str | None, machines: Inventory, token: str) -> None:
+    import uvicorn
+
+    from .api import create_app
+
+    _Server = _server_class()
+    from .engine import Engine
+    from .executor import ProcessExecutor
+    from .store import Store, default_url
+
+    clock = SystemClock()
+    store = Store(db or default_url(home))
+    executor = ProcessExecutor(home)
+    engine = Engine(store, machines, executor, clock.now())
+    wake = asyncio.Event()
+    app = create_app(engine, token, clock, on_change=wake.set)
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    info = ServerInfo(os.getpid(), host, port, f"http://{shown}:{port}")
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    server = _Server(config)
+    loop_task = asyncio.create_task(_schedule(engine, executor, clock, wake))
+    (home / "server.json").write_text(json.dumps(info.to_json()) + "\n")
+    print(f"astra server listening on {info.url} (home {home}, pid {info.pid})", flush=True)
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        loop_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await loop_task
+        executor.shutdown()
+        store.close()
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            if json.loads((home / "server.json").read_text()).get("pid") == info.pid:
+                (home / "server.json").unlink()
+
+
+def _server_class():
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, but a SIGTERM ends ``serve`` without re-raising it afterwards, so
+        that the control plane's own shutdown (killing its workers) runs before the process exits."""
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if self.should_exit and sig == signal.SIGINT:
+                self.force_exit = True
+            else:
+                self.should_exit = True
+
+    return Server
+
+
+async def _schedule(engine: Any, executor: Any, clock: SystemClock, wake: asyncio.Event) -> None:
+    """Step the engine whenever something may have changed; sleep until the next thing is due."""
+    while True:
+        now = clock.now()
+        try:
+            engine.step(now)
+        except Exception:  # keep serving: the error is logged, the next step retries
+            log.exception("a scheduling step failed")
+        nxt = engine.next_wakeup(now)
+        timeout = POLL_SECONDS if executor.busy else 60.0
+        if nxt is not None:
+            timeout = min(timeout, max(0.0, nxt - clock.now()))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wake.wait(), timeout)
+        wake.clear()
