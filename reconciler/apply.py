@@ -1,0 +1,254 @@
+"""Carrying a plan out against a cluster: exactly the plan, under the source's lock, resumably.
+
+``apply_plan(plan, cluster, store, …)``:
+
+1. checks every document it will send (``validate_data``) before the first call, and stops if
+   any fails (a dry run of the whole plan);
+2. takes the source's apply lock (``Locked`` when another apply holds it);
+3. refuses a stale plan (``StalePlan``: a file or a run changed since the plan);
+4. applies the changes in order (creates, updates and replaces by name, then deletes), each
+   create and update with the resource version the plan saw, so that a concurrent change is a
+   ``Conflict`` and never an overwrite; records each run in the inventory as soon as it is
+   applied (so a killed apply resumes where it stopped: the next plan holds only what is left);
+   a create that finds the run already there with the same normalised spec counts as done;
+5. records the apply in the history (who, when, commit, summary, result) and releases the lock,
+   whatever happened.
+
+It follows ``Change.action`` only, never the reasons. The result (``ApplyResult``) tags each
+run created, configured, replaced, deleted, unchanged, recorded, forgotten, failed or skipped.
+
+``wait_for_runs`` follows runs until each has settled (a Service run Running, a Batch run
+final): what ``--wait`` shows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from typing import Any, assert_never
+
+from .clusters.base import Cluster, ClusterError, Conflict, LiveRun, NotFound, Unreachable
+from .plan import Action, Change, Plan, compare, normalize
+from .reconcile import StalePlan, check_fresh
+from .spec.validate import validate_data
+from .state import HistoryEntry, InventoryEntry, SourceStore
+
+__all__ = ["ApplyFailed", "ApplyResult", "Entry", "apply_plan", "settled", "wait_for_runs"]
+
+
+class ApplyFailed(Exception):
+    """The plan cannot be applied as it is (a document the cluster would refuse)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    address: str
+    action: str
+    outcome: str  # created, configured, replaced, deleted, unchanged, recorded, forgotten, failed, skipped
+    message: str = ""
+
+
+@dataclass
+class ApplyResult:
+    source: str
+    entries: list[Entry] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not any(e.outcome == "failed" for e in self.entries)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for e in self.entries:
+            out[e.outcome] = out.get(e.outcome, 0) + 1
+        return dict(sorted(out.items()))
+
+    def failed(self) -> list[Entry]:
+        return [e for e in self.entries if e.outcome == "failed"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "result": "applied" if self.ok else "failed",
+            "error": self.error,
+            "counts": self.counts,
+            "entries": [e.__dict__ for e in sorted(self.entries, key=lambda e: e.address)],
+        }
+
+
+def _order(change: Change) -> tuple[int, str]:
+    return (1 if change.action is Action.delete else 0, change.address)
+
+
+def preflight(plan: Plan) -> list[str]:
+    """Every problem of the documents the plan would send, before anything is sent."""
+    problems = []
+    for change in plan.changes:
+        if change.after is None or change.action is Action.noop:
+            continue
+        for e in validate_data(change.after):
+            problems.append(f"{change.address}: {e.format()}")
+    return problems
+
+
+def apply_plan(
+    plan: Plan,
+    cluster: Cluster,
+    store: SourceStore,
+    *,
+    now: Callable[[], float],
+    who: str,
+    commit: str | None = None,
+    on_entry: Callable[[Entry], None] | None = None,
+    keep_going: bool = False,
+    only: Collection[str] | None = None,
+) -> ApplyResult:
+    """Apply ``plan`` (see the module docstring). ``only`` limits it to those runs."""
+    problems = preflight(plan)
+    if problems:
+        raise ApplyFailed("the plan holds documents the cluster would refuse: " + "; ".join(problems))
+    result = ApplyResult(plan.source)
+    lock = store.lock(plan.source, who, now())
+    try:
+        stale = check_fresh(plan, cluster)
+        if stale:
+            raise StalePlan(stale)
+        inventory = store.read(plan.source).inventory
+        for change in sorted(plan.changes, key=_order):
+            if only is not None and change.address not in only:
+                continue
+            try:
+                outcome, message = _apply_one(change, cluster, store, plan.source, inventory, now)
+            except (Unreachable, StalePlan):
+                raise
+            except ClusterError as exc:
+                entry = Entry(change.address, change.action.value, "failed", str(exc))
+                result.entries.append(entry)
+                if on_entry:
+                    on_entry(entry)
+                if not keep_going:
+                    result.error = f"{change.address}: {exc}"
+                    break
+                continue
+            entry = Entry(change.address, change.action.value, outcome, message)
+            result.entries.append(entry)
+            if on_entry:
+                on_entry(entry)
+        if result.error is None:
+            for name in sorted(plan.forget):
+                if only is None or name in only:
+                    store.record(plan.source, name, None)
+                    result.entries.append(Entry(name, "forget", "forgotten"))
+    except (ClusterError, StalePlan) as exc:
+        result.error = str(exc)
+        raise
+    except BaseException as exc:
+        result.error = f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        try:
+            outcome = "applied" if result.ok else f"failed: {result.error or 'some runs failed'}"
+            store.add_history(plan.source, HistoryEntry(who, now(), commit, plan.summary, outcome))
+        finally:
+            store.unlock(plan.source, lock.id)
+    return result
+
+
+def _apply_one(
+    change: Change,
+    cluster: Cluster,
+    store: SourceStore,
+    source: str,
+    inventory: dict[str, InventoryEntry],
+    now: Callable[[], float],
+) -> tuple[str, str]:
+    name = change.address
+
+    def remember() -> None:
+        assert change.after is not None
+        store.record(source, name, InventoryEntry(change.after, now(), change.file))
+
+    match change.action:
+        case Action.noop:
+            held = inventory.get(name)
+            if held is not None and held.spec == change.after and held.file == change.file:
+                return "unchanged", ""
+            remember()
+            return "recorded", ""
+        case Action.create:
+            message = _create(cluster, change)
+            remember()
+            return "created", message
+        case Action.update:
+            assert change.after is not None and change.resource_version is not None
+            cluster.update_run(name, change.after, change.resource_version)
+            remember()
+            return "configured", ""
+        case Action.replace:
+            live = cluster.get_run(name)
+            if live is not None and live.resource_version != change.resource_version:
+                raise Conflict(f"run {name} changed on the cluster since the plan: not replaced")
+            if live is not None:
+                with contextlib.suppress(NotFound):
+                    cluster.delete_run(name)
+            message = _create(cluster, change)
+            remember()
+            return "replaced", message
+        case Action.delete:
+            try:
+                cluster.delete_run(name)
+                message = ""
+            except NotFound:
+                message = "already gone"
+            store.record(source, name, None)
+            return "deleted", message
+        case _:
+            assert_never(change.action)
+
+
+def _create(cluster: Cluster, change: Change) -> str:
+    """Create the run; one already there with the same normalised spec counts as done."""
+    assert change.after is not None
+    try:
+        cluster.create_run(change.after)
+        return ""
+    except Conflict:
+        live = cluster.get_run(change.address)
+        if live is not None and not compare(change.after, normalize(live.document), None)[1]:
+            return "already there with this spec: counted as done"
+        raise
+
+
+# ---- --wait -------------------------------------------------------------------------------------
+
+
+def settled(run: LiveRun | None) -> bool:
+    """Whether ``--wait`` is done with a run: gone, final, or a Service that runs."""
+    if run is None or run.final:
+        return True
+    lifetime = (run.document.get("spec") or {}).get("lifetime", "Batch")
+    return lifetime == "Service" and run.state == "Running"
+
+
+def wait_for_runs(
+    cluster: Cluster,
+    names: Collection[str],
+    *,
+    sleep: Callable[[float], None],
+    on_update: Callable[[dict[str, LiveRun | None]], None] | None = None,
+    interval: float = 1.0,
+    max_polls: int | None = None,
+) -> dict[str, LiveRun | None]:
+    """Poll ``names`` until every one has settled; the last observation of each."""
+    polls = 0
+    while True:
+        runs = {n: cluster.get_run(n) for n in sorted(names)}
+        if on_update:
+            on_update(runs)
+        polls += 1
+        if all(settled(r) for r in runs.values()) or (max_polls is not None and polls >= max_polls):
+            return runs
+        sleep(interval)

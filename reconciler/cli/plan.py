@@ -1,0 +1,381 @@
+"""``astra plan`` and ``astra apply``: thin commands over ``reconciler.reconcile`` and ``reconciler.apply``.
+
+Each parses its options, makes one call into the package for each step (load and plan; apply;
+wait), and prints. Our errors become one line and exit 1; ``--detailed-exitcode`` keeps 2 for
+"changes" only.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .output import echo, error
+
+__all__ = [
+    "AllowEmpty",
+    "Files",
+    "Prune",
+    "Server",
+    "SourceName",
+    "StateUrl",
+    "Token",
+    "apply",
+    "failures",
+    "plan",
+    "setup",
+]
+
+
+class PlanOutput(StrEnum):
+    text = "text"
+    json = "json"
+
+
+Files = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--file", "-f", help="Run spec files or folders (recursive); repeatable.", show_default=False
+    ),
+]
+Template = Annotated[str | None, typer.Option("--template", help="Apply this template to every run.")]
+Sets = Annotated[list[str] | None, typer.Option("--set", help="A template parameter, key=value; repeatable.")]
+Prune = Annotated[
+    bool, typer.Option("--prune", help="Delete runs this source applied that the files no longer hold.")
+]
+AllowEmpty = Annotated[
+    bool, typer.Option("--allow-empty", help="With --prune: allow deleting every run of the source.")
+]
+SourceName = Annotated[
+    str | None,
+    typer.Option("--source", help="The source's name (default: the git remote and path, else the folder)."),
+]
+StateUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--state", help="Where sources' state is kept when the cluster keeps none (a database URL)."
+    ),
+]
+Server = Annotated[
+    str | None,
+    typer.Option("--server", envvar="ASTRA_SERVER", help="The cluster: http(s)://… or slurm://[PARTITION]."),
+]
+Token = Annotated[str | None, typer.Option("--token", envvar="ASTRA_TOKEN", help="The API's bearer token.")]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Show unchanged runs (=) too.")]
+
+
+@dataclass
+class Setup:
+    source: Any
+    cluster: Any
+    store: Any
+
+
+def setup(
+    paths: list[str],
+    *,
+    source: str | None,
+    state: str | None,
+    server: str | None,
+    token: str | None,
+    template: str | None = None,
+    sets: list[str] | None = None,
+    prune: bool = False,
+    allow_empty: bool = False,
+) -> Setup:
+    """The source, the cluster (with retries) and the store the options name."""
+    from ..clusters.connect import connect
+    from ..reconcile import Source, retrying
+    from ..state import default_source_name, open_store
+
+    cluster = connect(server, token)
+    name = source or default_source_name(paths)
+    src = Source(name, tuple(paths), template, tuple(sets or ()), prune, allow_empty)
+    return Setup(src, retrying(cluster), open_store(state, cluster))
+
+
+@contextmanager
+def failures() -> Iterator[None]:
+    """Our errors as one line and exit 1 (the files' problems one per line first)."""
+    from ..apply import ApplyFailed
+    from ..clusters.base import ClusterError
+    from ..plan import PlanError
+    from ..reconcile import LoadFailed, ReconcileError
+    from ..state import StateError
+
+    try:
+        yield
+    except LoadFailed as exc:
+        for e in exc.errors:
+            echo(e.format(), err=True)
+        error(str(exc))
+        raise typer.Exit(1) from None
+    except (ClusterError, StateError, PlanError, ReconcileError, ApplyFailed) as exc:
+        error(str(exc))
+        raise typer.Exit(1) from None
+
+
+def _require_files(files: list[Path] | None) -> list[str]:
+    if not files:
+        error("give the run specs: -f PATH (files or folders)")
+        raise typer.Exit(1)
+    return [str(f) for f in files]
+
+
+def plan(
+    files: Files = None,
+    template: Template = None,
+    sets: Sets = None,
+    prune: Prune = False,
+    allow_empty: AllowEmpty = False,
+    output: Annotated[
+        PlanOutput, typer.Option("--output", "-o", help="text, or json (the saved plan's format).")
+    ] = PlanOutput.text,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Save the plan here, for 'astra apply FILE'.")
+    ] = None,
+    detailed_exitcode: Annotated[
+        bool, typer.Option("--detailed-exitcode", help="Exit 0: no changes, 2: changes, 1: error.")
+    ] = False,
+    verbose: Verbose = False,
+    source: SourceName = None,
+    state: StateUrl = None,
+    server: Server = None,
+    token: Token = None,
+) -> None:
+    """Show what apply would change, and what it costs; change nothing.
+
+    + create, ~ update in place, -/+ replace (with the workers, GPUs and time it stops),
+    - delete (only with --prune, only runs this source applied), = unchanged (with -v).
+
+    Examples:
+
+        astra plan -f examples/
+
+        astra plan -f runs/ --prune --out plan.json --detailed-exitcode
+    """
+    from ..load import default_cache
+    from ..plan import plan_to_json, render_plan
+    from ..reconcile import plan_source
+
+    paths = _require_files(files)
+    with failures():
+        s = setup(
+            paths,
+            source=source,
+            state=state,
+            server=server,
+            token=token,
+            template=template,
+            sets=sets,
+            prune=prune,
+            allow_empty=allow_empty,
+        )
+        _, made = plan_source(s.source, s.cluster, s.store, time.time(), cache=default_cache())
+    data = plan_to_json(made)
+    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    if out is not None:
+        out.write_text(text, encoding="utf-8")
+    if output is PlanOutput.json:
+        sys.stdout.write(text)
+    else:
+        sys.stdout.write(render_plan(data, verbose=verbose))
+        if out is not None:
+            echo(f"Saved the plan to {out}: 'astra apply {out}' carries out exactly this plan.")
+    raise typer.Exit(2 if detailed_exitcode and made.has_changes else 0)
+
+
+def apply(
+    planfile: Annotated[
+        Path | None, typer.Argument(help="A plan saved by 'astra plan --out'.", show_default=False)
+    ] = None,
+    files: Files = None,
+    template: Template = None,
+    sets: Sets = None,
+    prune: Prune = False,
+    allow_empty: AllowEmpty = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Apply without asking.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Plan and check everything, change nothing.")
+    ] = False,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait", help="Follow the runs until each runs (Service) or ends (Batch); 1 if any failed."
+        ),
+    ] = False,
+    verbose: Verbose = False,
+    source: SourceName = None,
+    state: StateUrl = None,
+    server: Server = None,
+    token: Token = None,
+) -> None:
+    """Apply the files (-f) or a saved plan (PLANFILE) to the cluster: exactly what the plan shows.
+
+    Shows the plan and asks (type 'yes'), unless --yes; with no terminal to ask on it refuses
+    without --yes. One apply per source at a time (a lock; see 'astra force-unlock'). A saved
+    plan is refused when the files or the runs changed since it was made.
+
+    Examples:
+
+        astra apply -f examples/laptop --yes --wait
+
+        astra plan -f runs/ --out plan.json && astra apply plan.json
+    """
+    from ..apply import apply_plan, preflight
+    from ..plan import plan_from_json, plan_to_json, render_apply, render_plan
+    from ..reconcile import StalePlan, check_fresh, plan_source
+    from ..state import git_commit, owner
+
+    if planfile is not None and files:
+        error("give a saved plan or -f PATH, not both")
+        raise typer.Exit(1)
+    with failures():
+        if planfile is not None:
+            try:
+                made = plan_from_json(json.loads(planfile.read_text(encoding="utf-8")))
+            except (OSError, ValueError) as exc:
+                error(f"cannot read the plan {planfile}: {exc}")
+                raise typer.Exit(1) from None
+            s = setup([str(planfile.parent)], source=made.source, state=state, server=server, token=token)
+            paths = sorted(made.files) or [str(planfile.parent)]
+        else:
+            paths = _require_files(files)
+            from ..load import default_cache
+
+            s = setup(
+                paths,
+                source=source,
+                state=state,
+                server=server,
+                token=token,
+                template=template,
+                sets=sets,
+                prune=prune,
+                allow_empty=allow_empty,
+            )
+            _, made = plan_source(s.source, s.cluster, s.store, time.time(), cache=default_cache())
+        sys.stdout.write(render_plan(plan_to_json(made), verbose=verbose))
+        if dry_run:
+            problems = preflight(made)
+            stale = check_fresh(made, s.cluster)
+            if stale:
+                raise StalePlan(stale)
+            for p in problems:
+                echo(p, err=True)
+            echo("Dry run: nothing was applied.")
+            raise typer.Exit(1 if problems else 0)
+        if made.has_changes and not yes:
+            _confirm(made.source, made.cluster)
+        progress = _progress(made)
+        with progress as on_entry:
+            result = apply_plan(
+                made,
+                s.cluster,
+                s.store,
+                now=time.time,
+                who=owner(),
+                commit=git_commit(paths),
+                on_entry=on_entry,
+            )
+        if made.has_changes or not result.ok or verbose:
+            sys.stdout.write(render_apply(result.to_json(), verbose=verbose))
+        if not result.ok:
+            raise typer.Exit(1)
+        if wait:
+            names = [c.address for c in made.changes if c.after is not None]
+            raise typer.Exit(_wait(s.cluster, names))
+
+
+def _confirm(source: str, cluster: str) -> None:
+    if not sys.stdin.isatty():
+        error("no terminal to ask on: give --yes to apply without asking")
+        raise typer.Exit(1)
+    echo(f"Apply these changes to source {source} on {cluster}? Only 'yes' goes on.")
+    try:
+        answer = input("Enter a value: ").strip().lower()
+    except EOFError:
+        answer = ""
+    if answer != "yes":
+        error("not applied: the answer was not 'yes'")
+        raise typer.Exit(1)
+
+
+class _Progress:
+    """A rich progress bar on stderr when a plan has many changes; else nothing."""
+
+    MANY = 10
+
+    def __init__(self, total: int):
+        self.total = total
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> Callable[[Any], None] | None:
+        if self.total < self.MANY:
+            return None
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self._bar = Progress(
+            TextColumn("applying"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self._bar.__enter__()
+        self._task = self._bar.add_task("apply", total=self.total)
+        return lambda _entry: self._bar.advance(self._task)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+
+
+def _progress(made: Any) -> _Progress:
+    return _Progress(sum(1 for c in made.changes if c.action.value != "noop"))
+
+
+def _wait(cluster: Any, names: list[str]) -> int:
+    """Follow runs with a live table until each has settled; 1 when any failed."""
+    from rich.console import Console
+    from rich.live import Live
+    from rich.table import Table
+
+    from ..apply import wait_for_runs
+
+    def table(runs: dict[str, Any]) -> Table:
+        t = Table("RUN", "STATE", "REASON", "WORKERS", box=None)
+        for name, run in runs.items():
+            if run is None:
+                t.add_row(name, "Gone", "", "")
+                continue
+            counts = " ".join(f"{k}={v}" for k, v in sorted(run.task_counts.items()))
+            t.add_row(name, run.state, run.reason, counts)
+        return t
+
+    console = Console()
+    with Live(table({}), console=console, auto_refresh=False) as live:
+        runs = wait_for_runs(
+            cluster,
+            names,
+            sleep=time.sleep,
+            on_update=lambda r: live.update(table(r), refresh=True),
+            interval=1.0,
+        )
+    bad = sorted(n for n, r in runs.items() if r is not None and r.state in ("Failed", "Cancelled"))
+    if bad:
+        error(f"{len(bad)} of {len(runs)} runs did not succeed: {', '.join(bad)}")
+        return 1
+    return 0

@@ -1,0 +1,369 @@
+"""``HttpCluster``: the ``Cluster`` protocol over the Astraeus REST API (CONTRACT §5), with httpx.
+
+Any control plane that speaks the contract will do: ``astra server``, or a workspace's
+``$WS_API`` (``…/api/v1/orgs/{org}/workspaces/{ws}/clusters/{cluster}/api``). A server URL
+without ``/api`` in its path gets ``/api`` (the default org, workspace and cluster). Every call
+carries ``Authorization: Bearer TOKEN`` when a token is given.
+
+Answers map to the protocol's exceptions, always ``raise … from`` the httpx error:
+
+=====================================  =======================================================
+answer                                 exception
+=====================================  =======================================================
+no connection, timeout, 502/503/504    ``Unreachable`` (transient: the reconciler retries it)
+404                                    ``NotFound``
+409                                    ``Conflict``
+422                                    ``Rejected`` (with the body's messages)
+401, 403, anything else not 2xx        ``ClusterError`` (one line, with the server's detail)
+=====================================  =======================================================
+
+``ApiSourceStore`` is the client side of the control plane's ``/sources`` (the JSON shapes are
+in ``reconciler.state``'s docstring). A source name is percent-encoded whole in the path
+(``/`` too), so the server's routes must read it as ``{name:path}``.
+
+Pass ``transport=`` (``httpx.MockTransport``, ``httpx.ASGITransport`` of an app) to talk to a
+server in-process: the same code path as over a socket.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import httpx
+
+from ..state import (
+    HISTORY_KEEP,
+    HistoryEntry,
+    InventoryEntry,
+    Lock,
+    Locked,
+    SourceState,
+    StaleState,
+    StateError,
+)
+from .base import ClusterError, Conflict, LiveRun, NotFound, Rejected, Unreachable, WorkerInfo
+
+__all__ = ["ApiSourceStore", "HttpCluster", "api_base"]
+
+_TRANSIENT = frozenset({502, 503, 504})
+_PUT_ATTEMPTS = 5
+
+
+def api_base(server: str) -> str:
+    """The API's base URL: ``server`` itself when its path holds ``/api``, else ``server/api``."""
+    server = server.rstrip("/")
+    path = urlsplit(server).path
+    return server if "/api" in path else f"{server}/api"
+
+
+class HttpCluster:
+    """The REST API as a ``Cluster`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        server: str,
+        token: str | None = None,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        timeout: float = 30.0,
+    ):
+        self.address = server.rstrip("/")
+        self.base = api_base(server)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.client = httpx.Client(base_url=self.base, headers=headers, timeout=timeout, transport=transport)
+
+    def close(self) -> None:
+        self.client.close()
+
+    # ---- one call ----------------------------------------------------------------------------
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """One call; a non-2xx answer is raised as the protocol's exception."""
+        try:
+            response = self.client.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise Unreachable(f"{self.address} cannot be reached: {exc or type(exc).__name__}") from exc
+        if response.is_success:
+            return response
+        detail = _detail(response)
+        status = response.status_code
+        try:
+            response.raise_for_status()
+        except httpx.HTTPStatusError as exc:
+            if status in _TRANSIENT:
+                raise Unreachable(f"{self.address} answered {status}: {detail}") from exc
+            if status == 404:
+                raise NotFound(detail) from exc
+            if status == 409:
+                raise Conflict(detail) from exc
+            if status == 422:
+                raise Rejected(f"the cluster refused the run: {detail}", _errors(response)) from exc
+            if status in (401, 403):
+                hint = (
+                    "give --token or ASTRA_TOKEN"
+                    if status == 401
+                    else "this token may not use this workspace"
+                )
+                raise ClusterError(f"{self.address} answered {status} ({detail}): {hint}") from exc
+            raise ClusterError(f"{self.address} answered {status}: {detail}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _json(self, response: httpx.Response) -> Any:
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise ClusterError(f"{self.address} answered with something that is not JSON") from exc
+
+    # ---- the protocol ------------------------------------------------------------------------
+
+    def list_runs(self) -> list[LiveRun]:
+        data = self._json(self.request("GET", "/runs"))
+        return sorted((_live(r) for r in _items(data, "runs")), key=lambda r: r.name)
+
+    def get_run(self, name: str) -> LiveRun | None:
+        try:
+            return _live(self._json(self.request("GET", f"/runs/{quote(name, safe='')}")))
+        except NotFound:
+            return None
+
+    def create_run(self, document: dict[str, Any]) -> LiveRun:
+        return _live(self._json(self.request("POST", "/runs", json=_without_version(document))))
+
+    def update_run(self, name: str, document: dict[str, Any], resource_version: int) -> LiveRun:
+        body = _without_version(document)
+        body["metadata"] = {**body.get("metadata", {}), "resource_version": resource_version}
+        return _live(self._json(self.request("PUT", f"/runs/{quote(name, safe='')}", json=body)))
+
+    def delete_run(self, name: str) -> None:
+        self.request("DELETE", f"/runs/{quote(name, safe='')}")
+
+    def workers(self, name: str) -> list[WorkerInfo]:
+        data = self._json(self.request("GET", f"/runs/{quote(name, safe='')}/workers"))
+        return [_worker(w) for w in _items(data, "workers")]
+
+    def logs(self, worker: str) -> str:
+        response = self.request("GET", f"/workers/{quote(worker, safe='')}/logs")
+        if response.headers.get("content-type", "").startswith("application/json"):
+            data = self._json(response)
+            return data.get("logs", "") if isinstance(data, dict) else str(data)
+        return response.text
+
+    def source_store(self) -> ApiSourceStore:
+        return ApiSourceStore(self)
+
+
+class ApiSourceStore:
+    """Sources kept by the control plane (``/sources``): a ``SourceStore``."""
+
+    def __init__(self, cluster: HttpCluster):
+        self.cluster = cluster
+        self.address = f"{cluster.base}/sources"
+
+    def _path(self, name: str) -> str:
+        return f"/sources/{quote(name, safe='')}"
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            return self.cluster.request(method, path, **kwargs)
+        except (NotFound, Conflict):
+            raise
+        except ClusterError as exc:
+            raise StateError(f"the source state at {self.address} cannot be used: {exc}") from exc
+
+    def read(self, name: str) -> SourceState:
+        try:
+            data = self._call("GET", self._path(name)).json()
+        except NotFound:
+            return SourceState(name)
+        except ValueError as exc:
+            raise StateError(f"{self.address} answered with something that is not JSON") from exc
+        return SourceState.from_json(data, name)
+
+    def sources(self) -> list[SourceState]:
+        data = self._call("GET", "/sources").json()
+        return sorted((SourceState.from_json(s) for s in _items(data, "sources")), key=lambda s: s.name)
+
+    def _update(self, name: str, change) -> None:
+        """Read, change, PUT with the resource_version read; again when another writer came first."""
+        for _ in range(_PUT_ATTEMPTS):
+            state = self.read(name)
+            change(state)
+            body = state.to_json()
+            body.pop("lock", None)
+            body.pop("name", None)
+            try:
+                self._call("PUT", self._path(name), json=body)
+                return
+            except Conflict:
+                continue
+            except NotFound as exc:
+                raise StateError(f"{self.address} has no source {name}") from exc
+        raise StaleState(f"source '{name}' kept changing while it was written ({_PUT_ATTEMPTS} tries)")
+
+    def record(self, name: str, run: str, entry: InventoryEntry | None) -> None:
+        def change(state: SourceState) -> None:
+            if entry is None:
+                state.inventory.pop(run, None)
+            else:
+                state.inventory[run] = entry
+
+        self._update(name, change)
+
+    def set_status(self, name: str, status: dict[str, Any]) -> None:
+        def change(state: SourceState) -> None:
+            state.status = dict(status)
+
+        self._update(name, change)
+
+    def add_history(self, name: str, entry: HistoryEntry) -> None:
+        def change(state: SourceState) -> None:
+            state.history = [*state.history, entry][-HISTORY_KEEP:]
+
+        self._update(name, change)
+
+    def lock(self, name: str, who: str, now: float) -> Lock:
+        wanted = Lock.new(who, now)
+        try:
+            response = self._call("POST", f"{self._path(name)}/lock", json=wanted.to_json())
+        except Conflict as exc:
+            holder = _holder(exc)
+            raise Locked(name, holder or Lock("?", "another apply", now), now) from exc
+        except NotFound as exc:
+            raise StateError(
+                f"{self.address} has no lock route for source '{name}' (404): the control plane must "
+                "read the source name as a path ({name:path}), since names hold '/'"
+            ) from exc
+        data = response.json() if response.content else {}
+        data = data.get("lock", data) if isinstance(data, dict) else {}
+        return Lock.from_json(data) if data.get("id") else wanted
+
+    def unlock(self, name: str, lock_id: str) -> None:
+        try:
+            self._call("DELETE", f"{self._path(name)}/lock", params={"id": lock_id})
+        except NotFound as exc:
+            raise StateError(f"source '{name}' holds no lock") from exc
+        except Conflict as exc:
+            holder = _holder(exc)
+            held = holder.id if holder else "another id"
+            raise StateError(f"source '{name}' is locked under {held}, not {lock_id}") from exc
+
+
+# ---- reading answers ----------------------------------------------------------------------------
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        data = response.json()
+    except ValueError:
+        return response.text.strip()[:300] or response.reason_phrase
+    if isinstance(data, dict):
+        detail = data.get("detail", data.get("message", data))
+        if isinstance(detail, list):
+            return "; ".join(_one_error(e) for e in detail)
+        return detail if isinstance(detail, str) else str(detail)
+    return str(data)
+
+
+def _one_error(e: Any) -> str:
+    if isinstance(e, dict) and "message" in e:
+        where = ":".join(str(e[k]) for k in ("file", "line", "column") if e.get(k) is not None)
+        parts = [p for p in (where, e.get("path", ""), e["message"]) if p]
+        return ": ".join(parts)
+    if isinstance(e, dict) and "msg" in e:
+        return f"{'.'.join(str(x) for x in e.get('loc', []))}: {e['msg']}"
+    return str(e)
+
+
+def _errors(response: httpx.Response) -> list[dict[str, Any]]:
+    try:
+        data = response.json()
+    except ValueError:
+        return []
+    if isinstance(data, dict):
+        data = data.get("errors", data.get("detail", []))
+    return [e for e in data if isinstance(e, dict)] if isinstance(data, list) else []
+
+
+def _holder(exc: BaseException) -> Lock | None:
+    response = getattr(exc.__cause__, "response", None)
+    if response is None:
+        return None
+    try:
+        data = response.json()
+    except ValueError:
+        return None
+    lock = data.get("lock") if isinstance(data, dict) else None
+    if not isinstance(lock, dict) and isinstance(data, dict) and isinstance(data.get("detail"), dict):
+        lock = data["detail"].get("lock")
+    return Lock.from_json(lock) if isinstance(lock, dict) and lock.get("id") else None
+
+
+def _items(data: Any, key: str) -> list[Any]:
+    if isinstance(data, list):
+        return data
+    if isinstance(data, dict):
+        for k in (key, "items"):
+            if isinstance(data.get(k), list):
+                return data[k]
+    return []
+
+
+def _time(value: Any) -> float | None:
+    """Seconds since the epoch, from a number or an ISO 8601 string."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=dt.UTC)
+        return parsed.timestamp()
+    return None
+
+
+def _without_version(document: dict[str, Any]) -> dict[str, Any]:
+    meta = {k: v for k, v in (document.get("metadata") or {}).items() if k != "resource_version"}
+    return {**document, "metadata": meta}
+
+
+def _live(data: Any) -> LiveRun:
+    if not isinstance(data, dict) or not isinstance(data.get("metadata"), dict):
+        raise ClusterError("the cluster answered with something that is not a run")
+    meta = data["metadata"]
+    status = data.get("status") if isinstance(data.get("status"), dict) else {}
+    counts = data.get("task_counts") or status.get("task_counts") or {}
+    document = {"metadata": dict(meta), "spec": data.get("spec") or {}}
+    return LiveRun(
+        name=meta.get("name", ""),
+        document=document,
+        resource_version=int(meta.get("resource_version") or 0),
+        state=str(status.get("state", "Pending")),
+        reason=str(status.get("reason") or ""),
+        task_counts={str(k): int(v) for k, v in counts.items()},
+        created_at=_time(status.get("created_at", meta.get("created_at"))),
+        started_at=_time(status.get("started_at")),
+        finished_at=_time(status.get("finished_at")),
+        workers_running=int(status.get("workers_running", counts.get("Running", 0)) or 0),
+        gpus_held=int(status.get("gpus_held", 0) or 0),
+    )
+
+
+def _worker(data: dict[str, Any]) -> WorkerInfo:
+    return WorkerInfo(
+        name=str(data.get("name", "")),
+        rank=int(data.get("rank", 0) or 0),
+        state=str(data.get("state", "")),
+        reason=str(data.get("reason") or ""),
+        machine=data.get("machine"),
+        exit_code=data.get("exit_code"),
+        restarts=int(data.get("restarts", 0) or 0),
+        gpus=int(data.get("gpus", 0) or 0),
+        started_at=_time(data.get("started_at")),
+        group=data.get("group"),
+    )

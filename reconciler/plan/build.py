@@ -1,0 +1,194 @@
+"""Building a plan: desired runs, live runs and the source's inventory in, a ``Plan`` out.
+
+``build_plan`` decides one ``Change`` per run the source is concerned with: every desired run,
+and every run of its inventory (what it applied before). Runs on the cluster that are neither
+are someone else's and never appear. The rules:
+
+* desired, not live: **create** (if the inventory has it, it was deleted out of band: planned back);
+* desired and live: the three-way diff (``diff.compare``); no field changes → **noop** (a
+  finished run whose spec is unchanged stays, whatever state it ended in); otherwise **update**
+  when every changed field can change in place, **replace** when one forces it; a finished run
+  whose change forces a replace is rerun (the change says ``reruns``), and one whose changes
+  are all in place (``max_parallel``, ``priority``, labels) is updated and not rerun;
+* in the inventory, not desired: **delete** only with ``prune`` (otherwise listed in
+  ``not_pruned``); when it is gone from the cluster too, its entry is ``forget``-ed (with prune);
+* ``prune`` that would delete every run of the source while the files name none raises
+  ``PlanError`` unless ``allow_empty``.
+
+``scope`` (a set of names) limits the plan to those runs: the watch loop re-plans only what a
+changed file holds. The callers guarantee the desired set loaded without error: a failed load
+is never an empty desired set. Pure: no I/O; ``now`` is passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..clusters.base import LiveRun, WorkerInfo
+from .cost import cost_of
+from .diff import compare
+from .model import Action, Change, Plan, PlanError, action_for
+from .normalize import normalize
+
+__all__ = ["Applied", "DesiredItem", "build_plan", "stopping"]
+
+REASON_PLANNED_BACK = "deleted outside astra: planned back"
+REASON_RERUNS = "reruns"
+REASON_FINISHED_IN_PLACE = "finished: updated in place, not rerun"
+REASON_ADOPT = "on the cluster but not in this source's inventory: astra takes it over"
+REASON_PRUNE = "no longer in the files (--prune)"
+REASON_DRIFT = "changed outside astra: set back to the files"
+
+
+@dataclass(frozen=True)
+class DesiredItem:
+    """One run the files ask for: its final document and the file it came from."""
+
+    name: str
+    document: dict[str, Any]
+    file: str | None = None
+
+
+class Applied(Protocol):
+    """An inventory entry as the plan needs it: the last-applied document and its file."""
+
+    @property
+    def spec(self) -> dict[str, Any]: ...
+
+    @property
+    def file(self) -> str | None: ...
+
+
+def stopping(
+    desired: Mapping[str, DesiredItem],
+    live: Mapping[str, LiveRun],
+    inventory: Mapping[str, Applied],
+    *,
+    prune: bool = False,
+    scope: Collection[str] | None = None,
+) -> list[str]:
+    """The runs a plan might stop (replace or delete) and that are not finished: whose workers to fetch."""
+    names = []
+    for name, run in live.items():
+        if run.final or (scope is not None and name not in scope):
+            continue
+        if name in desired or (prune and name in inventory):
+            names.append(name)
+    return sorted(names)
+
+
+def build_plan(
+    *,
+    source: str,
+    cluster: str,
+    desired: Mapping[str, DesiredItem],
+    live: Mapping[str, LiveRun],
+    inventory: Mapping[str, Applied],
+    now: float,
+    prune: bool = False,
+    allow_empty: bool = False,
+    files: Mapping[str, str] | None = None,
+    workers: Mapping[str, Sequence[WorkerInfo]] | None = None,
+    scope: Collection[str] | None = None,
+) -> Plan:
+    """The plan for one source; see the module docstring."""
+    workers = workers or {}
+    names = set(desired) | set(inventory)
+    if scope is not None:
+        names &= set(scope)
+    changes: list[Change] = []
+    not_pruned: list[str] = []
+    forget: list[str] = []
+    for name in sorted(names):
+        want, have, applied = desired.get(name), live.get(name), inventory.get(name)
+        if want is not None:
+            changes.append(_for_desired(want, have, applied, workers.get(name), now))
+        elif have is None:
+            if prune:
+                forget.append(name)
+        elif prune:
+            before = normalize(have.document)
+            changes.append(
+                Change(
+                    address=name,
+                    action=action_for(before, None),
+                    before=before,
+                    after=None,
+                    reason=REASON_PRUNE,
+                    cost=cost_of(have, workers.get(name), now),
+                    file=applied.file if applied is not None else None,
+                    resource_version=have.resource_version,
+                )
+            )
+        else:
+            not_pruned.append(name)
+    deletes = [c for c in changes if c.action is Action.delete]
+    if deletes and not desired and not allow_empty:
+        raise PlanError(
+            f"this would delete every run of source '{source}' ({len(deletes)}) and the files name none: "
+            "if that is what you want, add --allow-empty"
+        )
+    return Plan(
+        source=source,
+        cluster=cluster,
+        created_at=now,
+        changes=tuple(changes),
+        files=dict(files or {}),
+        live={n: (live[n].resource_version if n in live else None) for n in sorted(names)},
+        prune=prune,
+        not_pruned=tuple(not_pruned),
+        forget=tuple(forget),
+    )
+
+
+def _for_desired(
+    want: DesiredItem,
+    have: LiveRun | None,
+    applied: Applied | None,
+    workers: Sequence[WorkerInfo] | None,
+    now: float,
+) -> Change:
+    after = normalize(want.document)
+    if have is None:
+        return Change(
+            address=want.name,
+            action=action_for(None, after),
+            before=None,
+            after=after,
+            reason=REASON_PLANNED_BACK if applied is not None else "",
+            file=want.file,
+        )
+    last = normalize(applied.spec) if applied is not None else None
+    before, fields = compare(after, normalize(have.document), last)
+    action = action_for(before, after)
+    reason = ""
+    cost = None
+    if action is Action.update:
+        spec_changed = any(f.path == "spec" or f.path.startswith(("spec.", "spec[")) for f in fields)
+        if any(f.forces_replace for f in fields):
+            action = Action.replace
+            if have.final and spec_changed:
+                reason = REASON_RERUNS
+        elif have.final:
+            reason = REASON_FINISHED_IN_PLACE
+        if action is Action.replace:
+            cost = cost_of(have, workers, now)
+        if not reason and applied is None:
+            reason = REASON_ADOPT
+        elif not reason and all(f.drift for f in fields):
+            reason = REASON_DRIFT
+    elif action is Action.noop and have.final:
+        reason = f"finished ({have.state}) and unchanged: it stays"
+    return Change(
+        address=want.name,
+        action=action,
+        before=before,
+        after=after,
+        fields=tuple(fields),
+        reason=reason,
+        cost=cost,
+        file=want.file,
+        resource_version=have.resource_version,
+    )

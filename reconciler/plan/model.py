@@ -1,0 +1,289 @@
+"""What a plan is: actions, changes, costs, and the plan's versioned JSON form.
+
+A plan is data. ``Action`` is a closed enum; ``action_for(before, after)`` is the tiny total
+function that names the action for two documents; only a caller that knows more (the plan
+builder, which knows which fields force a replace and which runs finished) turns an update
+into a replace. The *why* of a change (``reason``, ``cost``, which fields force a replace) is
+for display only: apply follows ``action`` and never branches on the rest.
+
+``plan_to_json`` / ``plan_from_json`` give the saved and printed form (``FORMAT_VERSION``); the
+text renderer reads only that form. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+__all__ = [
+    "ABSENT",
+    "FORMAT_VERSION",
+    "IN_PLACE_FIELDS",
+    "Action",
+    "Change",
+    "Cost",
+    "FieldChange",
+    "Plan",
+    "PlanError",
+    "action_for",
+    "forces_replace",
+    "plan_from_json",
+    "plan_to_json",
+    "same",
+]
+
+#: The version of the plan's JSON form; ``plan_from_json`` refuses any other.
+FORMAT_VERSION = "1"
+
+#: Fields a running run can take in place; every other field forces a replace (unknown → replace).
+IN_PLACE_FIELDS: tuple[tuple[str, ...], ...] = (
+    ("metadata", "labels"),
+    ("metadata", "annotations"),
+    ("spec", "array", "max_parallel"),
+    ("spec", "priority"),
+)
+
+
+class PlanError(Exception):
+    """The plan cannot be made (or a saved one cannot be read): one line for the user."""
+
+
+class _Absent:
+    """A field that is not there (distinct from ``null``)."""
+
+    _instance: _Absent | None = None
+
+    def __new__(cls) -> _Absent:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+ABSENT: Any = _Absent()
+
+
+class Action(StrEnum):
+    noop = "noop"
+    create = "create"
+    update = "update"
+    replace = "replace"
+    delete = "delete"
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal as documents mean it: ``1`` is not ``true``; maps and lists compared deeply."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, str) != isinstance(b, str):
+        return False
+    return a == b
+
+
+def action_for(before: dict[str, Any] | None, after: dict[str, Any] | None) -> Action:
+    """The action that turns ``before`` into ``after``; total and pure."""
+    if before is None and after is None:
+        return Action.noop
+    if before is None:
+        return Action.create
+    if after is None:
+        return Action.delete
+    return Action.noop if same(before, after) else Action.update
+
+
+def forces_replace(steps: tuple[str | int, ...]) -> bool:
+    """Whether changing the field at ``steps`` needs the run stopped and started again."""
+    return not any(steps[: len(prefix)] == prefix for prefix in IN_PLACE_FIELDS)
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    """One field that differs: ``before`` is the live value, ``after`` the files' value.
+
+    ``drift``: the files did not change this field since the last apply; the cluster did.
+    """
+
+    path: str
+    before: Any = ABSENT
+    after: Any = ABSENT
+    forces_replace: bool = True
+    drift: bool = False
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What stopping a run loses, as observed at plan time (``now`` passed in)."""
+
+    state: str
+    workers: int = 0
+    gpus: int = 0
+    ran_seconds_min: float | None = None
+    ran_seconds_max: float | None = None
+    gpu_seconds: float = 0.0
+    finished_seconds_ago: float | None = None
+
+
+@dataclass(frozen=True)
+class Change:
+    """One run's change. ``address`` is the run's name.
+
+    ========  ===========  ===========
+    action    before       after
+    ========  ===========  ===========
+    create    None         desired
+    update    live         desired
+    replace   live         desired
+    delete    live         None
+    noop      live         desired (equal)
+    ========  ===========  ===========
+
+    ``before`` is the live document as normalised, seen through the fields this source manages.
+    ``resource_version`` is the live run's at plan time (``None`` when it does not exist).
+    """
+
+    address: str
+    action: Action
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    fields: tuple[FieldChange, ...] = ()
+    reason: str = ""
+    cost: Cost | None = None
+    file: str | None = None
+    resource_version: int | None = None
+
+    @property
+    def forces_replace(self) -> tuple[str, ...]:
+        return tuple(sorted(f.path for f in self.fields if f.forces_replace))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Every change for one source, and what the plan was made against (to refuse it when stale).
+
+    ``files``: each file the desired state was read from (run specs and templates) → its
+    sha256. ``live``: each run the plan looked at → its resource version then (``None``: absent).
+    ``not_pruned``: runs of this source no longer in the files, kept because ``--prune`` was
+    not given. ``forget``: inventory entries of runs gone from both the files and the cluster.
+    """
+
+    source: str
+    cluster: str
+    created_at: float
+    changes: tuple[Change, ...]
+    files: dict[str, str] = field(default_factory=dict)
+    live: dict[str, int | None] = field(default_factory=dict)
+    prune: bool = False
+    not_pruned: tuple[str, ...] = ()
+    forget: tuple[str, ...] = ()
+
+    def count(self, action: Action) -> int:
+        return sum(1 for c in self.changes if c.action is action)
+
+    @property
+    def has_changes(self) -> bool:
+        return any(c.action is not Action.noop for c in self.changes) or bool(self.forget)
+
+    @property
+    def summary(self) -> dict[str, int]:
+        return {a.value: self.count(a) for a in Action}
+
+
+# ---- the JSON form ----------------------------------------------------------------------------
+
+
+def _field_json(f: FieldChange) -> dict[str, Any]:
+    out: dict[str, Any] = {"path": f.path, "forces_replace": f.forces_replace, "drift": f.drift}
+    if f.before is not ABSENT:
+        out["before"] = f.before
+    if f.after is not ABSENT:
+        out["after"] = f.after
+    return out
+
+
+def _change_json(c: Change) -> dict[str, Any]:
+    return {
+        "address": c.address,
+        "action": c.action.value,
+        "before": c.before,
+        "after": c.after,
+        "fields": [_field_json(f) for f in c.fields],
+        "forces_replace": sorted(c.forces_replace),
+        "reason": c.reason,
+        "cost": None if c.cost is None else dict(sorted(c.cost.__dict__.items())),
+        "file": c.file,
+        "resource_version": c.resource_version,
+    }
+
+
+def plan_to_json(plan: Plan) -> dict[str, Any]:
+    """The plan's saved and printed form (keys sorted when dumped)."""
+    return {
+        "format_version": FORMAT_VERSION,
+        "source": plan.source,
+        "cluster": plan.cluster,
+        "created_at": plan.created_at,
+        "prune": plan.prune,
+        "files": dict(sorted(plan.files.items())),
+        "live": dict(sorted(plan.live.items())),
+        "changes": [_change_json(c) for c in sorted(plan.changes, key=lambda c: c.address)],
+        "not_pruned": sorted(plan.not_pruned),
+        "forget": sorted(plan.forget),
+        "summary": plan.summary,
+    }
+
+
+def plan_from_json(data: Any) -> Plan:
+    """A plan read back from its JSON form; ``PlanError`` if it is not one this version reads."""
+    if not isinstance(data, dict) or "format_version" not in data:
+        raise PlanError("not a saved plan: no format_version")
+    if data["format_version"] != FORMAT_VERSION:
+        raise PlanError(
+            f"the plan's format_version is {data['format_version']!r}; this astra reads {FORMAT_VERSION!r}"
+        )
+    try:
+        changes = tuple(
+            Change(
+                address=c["address"],
+                action=Action(c["action"]),
+                before=c["before"],
+                after=c["after"],
+                fields=tuple(
+                    FieldChange(
+                        f["path"],
+                        f.get("before", ABSENT),
+                        f.get("after", ABSENT),
+                        bool(f["forces_replace"]),
+                        bool(f["drift"]),
+                    )
+                    for f in c["fields"]
+                ),
+                reason=c["reason"],
+                cost=None if c["cost"] is None else Cost(**c["cost"]),
+                file=c["file"],
+                resource_version=c["resource_version"],
+            )
+            for c in data["changes"]
+        )
+        return Plan(
+            source=data["source"],
+            cluster=data["cluster"],
+            created_at=data["created_at"],
+            changes=changes,
+            files=dict(data["files"]),
+            live=dict(data["live"]),
+            prune=bool(data["prune"]),
+            not_pruned=tuple(data["not_pruned"]),
+            forget=tuple(data["forget"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PlanError(f"the saved plan is damaged: {type(exc).__name__}: {exc}") from exc

@@ -1,0 +1,110 @@
+"""Normalising a run document before any comparison: where phantom diffs die.
+
+``normalize(doc)`` is applied alike to the desired document (from the files), the last-applied
+one (from the source's inventory) and the live one (from the cluster). It returns a new plain
+document (dicts, lists, scalars; keys sorted) where:
+
+* only ``metadata.name``, ``metadata.labels``, ``metadata.annotations`` and ``spec`` remain:
+  server-owned fields (``status``, ``task_counts``, ``metadata.resource_version``, any other
+  metadata the server adds) and the ``template`` reference (already rendered) are dropped;
+* ``policy`` becomes ``start`` (they are one field with two names);
+* the spec's fixed defaults are filled: ``lifetime: Batch``, every worker template's
+  ``restart_policy: OnFailure``, a drive's ``mode: ReadWrite``, a group's ``replicas: 1``;
+* quantities are canonical integers (``120Gi`` → 128849018880, ``12h`` → 43200, ``2.0`` → 2);
+* ``null`` values and empty maps are dropped (``labels: {}`` says nothing); empty lists stay
+  (``args: []`` overrides the image's arguments).
+
+Defaults that depend on the cluster (``start`` when left out, ``on_failure``) are *not*
+filled: the three-way diff ignores fields that neither the files nor the last apply set, so a
+server that fills them in causes no diff.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..spec.quantities import parse_bytes, parse_duration
+
+__all__ = ["normalize"]
+
+_BYTES_FIELDS = frozenset({"memory_bytes"})
+_SECONDS_FIELDS = frozenset({"time_limit_seconds"})
+
+
+def normalize(doc: Any) -> dict[str, Any]:
+    """The comparable form of a run document (see the module docstring)."""
+    if not isinstance(doc, dict):
+        return {}
+    out: dict[str, Any] = {}
+    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    metadata: dict[str, Any] = {}
+    if meta.get("name") is not None:
+        metadata["name"] = meta["name"]
+    for key in ("labels", "annotations"):
+        value = _clean(meta.get(key))
+        if value:
+            metadata[key] = value
+    out["metadata"] = metadata
+    spec = doc.get("spec")
+    out["spec"] = _spec(spec) if isinstance(spec, dict) else {}
+    return _sorted(out)
+
+
+def _spec(spec: dict[str, Any]) -> dict[str, Any]:
+    out = _clean(spec) or {}
+    if "policy" in out and "start" not in out:
+        out["start"] = out.pop("policy")
+    out.setdefault("lifetime", "Batch")
+    template = out.get("task_template")
+    if isinstance(template, dict):
+        _worker(template)
+    for group in out.get("task_groups") or []:
+        if isinstance(group, dict):
+            group.setdefault("replicas", 1)
+            if isinstance(group.get("task_template"), dict):
+                _worker(group["task_template"])
+    return _sorted(out)
+
+
+def _worker(template: dict[str, Any]) -> None:
+    template.setdefault("restart_policy", "OnFailure")
+    for ref in template.get("datavolume_refs") or []:
+        if isinstance(ref, dict):
+            ref.setdefault("mode", "ReadWrite")
+
+
+def _clean(value: Any, key: str | None = None) -> Any:
+    """A deep copy without nulls and empty maps, with quantities as integers."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            cleaned = _clean(v, k)
+            if cleaned is None or (isinstance(cleaned, dict) and not cleaned):
+                continue
+            out[k] = cleaned
+        return out
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, float) and not isinstance(value, bool) and value.is_integer():
+        value = int(value)
+    if key in _BYTES_FIELDS and isinstance(value, str):
+        try:
+            return parse_bytes(value)
+        except ValueError:
+            return value
+    if key in _SECONDS_FIELDS and isinstance(value, str):
+        try:
+            return parse_duration(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value

@@ -1,0 +1,134 @@
+"""The plan and the apply result in words: text renderers over their JSON forms only.
+
+``render_plan(data)`` reads a plan's JSON form (``plan_to_json``) and never recomputes the
+diff. Symbols (CONTRACT §4): ``+`` create, ``~`` update in place, ``-/+`` replace, ``-``
+delete, ``=`` unchanged (only with ``verbose``). Fields changed in the files are listed under
+their run, each that forces a replace marked ``# forces replace``; fields changed on the
+cluster since the last apply (drift) are listed apart. Then the summary line:
+``Plan: N to create, N to update, N to replace, N to delete.``
+
+``render_apply(data)`` reads an apply result's JSON form (``ApplyResult.to_json``).
+Pure: no I/O; everything printed is sorted.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .cost import describe_cost
+
+__all__ = ["SYMBOLS", "render_apply", "render_plan", "summary_line"]
+
+SYMBOLS = {"create": "+", "update": "~", "replace": "-/+", "delete": "-", "noop": "="}
+_WORDS = {
+    "create": "create",
+    "update": "update in place",
+    "replace": "replace",
+    "delete": "delete",
+    "noop": "unchanged",
+}
+
+
+def summary_line(summary: dict[str, int]) -> str:
+    return (
+        f"Plan: {summary.get('create', 0)} to create, {summary.get('update', 0)} to update, "
+        f"{summary.get('replace', 0)} to replace, {summary.get('delete', 0)} to delete."
+    )
+
+
+def _value(field: dict[str, Any], side: str) -> str:
+    if side not in field:
+        return "(absent)"
+    return json.dumps(field[side], ensure_ascii=False, sort_keys=True)
+
+
+def _field_line(field: dict[str, Any]) -> str:
+    line = f"{field['path']}: {_value(field, 'before')} -> {_value(field, 'after')}"
+    if field["forces_replace"]:
+        line += "  # forces replace"
+    return line
+
+
+def render_plan(data: dict[str, Any], *, verbose: bool = False) -> str:
+    """The plan as a person reads it (see the module docstring)."""
+    lines = [f"Source {data['source']} on {data['cluster']}", ""]
+    drifted: list[tuple[str, dict[str, Any]]] = []
+    shown = 0
+    for change in sorted(data["changes"], key=lambda c: c["address"]):
+        action = change["action"]
+        name = change["address"]
+        for f in change["fields"]:
+            if f["drift"]:
+                drifted.append((name, f))
+        if action == "noop" and not verbose:
+            continue
+        shown += 1
+        words = _WORDS[action]
+        reruns = change["reason"] == "reruns"
+        if reruns:
+            words += ", reruns"
+        head = f"{SYMBOLS[action]} {name}  {words}"
+        if change["file"]:
+            head += f"  ({change['file']})"
+        lines.append(head)
+        if change["reason"] and not reruns:
+            lines.append(f"    why: {change['reason']}")
+        for f in change["fields"]:
+            if not f["drift"]:
+                lines.append(f"    {_field_line(f)}")
+        if change["cost"] is not None and action in ("replace", "delete"):
+            lines.append(f"    cost: {describe_cost(change['cost'], action)}")
+    if drifted:
+        if shown:
+            lines.append("")
+        lines.append("Drift: changed on the cluster since the last apply; applying sets them back:")
+        for name, f in sorted(drifted, key=lambda x: (x[0], x[1]["path"])):
+            lines.append(f"  {name}: {_field_line(f)}")
+    if data["not_pruned"]:
+        if shown or drifted:
+            lines.append("")
+        names = ", ".join(data["not_pruned"])
+        lines.append(f"Not in the files any more, kept (add --prune to delete): {names}")
+    if data["forget"]:
+        lines.append(f"Gone from the files and the cluster, forgotten: {', '.join(data['forget'])}")
+    summary = data["summary"]
+    if not any(summary.get(a) for a in ("create", "update", "replace", "delete")) and not data["forget"]:
+        if len(lines) > 2:
+            lines.append("")
+        lines.append("No changes: the cluster matches the files.")
+    lines += ["", summary_line(data["summary"])]
+    return "\n".join(lines) + "\n"
+
+
+_OUTCOME_WORDS = {
+    "created": "created",
+    "configured": "updated in place",
+    "replaced": "replaced",
+    "deleted": "deleted",
+    "unchanged": "unchanged",
+    "recorded": "recorded in the inventory",
+    "forgotten": "forgotten",
+    "failed": "FAILED",
+    "skipped": "skipped",
+}
+
+
+def render_apply(data: dict[str, Any], *, verbose: bool = False) -> str:
+    """An apply result as a person reads it: one line per run acted on, then the totals."""
+    lines = []
+    for entry in sorted(data["entries"], key=lambda e: e["address"]):
+        outcome = entry["outcome"]
+        if outcome == "unchanged" and not verbose:
+            continue
+        line = f"{entry['address']}: {_OUTCOME_WORDS[outcome]}"
+        if entry.get("message"):
+            line += f": {entry['message']}"
+        lines.append(line)
+    counts = data["counts"]
+    total = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("created", "configured", "replaced", "deleted"))
+    word = "Apply complete" if data["result"] == "applied" else "Apply FAILED"
+    lines.append(f"{word}: {total}, {counts.get('unchanged', 0)} unchanged.")
+    if data["result"] != "applied" and data.get("error"):
+        lines.append(f"error: {data['error']}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,88 @@
+"""The commands as a user runs them (in-process), on the fake cluster: exit codes and key lines."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from reconciler.cli.app import run
+from reconciler.clusters.base import ClusterError
+from reconciler.clusters.connect import NO_CLUSTER
+
+
+@pytest.fixture
+def cli(world, monkeypatch, capsys):
+    monkeypatch.setattr("reconciler.clusters.connect.connect", lambda server, token: world.cluster)
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # no terminal
+
+    def call(*argv: str) -> tuple[int, str, str]:
+        code = run(list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return call
+
+
+def test_detailed_exitcode(world, cli):
+    world.run("a")
+    code, out, _ = cli("plan", "-f", "runs", "--source", "s", "--detailed-exitcode")
+    assert code == 2 and "+ a  create" in out and "Plan: 1 to create" in out
+    assert cli("plan", "-f", "runs", "--source", "s")[0] == 0
+    assert cli("apply", "-f", "runs", "--source", "s", "--yes")[0] == 0
+    assert cli("plan", "-f", "runs", "--source", "s", "--detailed-exitcode")[0] == 0
+    world.write("a.yaml", "metadata: [\n")
+    code, out, err = cli("plan", "-f", "runs", "--source", "s", "--detailed-exitcode")
+    assert code == 1 and "runs/a.yaml:1:" in err and "nothing was planned" in err
+
+
+def test_json_output_and_saved_plan(world, cli):
+    world.run("a")
+    code, out, _ = cli("plan", "-f", "runs", "--source", "s", "-o", "json", "--out", "plan.json")
+    assert code == 0
+    assert json.loads(out) == json.loads((world.root / "plan.json").read_text())
+    assert json.loads(out)["format_version"] == "1"
+    code, out, _ = cli("apply", "plan.json", "--yes")
+    assert code == 0 and "a: created" in out
+    code, _, err = cli("apply", "plan.json", "--yes")
+    assert code == 1 and "stale" in err and "run a was created" in err
+
+
+def test_apply_asks_and_refuses_without_a_terminal(world, cli):
+    world.run("a")
+    code, _, err = cli("apply", "-f", "runs", "--source", "s")
+    assert code == 1 and "give --yes" in err
+    assert world.cluster.names() == []
+
+
+def test_dry_run_changes_nothing(world, cli):
+    world.run("a")
+    code, out, _ = cli("apply", "-f", "runs", "--source", "s", "--dry-run")
+    assert code == 0 and "Dry run: nothing was applied." in out
+    assert world.cluster.names() == []
+
+
+def test_watch_once_status_and_force_unlock(world, cli):
+    world.run("a")
+    code, out, _ = cli("watch", "runs", "--source", "s", "--once")
+    assert code == 0 and "s: Ready ReconciliationSucceeded" in out
+    lock = world.store.lock("s", "ghost@h:9", 0.0)
+    code, out, _ = cli("status")
+    assert code == 0 and "Ready" in out and lock.id in out
+    code, out, _ = cli("status", "-o", "json")
+    assert json.loads(out)[0]["lock"]["owner"] == "ghost@h:9"
+    code, out, _ = cli("force-unlock", lock.id)
+    assert code == 0 and world.store.read("s").lock is None
+    code, _, err = cli("force-unlock", lock.id)
+    assert code == 1 and "no source holds lock" in err
+
+
+def test_no_cluster_is_one_clear_line(world, monkeypatch, capsys):
+    def nowhere(server, token):
+        raise ClusterError(NO_CLUSTER)
+
+    monkeypatch.setattr("reconciler.clusters.connect.connect", nowhere)
+    world.run("a")
+    assert run(["plan", "-f", "runs"]) == 1
+    assert capsys.readouterr().err == f"astra: error: {NO_CLUSTER}\n"

@@ -1,0 +1,167 @@
+"""The reconcile loop, with an injected clock, random source and event source: no sleeps."""
+
+from __future__ import annotations
+
+import random
+
+from reconciler.clusters.base import Conflict
+from reconciler.loop import BACKOFF_BASE, Reconciler, Watch
+
+from .conftest import NOW
+
+
+class Clock:
+    def __init__(self, t: float = NOW):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def reconciler(world, clock, **kw):
+    return Reconciler(
+        world.source(**kw),
+        world.cluster,
+        world.store,
+        clock=clock,
+        who="loop@h:1",
+        cache=world.cache,
+        rng=random.Random(1),
+    )
+
+
+def test_ready_after_a_full_pass_then_drift_is_undone_by_resync(world):
+    world.run("a")
+    world.sweep("s", parallel=2)
+    clock = Clock()
+    r = reconciler(world, clock)
+    status = r.reconcile_once()
+    assert (status["state"], status["reason"]) == ("Ready", "ReconciliationSucceeded")
+    assert status["observed_revision"] == status["revision"]
+    assert world.store.read("test").status == status
+    world.cluster.edit("s", lambda d: d["spec"]["array"].__setitem__("max_parallel", 7))
+    assert r.reconcile_once()["state"] == "Ready"
+    assert world.cluster.document("s")["spec"]["array"]["max_parallel"] == 2
+
+
+def test_a_change_to_one_file_replans_only_what_it_holds(world):
+    for name in ("a", "b", "c"):
+        world.run(name)
+    clock = Clock()
+    r = reconciler(world, clock)
+    r.reconcile_once()
+    world.cluster.calls.clear()
+    changed = world.run("b", image="python:3.13")
+    assert r.reconcile_once({str(changed)})["state"] == "Ready"
+    touched = {name for _, name in world.cluster.calls if name}
+    assert touched == {"b"}
+    assert ("list", "") not in world.cluster.calls
+    assert [c.address for c in r.last_plan.changes] == ["b"]
+
+
+def test_a_file_moved_out_plans_its_run_away_with_prune(world):
+    world.run("a")
+    world.run("b")
+    r = reconciler(world, Clock(), prune=True)
+    r.reconcile_once()
+    gone = world.root / "runs" / "b.yaml"
+    gone.unlink()
+    r.reconcile_once({str(gone)})
+    assert world.cluster.names() == ["a"]
+
+
+def test_an_invalid_commit_stalls_and_is_not_retried_until_it_changes(world):
+    world.run("a")
+    clock = Clock()
+    r = reconciler(world, clock)
+    r.reconcile_once()
+    world.write("a.yaml", "metadata: {name: a}\nspec: {task_template: {image: x}, lifetime: Forever}\n")
+    status = r.reconcile_once()
+    assert (status["state"], status["reason"]) == ("Stalled", "ValidationFailed")
+    assert "lifetime" in status["message"]
+    world.cluster.calls.clear()
+    clock.t += 3600
+    assert r.reconcile_once() == status  # not retried: nothing changed
+    assert world.cluster.calls == []
+    world.write("a.yaml", "metadata: [\n")
+    assert r.reconcile_once()["reason"] == "LoadFailed"
+    world.run("a", image="python:3.13")
+    assert r.reconcile_once()["state"] == "Ready"
+
+
+def test_a_failing_run_backs_off_alone(world, monkeypatch):
+    world.run("a")
+    world.run("b")
+    clock = Clock()
+    r = reconciler(world, clock)
+    real = world.cluster.create_run
+    attempts = []
+
+    def refuse_b(document):
+        if document["metadata"]["name"] == "b":
+            attempts.append(clock.t)
+            raise Conflict("b is held by someone else")
+        return real(document)
+
+    monkeypatch.setattr(world.cluster, "create_run", refuse_b)
+    status = r.reconcile_once()
+    assert (status["state"], status["reason"]) == ("Reconciling", "ApplyFailed")
+    assert "b: b is held by someone else" in status["message"]
+    assert world.cluster.names() == ["a"] and len(attempts) == 1
+    due = r.next_due()
+    assert BACKOFF_BASE * 0.9 <= due - clock.t <= BACKOFF_BASE * 1.1
+    r.reconcile_once()  # a resync before b is due leaves b alone
+    assert len(attempts) == 1
+    clock.t = due
+    assert r.due() == ["b"]
+    r.reconcile_once(set(), names=r.due())
+    assert len(attempts) == 2
+    second = r.next_due() - clock.t
+    assert BACKOFF_BASE * 2 * 0.9 <= second <= BACKOFF_BASE * 2 * 1.1  # exponential
+    monkeypatch.setattr(world.cluster, "create_run", real)
+    clock.t += second
+    assert r.reconcile_once(set(), names=r.due())["state"] == "Ready"
+    assert world.cluster.names() == ["a", "b"] and r.backoff == {}
+
+
+def test_watch_drives_events_and_jittered_resyncs(world):
+    world.run("a")
+    clock = Clock()
+    r = reconciler(world, clock)
+    waits: list[float] = []
+    script = []
+
+    def events(timeout):
+        waits.append(timeout)
+        if not script:
+            return None
+        step = script.pop(0)
+        return step()
+
+    def timeout_passes():
+        clock.t += waits[-1]
+        return set()
+
+    def edit():
+        return {str(world.run("a", image="python:3.13"))}
+
+    statuses = []
+    script += [timeout_passes, edit, timeout_passes]
+    Watch(r, events, interval=60, clock=clock, rng=random.Random(3), on_status=statuses.append).run()
+    assert waits[0] == 0  # the first pass at once
+    assert 54 <= waits[1] <= 66  # the next resync, jittered
+    assert [s["state"] for s in statuses] == ["Ready", "Ready", "Ready"]
+    assert world.cluster.document("a")["spec"]["task_template"]["image"] == "python:3.13"
+
+
+def test_cluster_unreachable_is_retried_later(world):
+    world.run("a")
+    clock = Clock()
+    r = reconciler(world, clock)
+    world.cluster.fail_next(100)
+    status = r.reconcile_once()
+    assert (status["state"], status["reason"]) == ("Reconciling", "ObserveFailed")
+    assert r.retry_at is not None and r.retry_at > clock.t
+    world.cluster.fail_next(0)
+    clock.t = r.retry_at
+    assert r.reconcile_once()["state"] == "Ready"
