@@ -1,0 +1,187 @@
+"""Restarts, failure and lifetime on Slurm: pure decisions over observed workers and a clock.
+
+Owns: the seeds' rules for ``restart_policy``, ``on_failure`` and ``lifetime: Service`` as astra
+carries them out on Slurm (Slurm's own requeue is another rule: it never backs off, never
+counts, and restarts on node failure only), and the run's state and reason from its workers.
+
+Must not touch: processes, files, the real clock (``now`` is an argument). The cluster calls
+``judge`` from its observe step and carries out the ``Resubmit``s (``sbatch --begin``).
+
+Rules (the seeds', as the embedded control plane keeps them):
+
+* A failed worker under ``OnFailure`` (or ``Always``) is resubmitted, up to 10 times, waiting
+  10 s before the first restart and doubling up to 5 min, counted from when it ended. A worker that
+  ran 10 minutes has its count reset. A Service's failures back off the same way, without a limit.
+* ``Always`` and a Service also restart a worker that completed, 10 s after, spending no budget.
+* ``Never`` (outside a Service): a failed worker stays failed.
+* ``FailJob``: the first failure fails the run; its other workers are cancelled.
+* A worker stopped by its time limit is never restarted (a Service's is).
+* A worker cancelled outside astra (``scancel``) is not restarted; a preempted one is, without
+  spending its budget.
+* Units: each copy of an array restarts on its own; any other run is one Slurm job, and restarts
+  as a whole (``RestartJob``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from reconciler.spec.messages import RESTART_LIMIT
+
+from ..spec import messages as msg
+from .slurm_state import TaskObs
+
+__all__ = [
+    "BACKOFF_MAX_SECONDS",
+    "BACKOFF_START_SECONDS",
+    "RESET_AFTER_SECONDS",
+    "Policy",
+    "Resubmit",
+    "RunStatus",
+    "Unit",
+    "Verdict",
+    "backoff_seconds",
+    "judge",
+    "run_status",
+]
+
+BACKOFF_START_SECONDS = 10
+BACKOFF_MAX_SECONDS = 5 * 60
+RESET_AFTER_SECONDS = 10 * 60
+
+
+def backoff_seconds(restart: int) -> int:
+    """The wait before the ``restart``-th restart (1-based): 10 s, doubling, at most 5 min."""
+    return min(BACKOFF_START_SECONDS * 2 ** max(restart - 1, 0), BACKOFF_MAX_SECONDS)
+
+
+@dataclass(frozen=True)
+class Policy:
+    restart_policy: str  # OnFailure | Never | Always
+    on_failure: str  # RestartJob | RestartTask | FailJob
+    service: bool
+    array: bool
+
+
+@dataclass(frozen=True)
+class Unit:
+    """What restarts as one: an array copy (``index``), or the whole job (index 0)."""
+
+    index: int
+    obs: TaskObs
+    #: Restarts spent by the current attempt (0 for the first submission).
+    restarts: int = 0
+    #: Why the current attempt was submitted, when it is a restart (shown while it waits).
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Resubmit:
+    index: int
+    restart: int
+    not_before: float
+    why: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A unit's worker state and reason after the rules, and what to do about it."""
+
+    state: str
+    reason: str
+    final: bool = False
+    resubmit: Resubmit | None = None
+    #: This failure fails the whole run (its other workers are to be cancelled).
+    fails_run: bool = False
+
+
+def judge(policy: Policy, unit: Unit, now: float) -> Verdict:
+    """The rules for one unit's current attempt."""
+    obs = unit.obs
+    if obs.end_kind is None:
+        reason = unit.why if unit.why and obs.state == "Pending" else obs.reason
+        return Verdict(obs.state, reason)
+    ended = obs.ended_at if obs.ended_at is not None else now
+    kind = obs.end_kind
+    if kind == "ok":
+        if policy.service or policy.restart_policy == "Always":
+            why_words = "it is a Service" if policy.service else "restart_policy Always"
+            why = f"{obs.reason}; restarting in {BACKOFF_START_SECONDS} s ({why_words})"
+            resubmit = Resubmit(unit.index, unit.restarts, ended + BACKOFF_START_SECONDS, why)
+            return Verdict("Pending", why, resubmit=resubmit)
+        return Verdict(obs.state, obs.reason, final=True)
+    if kind in ("cancelled", "gone"):
+        return Verdict(obs.state, obs.reason, final=True)
+    if kind == "preempted":
+        why = "Preempted; back in the queue"
+        return Verdict("Pending", why, resubmit=Resubmit(unit.index, unit.restarts, now, why))
+    if kind == "timeout" and not policy.service:
+        return Verdict(obs.state, obs.reason, final=True, fails_run=not policy.array)
+    if not policy.service and (policy.on_failure == "FailJob" or policy.restart_policy == "Never"):
+        fails = policy.on_failure == "FailJob" or not policy.array
+        return Verdict(obs.state, obs.reason, final=True, fails_run=fails)
+    ran = ended - obs.started_at if obs.started_at is not None else 0
+    n = (0 if ran >= RESET_AFTER_SECONDS else unit.restarts) + 1
+    if n > RESTART_LIMIT and not policy.service:
+        reason = f"{obs.reason}; no restarts left ({RESTART_LIMIT} used)"
+        return Verdict(obs.state, reason, final=True, fails_run=not policy.array)
+    delay = backoff_seconds(n)
+    limit = "" if policy.service else f" of {RESTART_LIMIT}"
+    why = f"{obs.reason}; restart {n}{limit} in {delay} s"
+    return Verdict("Pending", why, resubmit=Resubmit(unit.index, n, ended + delay, why))
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    state: str
+    reason: str
+    task_counts: dict[str, int]
+    running: int
+
+
+def _failed_on(worker: str, machine: str | None, reason: str) -> str:
+    return msg.WORKER_FAILED_ON.format(worker=worker, machine=machine or "-", reason=reason)
+
+
+def run_status(
+    policy: Policy,
+    workers: list[tuple[str, Verdict, str | None, float | None]],
+) -> RunStatus:
+    """The run's state and reason from its workers: ``(name, verdict, machine, ended_at)``.
+
+    A worker failing for good fails a non-array run at once (and ``FailJob`` an array); an
+    array is Failed with the seeds' ``K of N`` reason once every copy has ended.
+    """
+    counts = Counter(v.state for _, v, _, _ in workers)
+    running = counts.get("Running", 0)
+    n = len(workers)
+    failures = sorted(
+        ((ended or 0.0, i) for i, (_, v, _, ended) in enumerate(workers) if v.final and v.state == "Failed"),
+    )
+    fatal = [i for i, (_, v, _, _) in enumerate(workers) if v.fails_run]
+    first = failures[0][1] if failures else None
+    status = dict(sorted(counts.items()))
+    if fatal:
+        name, v, machine, _ = workers[fatal[0]]
+        return RunStatus("Failed", _failed_on(name, machine, v.reason), status, running)
+    if all(v.final for _, v, _, _ in workers):
+        if first is not None:
+            name, v, machine, _ = workers[first]
+            where = _failed_on(name, machine, v.reason)
+            return RunStatus(
+                "Failed",
+                msg.ARRAY_FAILED_REASON.format(failed=len(failures), total=n, first=where),
+                status,
+                running,
+            )
+        unknown = [v for _, v, _, _ in workers if v.state == "Unknown"]
+        if unknown:
+            return RunStatus("Failed", unknown[0].reason, status, running)
+        if counts.get("Stopped"):
+            return RunStatus("Cancelled", "Cancelled outside astra (scancel)", status, running)
+        return RunStatus("Completed", f"All {n} workers completed", status, running)
+    if running:
+        return RunStatus("Running", f"Workers {running} running of {n}", status, running)
+    waiting = [v for _, v, _, _ in workers if not v.final]
+    return RunStatus("Pending", waiting[0].reason, status, running)
