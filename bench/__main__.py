@@ -1,4 +1,4 @@
-"""``python -m bench [--n 10000] [--only validate]``: astra validate against its floors.
+"""``python -m bench [--n 10000] [--only validate]``: astra validate against its floors, and the control plane.
 
 Every figure is a cold process (the page cache warmed first, by reading every file once),
 repeated and reported as the median; the rounds interleave the commands, so drift on the
@@ -26,7 +26,7 @@ from .startup import not_needed, parse_importtime, top_level
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "schema" / "run.schema.json"
 OUT = Path(__file__).resolve().parent / "out" / "validate.json"
-PARTS = ("validate", "floor", "check-jsonschema", "startup", "profile")
+PARTS = ("validate", "floor", "check-jsonschema", "startup", "profile", "controlplane")
 #: validate / yaml-rs floor, at most; check-jsonschema / validate, at least
 TARGET_FLOOR, TARGET_CHECK = 1.5, 5.0
 
@@ -110,6 +110,11 @@ def main() -> int:
         if "profile" in only:
             report["profile"] = profile_validate(folder)
             print(_profile_text(report["profile"]))
+        if "controlplane" in only:
+            from . import controlplane
+
+            print()
+            report["controlplane"] = controlplane.main()
         OUT.parent.mkdir(parents=True, exist_ok=True)
         OUT.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         print(f"\nwritten: {OUT.relative_to(ROOT)}")

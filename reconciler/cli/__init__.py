@@ -7,6 +7,7 @@ errors too, so that ``--detailed-exitcode``'s 2 always means "changes").
 
 from __future__ import annotations
 
+import os
 import sys
 
 __all__ = ["app", "main", "validate_command"]
@@ -21,6 +22,10 @@ def main(argv: list[str] | None = None) -> int:
         from .app import run
 
         code = run(args)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # `astra … | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     raise SystemExit(code)
 
 
@@ -48,10 +53,13 @@ def validate_command(
     else:
         for e in errors:
             echo(e.format())
-        bad = len({e.file for e in errors})
+        bad = len({e.file for e in errors if e.file != "<command line>"})
         if errors:
             noun = "problem" if len(errors) == 1 else "problems"
-            echo(f"{len(errors)} {noun} in {bad} of {files} files", err=True)
+            where = [f"in {bad} of {files} files"] if bad else []
+            if any(e.file == "<command line>" for e in errors):
+                where.append("on the command line")
+            echo(f"{len(errors)} {noun} {' and '.join(where)}", err=True)
         else:
             echo(f"{len(documents)} documents in {files} files are valid", err=True)
     return 1 if errors else 0

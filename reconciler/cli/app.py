@@ -92,9 +92,23 @@ def schema(
 
 
 def _register() -> None:
+    from .astraeus import astraeus_app
+    from .server import server_app
+    from .slurm import slurm_app
     from .template import template_app
 
     app.add_typer(template_app, name="template")
+    from . import plan as plan_cli
+    from . import watch as watch_cli
+
+    app.command("plan")(plan_cli.plan)
+    app.command("apply")(plan_cli.apply)
+    app.command("watch")(watch_cli.watch)
+    app.command("status")(watch_cli.status)
+    app.command("force-unlock")(watch_cli.force_unlock)
+    app.add_typer(server_app, name="server")
+    app.add_typer(astraeus_app, name="astraeus")
+    app.add_typer(slurm_app, name="slurm")
 
 
 _register()
@@ -114,7 +128,7 @@ def run(argv: list[str]) -> int:
     except cx.ClickException as exc:
         error(exc.format_message())
         return 1
-    except (cx.Abort, typer.Abort):
+    except (getattr(cx, "Abort", typer.Abort), typer.Abort):
         error("aborted")
         return 1
     except KeyboardInterrupt:

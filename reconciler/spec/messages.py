@@ -42,6 +42,13 @@ ARRAY_ENGINE = "An array cannot run a model engine: model.engine is not allowed 
 ARRAY_SIZE = f"array.size must be from {ARRAY_SIZE_MIN} to {ARRAY_SIZE_MAX}"
 ARRAY_MAX_PARALLEL = "array.max_parallel must be from 0 (no cap) to array.size (${1/size})"
 UNKNOWN_FIELD = "unknown field '{name}'"
+
+# ---- the seeds' reasons and readouts (CONTRACT §7): exact ----------------------------------------
+WORKERS_READOUT = "Workers {running} running of {total}"
+ARRAY_CAP_REASON = "Array runs at most {n} workers at once"
+EXITED_REASON = "Exited with code {code}"
+WORKER_FAILED_ON = "Worker {worker} failed on {machine}: {reason}"
+ARRAY_FAILED_REASON = "{failed} of {total} workers failed; the first: {first}"
 DID_YOU_MEAN = "; did you mean '{suggestion}'?"
 
 # ---- our own cross-field and value messages ----------------------------------------------------
