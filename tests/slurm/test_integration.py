@@ -37,7 +37,8 @@ def _cluster_up() -> str | None:
     if "is UP" not in ping.stdout:
         return f"slurmctld does not answer: {(ping.stdout + ping.stderr).strip()}"
     states = [line.split()[1] for line in nodes.stdout.splitlines() if line.strip()]
-    usable = [s for s in states if s.rstrip("*") in ("idle", "mixed", "allocated", "completing")]
+    broken = ("down", "drain", "fail", "inval", "unknown", "not_responding", "maint")
+    usable = [s for s in states if not any(word in s.lower() for word in broken)]
     if len(usable) < 2:
         return f"need 2 usable nodes (SLURM_LOCAL_NODES=2), sinfo says {states}"
     return None
