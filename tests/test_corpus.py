@@ -324,6 +324,13 @@ RULE_CASES = [
         id="start_after-cycle",
     ),
     pytest.param(
+        {"start": "Gang", "task_groups": [_group("ps"), _group("trainer", start_after="ps")]},
+        ErrorType.forbidden,
+        "spec.task_groups[1].start_after",
+        msg.GANG_START_AFTER,
+        id="gang-with-start_after",
+    ),
+    pytest.param(
         {"task_groups": [_group("w"), _group("w")]},
         ErrorType.duplicate,
         "spec.task_groups[1].name",
@@ -770,3 +777,15 @@ def test_environment_is_clean_of_templates_in_corpus():
     for path in INVALID + VALID:
         docs, _ = load_file(path)
         assert not any(isinstance(d.data, dict) and "template" in d.data for d in docs), path.name
+
+
+def test_groups_that_start_one_after_another_default_to_independent():
+    """start left out: Gang for a run of groups that may span machines, unless one waits for another."""
+    from reconciler.spec.models import resolve_start
+    from reconciler.spec.parse import parse_run
+
+    def run(groups):
+        return parse_run({"metadata": {"name": "r"}, "spec": {"task_groups": groups}}).spec
+
+    assert resolve_start(run([_group("ps"), _group("trainer")])) == "Gang"
+    assert resolve_start(run([_group("ps"), _group("trainer", start_after="ps")])) == "Independent"

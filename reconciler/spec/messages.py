@@ -62,6 +62,10 @@ GROUP_START_AFTER_UNKNOWN = "start_after names '{name}', which is not a group of
 GROUP_START_AFTER_SELF = "a group cannot start after itself"
 GROUP_CYCLE = "start_after forms a cycle: {cycle}; one group must start first"
 GROUP_DUPLICATE = "group name '{name}' is used twice; group names must be unique in a run"
+GANG_START_AFTER = (
+    "a gang starts every worker together: start_after is not allowed with start Gang "
+    "(leave start out, or use Independent)"
+)
 GROUP_MACHINES = "machines is not allowed in a worker group: replicas sets how many workers it has"
 MACHINES_DIVIDE = (
     "machines ({machines}) must divide gpu_requests.count ({count}) evenly, "

@@ -489,16 +489,19 @@ class Run(_Strict):
 def resolve_start(spec: Spec, largest_machine_gpus: int | None = None) -> StartPolicy:
     """The seeds' default for ``start`` when it is left out.
 
-    Independent for arrays and for runs that fit one machine; Gang for runs that may span
-    machines. Whether a GPU count fits one machine is the scheduler's to know: it passes the
-    largest machine's GPU count. Without it, a run that asks for one machine (or names none and
-    has one worker group of one) is Independent and anything else is Gang.
+    Independent for arrays, for runs that fit one machine, and for worker groups that start one
+    after another (``start_after``); Gang for runs that may span machines. Whether a GPU count
+    fits one machine is the scheduler's to know: it passes the largest machine's GPU count.
+    Without it, a run that asks for one machine (or names none and has one worker group of one)
+    is Independent and anything else is Gang.
     """
     if spec.start_policy is not None:
         return spec.start_policy
     if spec.array is not None:
         return "Independent"
     if spec.task_groups is not None:
+        if any(g.start_after for g in spec.task_groups):
+            return "Independent"  # one group starting after another cannot start together
         return "Gang" if sum(g.replicas for g in spec.task_groups) > 1 else "Independent"
     resources = spec.task_template.requested_resources if spec.task_template else None
     if resources is None or resources.gpu_requests is None:

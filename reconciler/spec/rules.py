@@ -222,6 +222,10 @@ def _groups(spec: dict) -> list[FieldError]:
         template = group.get("task_template")
         if isinstance(template, dict):
             errors += _task_template(template, path.index(i).child("task_template"), in_group=True)
+    if spec.get("start", spec.get("policy")) == "Gang":
+        for i, group in enumerate(groups):
+            if isinstance(group, dict) and group.get("start_after") is not None:
+                errors.append(FieldError.forbidden(path.index(i).child("start_after"), msg.GANG_START_AFTER))
     after: dict[str, str] = {}
     for i, group in enumerate(groups):
         if not isinstance(group, dict):

@@ -88,6 +88,23 @@ def _combination_blocks(partial: bool) -> list[dict[str, Any]]:
                 },
             }
         )
+    for name in ("start", "policy"):
+        out.append(
+            {
+                "if": {"required": [name], "properties": {name: {"const": "Gang"}}},
+                "then": {
+                    "properties": {
+                        "task_groups": {
+                            "items": {
+                                "properties": {
+                                    "start_after": {"type": "null", "errorMessage": msg.GANG_START_AFTER}
+                                }
+                            }
+                        }
+                    }
+                },
+            }
+        )
     if not partial:
         out.append(
             {
