@@ -41,8 +41,18 @@ from reconciler.spec.models import Run, resolve_on_failure, resolve_start
 from reconciler.spec.parse import parse_run
 
 from .base import ClusterError, Conflict, LiveRun, NotFound, Rejected, Unreachable, WorkerInfo
-from .slurm_mapping import Images, Submission, comment_for, spec_hash, to_submission
-from .slurm_policy import Policy, Resubmit, Unit, Verdict, judge, run_status
+from .slurm_mapping import (
+    Images,
+    Submission,
+    comment_for,
+    group_gpus,
+    group_offsets,
+    group_order,
+    parse_comment,
+    spec_hash,
+    to_submission,
+)
+from .slurm_policy import Policy, Resubmit, Unit, Verdict, group_restarts, judge, run_status
 from .slurm_state import JobRow, TaskObs, observe_submission, parse_squeue
 
 __all__ = ["SlurmCluster", "replace_message"]
@@ -133,8 +143,13 @@ class SlurmCluster:
                 raise Conflict(f"run {name} already exists on {self.address}")
             nonce = uuid.uuid4().hex[:12]
             sub = self._submission(run, nonce)
-            job_id = self._sbatch(sub.script, [])
             now = self._clock()
+            if sub.jobs:
+                record = self._group_record(run, doc, sub, now)
+                self._submit_groups(record, run, sub, restart=0, why="", not_before=None, now=now)
+                self._save(record)
+                return self._observe(record, self._squeue())[0]
+            job_id = self._sbatch(sub.script, [])
             record = {
                 "version": _RECORD_VERSION,
                 "name": name,
@@ -204,6 +219,12 @@ class SlurmCluster:
         with self._locked():
             for name in sorted((p.stem for p in self._runs_dir().glob("*.json")), key=len, reverse=True):
                 rank = worker.removeprefix(f"{name}-")
+                if worker.startswith(f"{name}-") and not rank.isdigit():
+                    record = self._load(name)
+                    for gi, g in enumerate(record.get("groups") or ()):
+                        i = rank.removeprefix(f"{g['name']}-")
+                        if rank.startswith(f"{g['name']}-") and i.isdigit() and int(i) < g["replicas"]:
+                            return self._read_group_logs(record, gi, int(i))
                 if worker.startswith(f"{name}-") and rank.isdigit():
                     record = self._load(name)
                     if int(rank) < record["size"]:
@@ -217,7 +238,9 @@ class SlurmCluster:
         run = parse_run(record["document"])
         now = self._clock()
         policy = _policy(run)
-        limit = run.spec.task_template.time_limit_seconds if run.spec.task_template else None
+        kind = record["kind"]
+        grouped = kind in ("groups", "hetjob")
+        limits = _time_limits(run)
         units = _units(record)
         seen: dict[str, Any] = record.setdefault("seen", {})
         cache: dict[int, dict[int, TaskObs]] = {}
@@ -226,9 +249,15 @@ class SlurmCluster:
         for index, attempt in units.items():
             key = attempt["job_id"]
             if key not in cache:
-                indices = None if record["kind"] != "array" else (attempt["indices"] or range(record["size"]))
-                cache[key] = observe_submission(rows, key, attempt["nonce"], indices, limit)
-            obs = cache[key][index if record["kind"] == "array" else 0]
+                if kind == "hetjob":
+                    cache[key] = observe_submission(
+                        rows, key, attempt["nonce"], None, components=len(limits), time_limits=limits
+                    )
+                else:
+                    indices = None if kind != "array" else (attempt["indices"] or range(record["size"]))
+                    limit = limits[index] if kind == "groups" else limits[0]
+                    cache[key] = observe_submission(rows, key, attempt["nonce"], indices, limit)
+            obs = cache[key][index if kind in ("array", "hetjob") else 0]
             remembered = seen.get(str(index))
             if obs.end_kind == "gone" and remembered and remembered["job_id"] == key:
                 obs = TaskObs(**{**remembered["obs"], "machines": tuple(remembered["obs"]["machines"])})
@@ -236,12 +265,49 @@ class SlurmCluster:
                 seen[str(index)] = {"job_id": key, "obs": {**obs.__dict__, "machines": list(obs.machines)}}
                 changed = True
             unit = Unit(index, obs, attempt["restart"], attempt["why"])
-            verdicts[index] = (unit, judge(policy, unit, now))
+            verdicts[index] = (unit, judge(_policy(run, index) if grouped else policy, unit, now))
 
+        if grouped:
+            plan = group_restarts(
+                policy.on_failure, [verdicts[i] for i in sorted(verdicts)], one_job=kind == "hetjob"
+            )
+            if plan.whole is not None or plan.groups:
+                changed = True
+            if plan.whole is not None:
+                # RestartJob: the groups still running are stopped, and every group starts again.
+                live = sorted({str(a["job_id"]) for i, a in units.items() if not verdicts[i][1].final})
+                if live:
+                    self._cmd(["scancel", *live], check=False)
+                w = plan.whole
+                self._submit_groups(
+                    record, run, None, restart=w.restart, why=w.why, not_before=w.not_before, now=now
+                )
+            order = group_order(list(run.spec.task_groups or ()))
+            pending = {i for i, (u, _) in verdicts.items() if u.obs.state == "Pending"}
+            for r in sorted(plan.groups, key=lambda r: order.index(r.index)):
+                # RestartTask: this group alone; it waits for its start_after group only if that
+                # one has not started yet (is pending, or is being resubmitted in this round).
+                self._submit_groups(
+                    record,
+                    run,
+                    None,
+                    restart=r.restart,
+                    why=r.why,
+                    not_before=r.not_before,
+                    now=now,
+                    only={r.index},
+                    pending=pending,
+                )
+                pending.add(r.index)
+            if plan.whole is not None or plan.groups:
+                # Report what was just submitted, not the attempts it replaced.
+                self._save(record)
+                return self._observe(record, self._squeue())
         for index, (unit, verdict) in sorted(verdicts.items()):
             if verdict.resubmit is not None:
-                self._resubmit(record, verdict.resubmit, now)
-                changed = True
+                if not grouped:
+                    self._resubmit(record, verdict.resubmit, now)
+                    changed = True
             elif unit.obs.state == "Pending" and _due(units[index], now):
                 # Slurm looks at --begin only every half minute or so: once astra sees the
                 # restart is due it moves the start time to now, and the worker starts at once.
@@ -270,14 +336,14 @@ class SlurmCluster:
         name = record["name"]
         rows: list[tuple[str, Verdict, str | None, float | None]] = []
         workers: list[WorkerInfo] = []
-        for rank in range(record["size"]):
-            unit, v = verdicts[rank if record["kind"] == "array" else 0]
+        gpus_held = 0
+        for wname, rank, index, machine_of, gpus in _worker_slots(record):
+            unit, v = verdicts[index]
             obs = unit.obs
-            machine = (
-                obs.machines[rank] if record["kind"] == "gang" and rank < len(obs.machines) else obs.machine
-            )
-            wname = f"{name}-{rank}"
+            machine = machine_of(obs)
             rows.append((wname, v, machine, obs.ended_at))
+            if v.state == "Running":
+                gpus_held += gpus
             workers.append(
                 WorkerInfo(
                     name=wname,
@@ -287,7 +353,7 @@ class SlurmCluster:
                     machine=machine if v.state != "Pending" else None,
                     exit_code=obs.exit_code if obs.end_kind is not None else None,
                     restarts=unit.restarts,
-                    gpus=record["gpus_per_worker"],
+                    gpus=gpus,
                     started_at=obs.started_at if v.state != "Pending" else None,
                 )
             )
@@ -305,9 +371,105 @@ class SlurmCluster:
             started_at=min(starts) if starts else None,
             finished_at=max(ends) if ends and status.state in ("Completed", "Failed", "Cancelled") else None,
             workers_running=status.running,
-            gpus_held=status.running * record["gpus_per_worker"],
+            gpus_held=gpus_held,
         )
         return live, workers
+
+    # ---- worker groups -------------------------------------------------------------------------
+
+    def _group_record(self, run: Run, doc: dict[str, Any], sub: Submission, now: float) -> dict[str, Any]:
+        groups = list(run.spec.task_groups or ())
+        gpus, offsets = group_gpus(run), group_offsets(groups)
+        return {
+            "version": _RECORD_VERSION,
+            "name": run.metadata.name,
+            "document": doc,
+            "resource_version": 1,
+            "spec_hash": spec_hash(run),
+            "created_at": now,
+            "kind": sub.kind,
+            "size": sub.size,
+            "gpus_per_worker": sub.gpus_per_worker,
+            "groups": [
+                {"name": g.name, "replicas": g.replicas, "offset": offsets[i], "gpus": gpus[i]}
+                for i, g in enumerate(groups)
+            ],
+            "script": "",
+            "attempts": [],
+            "seen": {},
+            "failed_cancelled": False,
+        }
+
+    def _submit_groups(
+        self,
+        record: dict[str, Any],
+        run: Run,
+        sub: Submission | None,
+        *,
+        restart: int,
+        why: str,
+        not_before: float | None,
+        now: float,
+        only: set[int] | None = None,
+        pending: set[int] | None = None,
+    ) -> None:
+        """Submit the group jobs, in ``start_after`` order: all of them (a new generation, with a
+        new leader file) or ``only`` some groups, whose predecessors keep their jobs."""
+        if sub is None:
+            nonce = uuid.uuid4().hex[:12]
+            generation = record["generation"] if only is not None else nonce
+            sub = self._submission(run, nonce, generation=generation)
+        else:
+            generation = parse_comment_nonce(sub.comment)
+        record["generation"] = generation
+        current = _units(record)
+        nonce = parse_comment_nonce(sub.comment)
+        job_ids: dict[int, int] = {}
+        for job in sub.jobs:
+            if only is not None and not set(job.groups) & only:
+                continue
+            extra: list[str] = []
+            dep = None
+            if job.after is not None:
+                dep = job_ids.get(job.after)
+                if dep is None and job.after in (pending or set()) and job.after in current:
+                    dep = current[job.after]["job_id"]  # its predecessor has not started yet
+            if dep is not None:
+                # Slurm's `after`: start once that job has started (the seeds' start_after).
+                extra += [f"--dependency=after:{dep}", "--kill-on-invalid-dep=yes"]
+            begin = not_before is not None and not_before > now and dep is None
+            if begin:
+                assert not_before is not None
+                extra.append("--begin=" + time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(not_before)))
+            job_id = self._sbatch(job.script, extra)
+            for g in job.groups:
+                job_ids[g] = job_id
+            record["attempts"].append(
+                {
+                    "job_id": job_id,
+                    "nonce": nonce,
+                    "indices": list(job.groups),
+                    "restart": restart,
+                    "why": why,
+                    "at": now,
+                    "not_before": not_before if begin else None,
+                }
+            )
+
+    def _read_group_logs(self, record: dict[str, Any], gi: int, i: int) -> str:
+        attempt = _units(record)[gi]
+        job, logs = attempt["job_id"], self._log_dir(record["name"])
+        g = record["groups"][gi]
+        if record["kind"] == "hetjob":
+            # Components have consecutive job ids; a het step numbers tasks across components.
+            files = [logs / f"{job + gi}.{g['offset'] + i}.out"]
+            if gi == 0 and i == 0:
+                files.insert(0, logs / f"{job}.out")
+        else:
+            files = [logs / f"{job}.{i}.out"]
+            if i == 0:
+                files.insert(0, logs / f"{job}.out")
+        return "".join(f.read_text(errors="replace") for f in files if f.exists())
 
     def _resubmit(self, record: dict[str, Any], r: Resubmit, now: float) -> None:
         nonce = uuid.uuid4().hex[:12]
@@ -396,6 +558,12 @@ class SlurmCluster:
             self._node_gpus = best or None
         return self._node_gpus  # type: ignore[return-value]
 
+    def node_count(self) -> int | None:
+        """How many nodes the partition has (``sinfo %D``), or None when sinfo does not say."""
+        argv = ["sinfo", "-h", "-o", "%D"] + ([f"--partition={self.partition}"] if self.partition else [])
+        counts = [int(x) for x in self._cmd(argv, check=False).split() if x.isdigit()]
+        return sum(counts) or None
+
     def images(self) -> Images:
         if self._images is None:
             help_text = self._cmd(["srun", "--help"], check=False)
@@ -410,10 +578,12 @@ class SlurmCluster:
         except InvalidSpec as exc:
             raise Rejected(str(exc), [e.to_json() for e in exc.errors]) from exc
 
-    def _submission(self, run: Run, nonce: str) -> Submission:
+    def _submission(self, run: Run, nonce: str, generation: str | None = None) -> Submission:
         log_dir = self._log_dir(run.metadata.name)
         gpus = run.spec.task_template.requested_resources if run.spec.task_template else None
-        node_gpus = self.node_gpus() if gpus is not None and gpus.gpu_requests is not None else None
+        asks_gpus = (gpus is not None and gpus.gpu_requests is not None) or any(group_gpus(run))
+        node_gpus = self.node_gpus() if asks_gpus else None
+        groups = run.spec.task_groups
         sub = to_submission(
             run,
             nonce=nonce,
@@ -421,6 +591,8 @@ class SlurmCluster:
             partition=self.partition,
             node_gpus=node_gpus,
             images=self.images(),
+            nodes_available=self.node_count() if groups and len(groups) > 1 else None,
+            generation=generation,
         )
         if sub.errors:
             errors = [e.to_json() for e in sub.errors]
@@ -483,10 +655,13 @@ def _normal(run: Run) -> dict[str, Any]:
     return run.spec.model_dump(mode="json", exclude_none=True)
 
 
-def _policy(run: Run) -> Policy:
+def _policy(run: Run, group: int | None = None) -> Policy:
+    """The run's restart rules; ``group``: with that worker group's restart_policy."""
     spec = run.spec
     start = resolve_start(spec)
     template = spec.task_template
+    if group is not None and spec.task_groups:
+        template = spec.task_groups[group].task_template
     return Policy(
         restart_policy=template.restart_policy if template else "OnFailure",
         on_failure=resolve_on_failure(spec, start),
@@ -501,9 +676,51 @@ def _due(attempt: dict[str, Any], now: float) -> bool:
     return not_before is not None and now >= not_before and not attempt.get("nudged")
 
 
+def _time_limits(run: Run) -> list[int | None]:
+    """Each group's time limit (spec order), or the one template's."""
+    if run.spec.task_groups:
+        return [g.task_template.time_limit_seconds for g in run.spec.task_groups]
+    t = run.spec.task_template
+    return [t.time_limit_seconds if t is not None else None]
+
+
+def _worker_slots(
+    record: dict[str, Any],
+) -> Iterator[tuple[str, int, int, Callable[[TaskObs], str | None], int]]:
+    """Each worker: its name, rank, unit index, where it runs (from its unit's obs), its GPUs."""
+    name, kind = record["name"], record["kind"]
+    if kind in ("groups", "hetjob"):
+
+        def group_machine(obs: TaskObs) -> str | None:
+            # A group's job may span nodes; Slurm does not say which task ran where.
+            return ",".join(obs.machines) or None
+
+        for gi, g in enumerate(record["groups"]):
+            for i in range(g["replicas"]):
+                yield f"{name}-{g['name']}-{i}", g["offset"] + i, gi, group_machine, g["gpus"]
+        return
+    for rank in range(record["size"]):
+
+        def machine(obs: TaskObs, rank: int = rank) -> str | None:
+            if kind == "gang" and rank < len(obs.machines):
+                return obs.machines[rank]
+            return obs.machine
+
+        yield f"{name}-{rank}", rank, rank if kind == "array" else 0, machine, record["gpus_per_worker"]
+
+
+def parse_comment_nonce(comment: str) -> str:
+    mark = parse_comment(comment)
+    assert mark is not None
+    return mark["sub"]
+
+
 def _units(record: dict[str, Any]) -> dict[int, dict[str, Any]]:
     """Each unit's current attempt: the last submission that covers it."""
-    count = record["size"] if record["kind"] == "array" else 1
+    kind = record["kind"]
+    count = (
+        record["size"] if kind == "array" else len(record["groups"]) if kind in ("groups", "hetjob") else 1
+    )
     out: dict[int, dict[str, Any]] = {}
     for attempt in record["attempts"]:
         for i in attempt["indices"] if attempt["indices"] is not None else range(count):

@@ -14,6 +14,10 @@ Shapes::
     single   one machine, one worker            one job, --nodes=1 --ntasks=1             1
     gang     several machines (start Gang)      one job, --nodes=K --ntasks-per-node=1,   K, one per node
                                                 the workers started with srun
+    hetjob   task_groups, start Gang, no        one heterogeneous job: a component per    sum of replicas
+             start_after, at least 2 groups     group (#SBATCH hetjob), one srun over all
+    groups   any other task_groups              one job per group (--ntasks=replicas);    sum of replicas
+                                                start_after X: --dependency=after:<X's job>
 """
 
 from __future__ import annotations
@@ -26,24 +30,29 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from reconciler.spec.errors import FieldError
-from reconciler.spec.messages import MASTER_PORT
-from reconciler.spec.models import Run, TaskTemplate, resolve_on_failure, resolve_start
+from reconciler.spec.messages import GANG_BARRIER_SECONDS, MASTER_PORT
+from reconciler.spec.models import Run, TaskGroup, TaskTemplate, resolve_on_failure, resolve_start
 from reconciler.spec.paths import FieldPath
 
 __all__ = [
     "COMMENT_MARKER",
+    "GroupJob",
     "Images",
     "Kind",
     "Submission",
     "comment_for",
     "document_of",
     "gpu_shape",
+    "group_gpus",
+    "group_offsets",
+    "group_order",
+    "leader_file",
     "parse_comment",
     "spec_hash",
     "to_submission",
 ]
 
-Kind = Literal["array", "single", "gang"]
+Kind = Literal["array", "single", "gang", "groups", "hetjob"]
 #: How a worker's image is honoured: ``pyxis`` runs it with ``srun --container-image``; ``host``
 #: runs the command on the node itself (a cluster without a container plugin, such as the local
 #: test cluster). Chosen per cluster, never per run: see docs/slurm.md.
@@ -81,10 +90,19 @@ NO_INDEPENDENT_SPREAD = (
 NO_GANG_RESTART_TASK = (
     "a Slurm job restarts as a whole: use on_failure RestartJob (or FailJob) for a multi-machine run"
 )
-NO_GROUPS = (
-    "worker groups are not carried to Slurm yet (they would be a heterogeneous job): "
-    "run each group as its own run"
+NO_GROUPS_MIN_AVAILABLE = (
+    "Slurm starts a worker group's workers together: start MinAvailable cannot be carried for "
+    "worker groups; use Gang (or Independent)"
 )
+NO_HETJOB_RESTART_TASK = (
+    "a gang of worker groups is one heterogeneous Slurm job, which restarts as a whole: use "
+    "on_failure RestartJob (or FailJob), or order the groups with start_after"
+)
+NO_HETJOB_NODES = (
+    "a gang of {groups} worker groups is one heterogeneous Slurm job with a machine per group, "
+    "and this partition has {nodes}: order the groups with start_after, or use fewer groups"
+)
+NO_GROUP_GPUS = "a group's worker runs on one machine and the largest machine has {node_gpus} GPUs"
 NO_COMMAND = "on Slurm the command is what runs (an image's entrypoint is not read): give command"
 NO_ARRAY_MACHINES = "an array copy runs on one machine on Slurm: machines must be 1 (or left out)"
 NO_SHAPE = (
@@ -105,6 +123,21 @@ class Submission:
     script: str
     comment: str
     errors: list[FieldError] = field(default_factory=list)
+    #: Worker groups (kinds ``groups`` and ``hetjob``): the jobs to submit, in submission order.
+    jobs: tuple[GroupJob, ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupJob:
+    """One ``sbatch`` of a run with worker groups: one group, or every group as a hetjob."""
+
+    #: The groups it carries, by their index in ``spec.task_groups``.
+    groups: tuple[int, ...]
+    #: ``start_after``: the index of the group whose job must have started first
+    #: (``--dependency=after:<its job id>``, added at submission when that id is known).
+    after: int | None
+    options: tuple[str, ...]
+    script: str
 
 
 def spec_hash(run: Run) -> str:
@@ -172,8 +205,9 @@ def _unsupported(run: Run) -> list[FieldError]:
         errors.append(FieldError.not_supported(root.child("model", "engine"), NO_ENGINE))
     if spec.priority is not None:
         errors.append(FieldError.not_supported(root.child("priority"), NO_PRIORITY))
-    if spec.task_groups is not None:
-        errors.append(FieldError.not_supported(root.child("task_groups"), NO_GROUPS))
+    for i, g in enumerate(spec.task_groups or ()):
+        gpath = root.child("task_groups").index(i).child("task_template")
+        errors.extend(_template_unsupported(g.task_template, gpath))
     if spec.task_template is not None:
         errors.extend(_template_unsupported(spec.task_template, root.child("task_template")))
     return errors
@@ -209,8 +243,26 @@ def to_submission(
     partition: str | None = None,
     node_gpus: int | None = None,
     images: Images = "host",
+    nodes_available: int | None = None,
+    generation: str | None = None,
 ) -> Submission:
-    """The ``sbatch`` for a run; ``errors`` lists every field Slurm cannot carry (then no script)."""
+    """The ``sbatch`` for a run; ``errors`` lists every field Slurm cannot carry (then no script).
+
+    A run with worker groups gives its jobs in ``Submission.jobs`` instead (``_group_submission``);
+    ``nodes_available`` (the partition's node count) bounds a heterogeneous job, and
+    ``generation`` names the leader file of the run's current generation of group jobs.
+    """
+    if run.spec.task_groups is not None:
+        return _group_submission(
+            run,
+            nonce=nonce,
+            log_dir=log_dir,
+            partition=partition,
+            node_gpus=node_gpus,
+            images=images,
+            nodes_available=nodes_available,
+            generation=generation or nonce,
+        )
     errors = _unsupported(run)
     spec = run.spec
     t = spec.task_template
@@ -347,3 +399,217 @@ def _script(run: Run, kind: Kind, size: int, opts: list[str], log_dir: str, imag
     body = shlex.quote(inner + '; exec "$@"')
     lines.append(f"exec {launch} bash -c {body} astra-worker {argv}")
     return "\n".join(lines) + "\n"
+
+
+# ---- worker groups ----------------------------------------------------------------------------
+
+
+def group_order(groups: list[TaskGroup]) -> list[int]:
+    """Group indices in submission order: each group after the one it starts after, else spec order."""
+    names = {g.name: i for i, g in enumerate(groups)}
+    out: list[int] = []
+    done: set[int] = set()
+
+    def visit(i: int, path: frozenset[int]) -> None:
+        if i in done or i in path:  # a cycle is the spec's error, reported before we get here
+            return
+        after = groups[i].start_after
+        if after is not None and after in names:
+            visit(names[after], path | {i})
+        done.add(i)
+        out.append(i)
+
+    for i in range(len(groups)):
+        visit(i, frozenset())
+    return out
+
+
+def group_offsets(groups: list[TaskGroup]) -> list[int]:
+    """Each group's first RANK: ranks run across the groups in spec order."""
+    offsets, rank = [], 0
+    for g in groups:
+        offsets.append(rank)
+        rank += g.replicas
+    return offsets
+
+
+def leader_file(log_dir: str, generation: str) -> str:
+    """Where the leader's group writes MASTER_ADDR for the other groups (one file a generation)."""
+    return f"{log_dir}/leader.{generation}"
+
+
+def _group_options(
+    run: Run, g: TaskGroup, comment: str, partition: str | None, log_dir: str, output: bool
+) -> list[str]:
+    """A group's job (or hetjob component): ``--ntasks=replicas``, the template's ask per task."""
+    t = g.task_template
+    opts = [f"--job-name={run.metadata.name}", f"--comment={comment}"]
+    if partition:
+        opts.append(f"--partition={partition}")
+    if output:
+        opts.append(f"--output={log_dir}/%j.out")
+    opts.append(f"--ntasks={g.replicas}")
+    res = t.requested_resources
+    gr = res.gpu_requests if res is not None else None
+    if gr is not None:
+        gres, constraint = _gres(gr.count, gr.models)
+        opts.append("--gpus-per-task=" + gres.removeprefix("gpu:"))
+        opts += constraint
+    if res is not None:
+        if res.cpu_cores is not None:
+            opts.append(f"--cpus-per-task={res.cpu_cores}")
+        if res.memory_bytes is not None:
+            # Slurm has no memory per task: per CPU, times the task's CPUs, is at least the ask.
+            opts.append(f"--mem-per-cpu={math.ceil(_mib(res.memory_bytes) / (res.cpu_cores or 1))}M")
+        if res.per_gpu is not None:
+            if res.per_gpu.cpu_cores is not None:
+                opts.append(f"--cpus-per-gpu={res.per_gpu.cpu_cores}")
+            if res.per_gpu.memory_bytes is not None:
+                opts.append(f"--mem-per-gpu={_mib(res.per_gpu.memory_bytes)}M")
+    if t.time_limit_seconds is not None:
+        opts.append(f"--time={math.ceil(t.time_limit_seconds / 60)}")
+    return opts
+
+
+def _group_inner(g: TaskGroup, rank: str, size: int) -> str:
+    """The per-task wrapper of a group's worker: its env, then CONTRACT §6's names."""
+    parts = [f"export {k}={shlex.quote(v)}" for k, v in sorted((g.task_template.env or {}).items())]
+    parts.append(f"export RANK={rank} WORLD_SIZE={size}")
+    parts.append("export SLURM_PROCID=$RANK SLURM_NTASKS=$WORLD_SIZE")
+    return "; ".join(parts) + '; exec "$@"'
+
+
+def _group_argv(g: TaskGroup) -> str:
+    t = g.task_template
+    assert t.command is not None
+    return " ".join(shlex.quote(a) for a in [t.command, *(t.args or [])])
+
+
+_FIRST_NODE_ADDR = [
+    'ASTRA_LEADER=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)',
+    'MASTER_ADDR=$(scontrol show node "$ASTRA_LEADER" -o | sed -n "s/.* NodeAddr=\\([^ ]*\\).*/\\1/p")',
+    'MASTER_ADDR="${MASTER_ADDR:-$ASTRA_LEADER}"',
+    "unset ASTRA_LEADER",
+]
+
+
+def _header(run: Run, what: str, blocks: list[list[str]]) -> list[str]:
+    doc = json.dumps(document_of(run), sort_keys=True, separators=(",", ":"))
+    lines = ["#!/bin/bash"]
+    for i, opts in enumerate(blocks):
+        if i:
+            lines.append("#SBATCH hetjob")
+        lines += [f"#SBATCH {o}" for o in opts]
+    lines.append(f"# astra: run {run.metadata.name} ({what}), submitted by astra; see docs/slurm.md.")
+    lines += [f"# astra-document: {doc}", ""]
+    return lines
+
+
+def _group_submission(
+    run: Run,
+    *,
+    nonce: str,
+    log_dir: str,
+    partition: str | None,
+    node_gpus: int | None,
+    images: Images,
+    nodes_available: int | None,
+    generation: str,
+) -> Submission:
+    spec = run.spec
+    groups = list(spec.task_groups or ())
+    root = FieldPath.root().child("spec")
+    errors = _unsupported(run)
+    for i, g in enumerate(groups):
+        res = g.task_template.requested_resources
+        gr = res.gpu_requests if res is not None else None
+        if gr is not None and node_gpus is not None and gr.count > node_gpus:
+            path = root.child("task_groups").index(i).child("task_template", "requested_resources")
+            errors.append(
+                FieldError.invalid(
+                    path.child("gpu_requests", "count"), NO_GROUP_GPUS.format(node_gpus=node_gpus)
+                )
+            )
+    start = resolve_start(spec, node_gpus)
+    ordered = any(g.start_after for g in groups)
+    het = start == "Gang" and not ordered and len(groups) > 1
+    if start == "MinAvailable":
+        errors.append(FieldError.not_supported(root.child("start"), NO_GROUPS_MIN_AVAILABLE))
+    elif het and resolve_on_failure(spec, start) == "RestartTask":
+        errors.append(FieldError.not_supported(root.child("on_failure"), NO_HETJOB_RESTART_TASK))
+    if het and nodes_available is not None and nodes_available < len(groups):
+        errors.append(
+            FieldError.not_supported(
+                root.child("task_groups"), NO_HETJOB_NODES.format(groups=len(groups), nodes=nodes_available)
+            )
+        )
+    size = sum(g.replicas for g in groups)
+    kind: Kind = "hetjob" if het else "groups"
+    comment = comment_for(run, nonce)
+    gpus = max((_group_gpus(g) for g in groups), default=0)
+    if errors:
+        return Submission(kind, size, 1, gpus, (), "", comment, errors)
+    offsets = group_offsets(groups)
+    launch = f"srun --kill-on-bad-exit=1 --output={log_dir}/%j.%t.out"
+
+    def image(g: TaskGroup) -> str:
+        return f" --container-image={shlex.quote(g.task_template.image)}" if images == "pyxis" else ""
+
+    if het:
+        blocks = [_group_options(run, g, comment, partition, log_dir, i == 0) for i, g in enumerate(groups)]
+        lines = _header(run, "hetjob: " + ", ".join(g.name for g in groups), blocks)
+        # The batch step runs on component 0's first node: that is the leader (rank 0).
+        lines += [*_FIRST_NODE_ADDR, f"export MASTER_ADDR MASTER_PORT={MASTER_PORT}"]
+        # One heterogeneous step over every component: Slurm numbers its tasks across the
+        # components in order (SLURM_PROCID 0..N-1, SLURM_NTASKS N), which is RANK across groups.
+        steps = [
+            f"--het-group={i} {launch.removeprefix('srun ')}{image(g)} bash -c "
+            f"{shlex.quote(_group_inner(g, '$SLURM_PROCID', size))} astra-worker {_group_argv(g)}"
+            for i, g in enumerate(groups)
+        ]
+        lines.append("exec srun " + " : ".join(steps))
+        script = "\n".join(lines) + "\n"
+        job = GroupJob(tuple(range(len(groups))), None, tuple(o for b in blocks for o in b), script)
+        return Submission(kind, size, len(groups), gpus, job.options, script, comment, jobs=(job,))
+
+    names = {g.name: i for i, g in enumerate(groups)}
+    leader = shlex.quote(leader_file(log_dir, generation))
+    jobs = []
+    for i in group_order(groups):
+        g = groups[i]
+        opts = _group_options(run, g, comment, partition, log_dir, True)
+        lines = _header(
+            run, f"group {g.name}, ranks {offsets[i]}-{offsets[i] + g.replicas - 1} of {size}", [opts]
+        )
+        if size > 1:
+            if i == 0:
+                # The leader's group: its first node is rank 0's. It tells the other groups,
+                # whose jobs may start before or after it, through a file in the shared log dir.
+                lines += _FIRST_NODE_ADDR
+                tmp = f"{leader}.$SLURM_JOB_ID"
+                lines.append(f'printf "%s\\n" "$MASTER_ADDR" > {tmp} && mv -f {tmp} {leader}')
+            else:
+                lines += [
+                    f"for _ in $(seq {GANG_BARRIER_SECONDS}); do [ -s {leader} ] && break; sleep 1; done",
+                    f"MASTER_ADDR=$(cat {leader} 2>/dev/null)",
+                    'if [ -z "$MASTER_ADDR" ]; then',
+                    f"  echo \"astra: the leader's group {groups[0].name} did not start within "
+                    f'{GANG_BARRIER_SECONDS // 60} minutes" >&2; exit 1',
+                    "fi",
+                ]
+            lines.append(f"export MASTER_ADDR MASTER_PORT={MASTER_PORT}")
+        inner = _group_inner(g, f"$(({offsets[i]}+SLURM_PROCID))", size)
+        lines.append(f"exec {launch}{image(g)} bash -c {shlex.quote(inner)} astra-worker {_group_argv(g)}")
+        after = names[g.start_after] if g.start_after is not None else None
+        jobs.append(GroupJob((i,), after, tuple(opts), "\n".join(lines) + "\n"))
+    return Submission(kind, size, 1, gpus, jobs[0].options, jobs[0].script, comment, jobs=tuple(jobs))
+
+
+def _group_gpus(g: TaskGroup) -> int:
+    res = g.task_template.requested_resources
+    return res.gpu_requests.count if res is not None and res.gpu_requests is not None else 0
+
+
+def group_gpus(run: Run) -> list[int]:
+    """GPUs per worker of each group, in spec order."""
+    return [_group_gpus(g) for g in run.spec.task_groups or ()]

@@ -18,8 +18,9 @@ Rules (the seeds', as the embedded control plane keeps them):
 * A worker stopped by its time limit is never restarted (a Service's is).
 * A worker cancelled outside astra (``scancel``) is not restarted; a preempted one is, without
   spending its budget.
-* Units: each copy of an array restarts on its own; any other run is one Slurm job, and restarts
-  as a whole (``RestartJob``).
+* Units: each copy of an array restarts on its own; a run of one worker template is one Slurm job,
+  and restarts as a whole (``RestartJob``). A run with worker groups has one unit per group (its
+  job, whose workers srun kills together): ``group_restarts`` says what a group's restart covers.
 """
 
 from __future__ import annotations
@@ -36,12 +37,14 @@ __all__ = [
     "BACKOFF_MAX_SECONDS",
     "BACKOFF_START_SECONDS",
     "RESET_AFTER_SECONDS",
+    "GroupRestarts",
     "Policy",
     "Resubmit",
     "RunStatus",
     "Unit",
     "Verdict",
     "backoff_seconds",
+    "group_restarts",
     "judge",
     "run_status",
 ]
@@ -185,3 +188,39 @@ def run_status(
         return RunStatus("Running", f"Workers {running} running of {n}", status, running)
     waiting = [v for _, v, _, _ in workers if not v.final]
     return RunStatus("Pending", waiting[0].reason, status, running)
+
+
+@dataclass(frozen=True)
+class GroupRestarts:
+    """What the restarts of a run with worker groups cover."""
+
+    #: Every group's job is resubmitted (a new generation), with this restart's count and wait.
+    whole: Resubmit | None = None
+    #: Only these groups' jobs are resubmitted (``Resubmit.index`` is the group's index).
+    groups: tuple[Resubmit, ...] = ()
+
+
+def group_restarts(
+    on_failure: str, units: list[tuple[Unit, Verdict]], *, one_job: bool, leader: int = 0
+) -> GroupRestarts:
+    """The seeds' ``on_failure`` over a run's groups, from each group's unit and verdict.
+
+    * ``RestartJob`` (the gangs' default): a group failing (or lost, or preempted) restarts every
+      group: the others' jobs are cancelled and all are resubmitted, in ``start_after`` order.
+    * ``RestartTask``: only the failed group's job is resubmitted, except that losing the leader's
+      group (rank 0, whose node is every worker's MASTER_ADDR) still restarts all.
+    * A completion restarted under ``Always`` or a Service restarts that group alone.
+    * ``one_job`` (a heterogeneous job): every restart is of the whole job.
+    """
+    resubmits = [(u, v.resubmit) for u, v in units if v.resubmit is not None]
+    if not resubmits:
+        return GroupRestarts()
+    whole = [
+        r
+        for u, r in resubmits
+        if one_job or (u.obs.end_kind != "ok" and (on_failure == "RestartJob" or u.index == leader))
+    ]
+    if whole:
+        first = max(whole, key=lambda r: (r.restart, r.not_before))
+        return GroupRestarts(whole=first)
+    return GroupRestarts(groups=tuple(r for _, r in resubmits))

@@ -103,6 +103,9 @@ class JobRow:
     nodes: tuple[str, ...]
     name: str
     comment: str
+    #: A heterogeneous job's leader id and this component's offset (0 and 0 for other jobs).
+    het_job_id: int = 0
+    het_job_offset: int = 0
 
 
 def _time(value: Any) -> float | None:
@@ -129,6 +132,8 @@ def parse_squeue(doc: dict[str, Any]) -> list[JobRow]:
                 nodes=tuple(expand_hostlist(j.get("nodes") or "")),
                 name=str(j.get("name") or ""),
                 comment=str(j.get("comment") or ""),
+                het_job_id=int(j.get("het_job_id") or 0),
+                het_job_offset=int(j.get("het_job_offset") or 0),
             )
         )
     return rows
@@ -244,8 +249,14 @@ def observe_submission(
     nonce: str,
     indices: Iterable[int] | None,
     time_limit: int | None = None,
+    *,
+    components: int | None = None,
+    time_limits: list[int | None] | None = None,
 ) -> dict[int, TaskObs]:
     """The tasks of one submission, by array index (0 for a job that is not an array).
+
+    ``components``: the submission is a heterogeneous job of that many components; the result
+    is by component (``het_job_offset``), each decoded with its own ``time_limits`` entry.
 
     Rows count only if their comment names the submission's nonce (``sub=``): job ids restart
     after a cluster reset, and an in-place update rewrites the spec hash, never the nonce.
@@ -255,6 +266,11 @@ def observe_submission(
     for row in rows:
         mark = parse_comment(row.comment)
         if mark is None or mark["sub"] != nonce:
+            continue
+        if components is not None:
+            if row.het_job_id == job_id:
+                limit = time_limits[row.het_job_offset] if time_limits else time_limit
+                out[row.het_job_offset] = describe(row, limit)
             continue
         if indices is None:
             if row.job_id == job_id and row.array_job_id == 0:
@@ -268,6 +284,8 @@ def observe_submission(
             pending = describe(row, time_limit)
             for i in expand_indices(row.array_task_string):
                 out.setdefault(i, pending)
+    if components is not None:
+        indices = range(components)
     for i in [0] if indices is None else indices:
         out.setdefault(i, gone(job_id))
     return out

@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.clusters.slurm_policy import Policy, Unit, backoff_seconds, judge, run_status
+from reconciler.clusters.slurm_policy import (
+    Policy,
+    Unit,
+    Verdict,
+    backoff_seconds,
+    group_restarts,
+    judge,
+    run_status,
+)
 from reconciler.clusters.slurm_state import (
     TaskObs,
     expand_hostlist,
@@ -80,6 +88,20 @@ def test_timeout_is_a_worker_stopped_by_its_time_limit():
     # recorded from the integration test's run `tl` (sleep 600, time_limit_seconds 60)
     obs = observe_submission(rows("squeue-22.05-timeout.json"), 1, "09f51286ede0", None, time_limit=60)[0]
     assert (obs.state, obs.reason, obs.end_kind) == ("Failed", "Stopped at its time limit of 1m", "timeout")
+
+
+def test_hetjob_components_by_offset():
+    all_rows = rows("squeue-22.05-hetjob.json")
+    assert [(r.job_id, r.het_job_id, r.het_job_offset) for r in all_rows] == [(13, 13, 0), (14, 13, 1)]
+    obs = observe_submission(all_rows, 13, "het1", None, components=2, time_limits=[None, 60])
+    assert [(i, o.state, o.reason, o.machines) for i, o in sorted(obs.items())] == [
+        (0, "Failed", "Exited with code 143", ("vm-n1",)),
+        (1, "Failed", "Exited with code 143", ("vm-n2",)),
+    ]
+    # a plain job observation of the leader id still sees component 0 only
+    assert observe_submission(all_rows, 13, "het1", None)[0].machines == ("vm-n1",)
+    missing = observe_submission(all_rows, 13, "other", None, components=2)
+    assert [o.state for o in missing.values()] == ["Unknown", "Unknown"]
 
 
 # ---- the restart rules ------------------------------------------------------------------------
@@ -181,3 +203,50 @@ def test_every_final_slurm_state_ends_the_worker(state):
 
     row = JobRow(1, 0, None, "", 0, state, "None", 256, 1.0, 2.0, ("m",), "r", "")
     assert describe(row, 60).end_kind is not None
+
+
+# ---- what a group's restart covers ------------------------------------------------------------
+
+
+def group_units(*obs: TaskObs, policy: Policy = JOB, restarts: int = 0) -> list[tuple[Unit, Verdict]]:
+    units = [Unit(i, o, restarts) for i, o in enumerate(obs)]
+    return [(u, judge(policy, u, now=111.0)) for u in units]
+
+
+RUNNING = TaskObs("Running", "Running", None, None, ("m2",), 100.0)
+DONE = TaskObs("Completed", "Exited with code 0", "ok", 0, ("m1",), 0, 50)
+
+
+def test_restart_job_restarts_every_group():
+    plan = group_restarts("RestartJob", group_units(RUNNING, failed()), one_job=False)
+    assert plan.groups == ()
+    assert plan.whole is not None and (plan.whole.restart, plan.whole.not_before) == (1, 120.0)
+    assert plan.whole.why == "Exited with code 1; restart 1 of 10 in 10 s"
+
+
+def test_restart_task_restarts_that_group_but_the_leaders_restarts_all():
+    task = Policy("OnFailure", "RestartTask", service=False, array=False)
+    plan = group_restarts("RestartTask", group_units(RUNNING, failed(), policy=task), one_job=False)
+    assert plan.whole is None and [r.index for r in plan.groups] == [1]
+    plan = group_restarts("RestartTask", group_units(failed(), RUNNING, policy=task), one_job=False)
+    assert plan.whole is not None and plan.groups == ()
+
+
+def test_a_hetjob_restarts_whole_and_completions_restart_alone():
+    task = Policy("OnFailure", "RestartTask", service=False, array=False)
+    assert group_restarts("RestartTask", group_units(RUNNING, failed(), policy=task), one_job=True).whole
+    always = Policy("Always", "RestartJob", service=False, array=False)
+    plan = group_restarts("RestartJob", group_units(RUNNING, DONE, policy=always), one_job=False)
+    assert plan.whole is None and [r.index for r in plan.groups] == [1]
+
+
+def test_no_restart_when_nothing_ended_or_it_is_final():
+    assert group_restarts("RestartJob", group_units(RUNNING, RUNNING), one_job=False).whole is None
+    never = Policy("Never", "RestartJob", service=False, array=False)
+    units = group_units(RUNNING, failed(), policy=never)
+    plan = group_restarts("RestartJob", units, one_job=False)
+    assert (plan.whole, plan.groups) == (None, ())
+    status = run_status(
+        never, [("pt-ps-0", units[0][1], "m2", None), ("pt-trainer-0", units[1][1], "m1", 110.0)]
+    )
+    assert (status.state, status.reason) == ("Failed", "Worker pt-trainer-0 failed on m1: Exited with code 1")

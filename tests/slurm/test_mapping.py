@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -9,6 +10,10 @@ import pytest
 from reconciler.clusters.slurm_mapping import (
     comment_for,
     gpu_shape,
+    group_gpus,
+    group_offsets,
+    group_order,
+    leader_file,
     parse_comment,
     spec_hash,
     to_submission,
@@ -207,12 +212,167 @@ def test_no_command():
     assert [str(e.path) for e in s.errors] == ["spec.task_template.command"]
 
 
-def test_task_groups_are_refused_for_now():
-    r = parse_run(
-        {
-            "metadata": {"name": "r"},
-            "spec": {"task_groups": [{"name": "a", "task_template": {"image": "i", "command": "true"}}]},
-        }
+# ---- worker groups ------------------------------------------------------------------------------
+
+
+def groups_run(groups: list[dict[str, Any]], name: str = "pt", **spec: Any) -> Any:
+    for g in groups:
+        g["task_template"] = {
+            "image": f"img-{g['name']}",
+            "command": "sh",
+            "args": ["-c", "echo $RANK"],
+        } | g.get("task_template", {})
+    return parse_run({"metadata": {"name": name}, "spec": {"task_groups": groups, **spec}})
+
+
+def group_sub(groups: list[dict[str, Any]], **kw: Any):
+    spec = kw.pop("spec", {})
+    defaults = {"nonce": "n0", "log_dir": "/L", "node_gpus": 8, "nodes_available": 2}
+    return to_submission(groups_run(groups, **spec), **(defaults | kw))
+
+
+PS_TRAINER = [
+    {"name": "ps"},
+    {
+        "name": "trainer",
+        "replicas": 2,
+        "start_after": "ps",
+        "task_template": {
+            "requested_resources": {"gpu_requests": {"count": 2}, "cpu_cores": 4, "memory_bytes": "8Gi"},
+            "env": {"ROLE": "the trainer"},
+            "time_limit_seconds": 90,
+        },
+    },
+]
+
+
+def test_start_after_is_one_job_per_group_in_dependency_order():
+    s = group_sub(json_copy(PS_TRAINER))
+    assert (s.kind, s.size, s.errors) == ("groups", 3, [])
+    assert [(j.groups, j.after) for j in s.jobs] == [((0,), None), ((1,), 0)]
+    ps, trainer = s.jobs
+    assert {"--job-name=pt", "--ntasks=1", "--output=/L/%j.out"} <= set(ps.options)
+    assert not any(o.startswith(("--gpus", "--gres", "--dependency")) for o in ps.options)
+    # each replica is one srun task with the template's whole ask per task
+    assert {
+        "--ntasks=2",
+        "--gpus-per-task=2",
+        "--cpus-per-task=4",
+        "--mem-per-cpu=2048M",
+        "--time=2",
+    } <= set(trainer.options)
+    assert "#SBATCH --ntasks=2" in trainer.script
+
+
+def test_dependency_order_is_start_after_not_spec_order():
+    s = group_sub(
+        [{"name": "trainer", "start_after": "ps"}, {"name": "ps"}, {"name": "eval", "start_after": "trainer"}]
     )
-    s = to_submission(r, nonce="n", log_dir="/L")
-    assert [str(e.path) for e in s.errors] == ["spec.task_groups"]
+    assert [(j.groups, j.after) for j in s.jobs] == [((1,), None), ((0,), 1), ((2,), 0)]
+
+
+def test_group_wrapper_sets_rank_across_the_run():
+    ps, trainer = group_sub(json_copy(PS_TRAINER)).jobs
+    last = ps.script.rstrip().splitlines()[-1]
+    assert last.startswith("exec srun --kill-on-bad-exit=1 --output=/L/%j.%t.out bash -c ")
+    assert "export RANK=$((0+SLURM_PROCID)) WORLD_SIZE=3" in last
+    assert "export SLURM_PROCID=$RANK SLURM_NTASKS=$WORLD_SIZE" in last
+    assert last.endswith("astra-worker sh -c 'echo $RANK'")
+    last = trainer.script.rstrip().splitlines()[-1]
+    assert "export RANK=$((1+SLURM_PROCID)) WORLD_SIZE=3" in last
+    assert "ROLE=" in last and "the trainer" in last  # the group's own env, inside its wrapper
+
+
+def test_leader_group_writes_master_addr_and_the_others_wait_for_it():
+    ps, trainer = group_sub(json_copy(PS_TRAINER), generation="g1").jobs
+    assert "mv -f /L/leader.g1.$SLURM_JOB_ID /L/leader.g1" in ps.script
+    assert "export MASTER_ADDR MASTER_PORT=29500" in ps.script
+    assert "[ -s /L/leader.g1 ] && break" in trainer.script
+    assert "MASTER_ADDR=$(cat /L/leader.g1" in trainer.script
+    assert "did not start within 15 minutes" in trainer.script
+    assert "export MASTER_ADDR MASTER_PORT=29500" in trainer.script
+    # the generation defaults to the submission's nonce
+    assert "/L/leader.n0" in group_sub(json_copy(PS_TRAINER)).jobs[0].script
+
+
+def test_one_worker_in_groups_gets_no_master():
+    s = group_sub([{"name": "solo"}])
+    assert (s.kind, len(s.jobs)) == ("groups", 1)
+    assert "MASTER_ADDR" not in s.jobs[0].script
+    assert "WORLD_SIZE=1" in s.jobs[0].script
+
+
+def test_gang_of_groups_without_start_after_is_one_hetjob():
+    s = group_sub(
+        [{"name": "engine"}, {"name": "client", "replicas": 2, "task_template": {"env": {"E": "1"}}}]
+    )
+    assert (s.kind, s.size, len(s.jobs)) == ("hetjob", 3, 1)
+    job = s.jobs[0]
+    assert job.groups == (0, 1) and job.after is None
+    lines = job.script.splitlines()
+    sep = lines.index("#SBATCH hetjob")
+    assert "#SBATCH --ntasks=1" in lines[:sep] and "#SBATCH --ntasks=2" in lines[sep:]
+    assert "#SBATCH --output=/L/%j.out" in lines[:sep]
+    assert lines.count("#SBATCH --comment=" + s.comment) == 2  # every component is ours
+    last = lines[-1]
+    assert last.startswith("exec srun --het-group=0 ")
+    assert " : --het-group=1 " in last
+    assert last.count("export RANK=$SLURM_PROCID WORLD_SIZE=3") == 2
+    assert "export MASTER_ADDR MASTER_PORT=29500" in job.script
+
+
+def test_groups_without_gang_are_independent_jobs():
+    s = group_sub([{"name": "a"}, {"name": "b"}], spec={"start": "Independent"})
+    assert s.kind == "groups"
+    assert [(j.groups, j.after) for j in s.jobs] == [((0,), None), ((1,), None)]
+
+
+def test_pyxis_runs_each_groups_image():
+    s = group_sub([{"name": "a"}, {"name": "b"}], images="pyxis")
+    assert "--container-image=img-a" in s.script and "--container-image=img-b" in s.script
+    s = group_sub(json_copy(PS_TRAINER), images="pyxis")
+    assert "--container-image=img-trainer" in s.jobs[1].script
+
+
+@pytest.mark.parametrize(
+    ("groups", "spec", "kw", "path"),
+    [
+        ([{"name": "a"}, {"name": "b"}], {"start": "MinAvailable", "min_available": 1}, {}, "spec.start"),
+        ([{"name": "a"}, {"name": "b"}], {"on_failure": "RestartTask"}, {}, "spec.on_failure"),
+        ([{"name": "a"}, {"name": "b"}, {"name": "c"}], {}, {}, "spec.task_groups"),
+        (
+            [{"name": "a", "task_template": {"requested_resources": {"gpu_requests": {"count": 9}}}}],
+            {},
+            {},
+            "spec.task_groups[0].task_template.requested_resources.gpu_requests.count",
+        ),
+        (
+            [{"name": "a", "task_template": {"datavolume_refs": [{"name": "d", "mount_path": "/d"}]}}],
+            {},
+            {},
+            "spec.task_groups[0].task_template.datavolume_refs",
+        ),
+    ],
+)
+def test_groups_refused_with_their_path(groups, spec, kw, path):
+    s = group_sub(groups, spec=spec, **kw)
+    assert [str(e.path) for e in s.errors] == [path]
+    assert s.jobs == ()
+
+
+def test_restart_task_with_start_after_is_carried():
+    s = group_sub(json_copy(PS_TRAINER), spec={"on_failure": "RestartTask"})
+    assert s.errors == [] and s.kind == "groups"
+
+
+def test_group_helpers():
+    r = groups_run(json_copy(PS_TRAINER))
+    groups = list(r.spec.task_groups)
+    assert group_offsets(groups) == [0, 1]
+    assert group_order(groups) == [0, 1]
+    assert group_gpus(r) == [0, 2]
+    assert leader_file("/L", "g") == "/L/leader.g"
+
+
+def json_copy(value: Any) -> Any:
+    return json.loads(json.dumps(value))
