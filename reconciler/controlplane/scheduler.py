@@ -789,12 +789,37 @@ KEEP_LEVEL = {"nvlink_domain": 1, "fabric": 2, "rack": 5}
 
 
 class _View:
-    """Free capacity as the tick sees it: the state's, with this tick's changes laid over."""
+    """Free capacity as the tick sees it: the state's, with this tick's changes laid over.
 
-    __slots__ = ("empty", "over", "s")
+    ``version`` counts its changes (``take`` and ``give``), ``gives`` only the ones that free
+    room: a placement that failed stays failed while ``gives`` has not moved (see ``_Memo``).
+    """
+
+    __slots__ = ("_totals", "empty", "gives", "over", "s", "version")
 
     def __init__(self, state: ClusterState, empty: bool = False) -> None:
         self.s, self.over, self.empty = state, {}, empty
+        self.version = self.gives = 0
+        self._totals: list[int] | None = None
+
+    def free_gpus(self, healthy_only: bool) -> int:
+        """Free GPUs on every usable machine (healthy ones only, or all): a bound on any placement."""
+        if self._totals is None:
+            t = [0, 0]
+            for name in self.s.machines:
+                if self.usable(name):
+                    f = self.free(name)
+                    t[0] += f[0]
+                    t[1] += f[1]
+            self._totals = t
+        t = self._totals
+        return t[0] if healthy_only else t[0] + t[1]
+
+    def _count(self, name: str, gh: int, gu: int) -> None:
+        self.version += 1
+        if self._totals is not None and self.usable(name):
+            self._totals[0] += gh
+            self._totals[1] += gu
 
     def free(self, name: str) -> list[int]:
         f = self.over.get(name)
@@ -841,6 +866,7 @@ class _View:
         f[2] -= cores
         f[3] -= mem
         self.over[name] = f
+        self._count(name, -gh, -gu)
         return gu, cores, mem, gh
 
     def give(self, w: WorkerRecord) -> None:
@@ -851,6 +877,8 @@ class _View:
         f[2] += w.cpu_cores
         f[3] += w.memory_bytes
         self.over[w.machine] = f
+        self.gives += 1
+        self._count(w.machine, w.gpus - w.unhealthy_gpus, w.unhealthy_gpus)
 
     def candidates(self, gpus: int) -> Iterator[Machine]:
         """Machines with at least ``gpus`` free GPUs, fullest first (best fit)."""
@@ -910,20 +938,31 @@ class _Net:
         return not (self.keep and getattr(a, self.keep) != getattr(b, self.keep))
 
 
-def _shape(view: _View, ask: Ask, count: int, k_min: int, net: _Net) -> list[tuple[Machine, int]] | None:
-    """The fewest machines on the best network with room for ``count`` GPUs; one worker each."""
-    machines = [m for m in view.s.inventory if view.usable(m.name) and ask.eligible(m)]
+def _shape(
+    view: _View, ask: Ask, count: int, k_min: int, net: _Net, memo: _Memo | None = None
+) -> list[tuple[Machine, int]] | None:
+    """The fewest machines on the best network with room for ``count`` GPUs; one worker each.
+
+    One machine if any can hold it all (the fullest that can); else, at the fastest network level
+    where a group can, the group needing the fewest machines and leaving the least room unused.
+    ``memo`` (a tick's) keeps the grouping of machines between calls; the answer is the same.
+    """
     best = None
-    for m in machines:  # one machine
-        if count >= k_min and view.fits(m, ask, count):
-            f = view.free(m.name)
-            key = (f[0] + f[1], m.name)
-            if best is None or key < best[0]:
-                best = (key, [(m, count)])
+    if count >= k_min:
+        # only machines with ``count`` free GPUs can hold it: the buckets give them (or, on an
+        # empty view, every machine); the fullest wins, so the order they come in does not matter
+        ms = view.s.inventory if view.empty else view.candidates(count)
+        for m in ms:
+            if view.fits(m, ask, count):
+                f = view.free(m.name)
+                key = (f[0] + f[1], m.name)
+                if best is None or key < best[0]:
+                    best = (key, [(m, count)])
     if best:
         return best[1]
+    groups = memo.groups(view, ask, net) if memo is not None else _groups(view, ask, net)
     level_found = None
-    for level, group in net.groups(machines):
+    for level, group in groups:
         if level_found is not None and level != level_found:
             break
         caps = sorted(((view.cap(m, ask), m.name, m) for m in group), key=lambda c: (-c[0], c[1]))
@@ -936,12 +975,72 @@ def _shape(view: _View, ask: Ask, count: int, k_min: int, net: _Net) -> list[tup
                 break
         if total < count or k * k_min > count:
             continue
-        chosen = _split(caps, k, count, k_min)
         key = (k, sum(c for c, _, _ in caps[:k]) - count)
         if best is None or key < best[0]:
-            best = (key, chosen)
+            best = (key, _split(caps, k, count, k_min))
             level_found = level
+            if key == (2, 0):
+                # no machine holds it alone (else it was chosen above), so nothing beats two
+                # machines with no room left over: a later group would need a smaller key
+                break
     return best[1] if best else None
+
+
+def _groups(view: _View, ask: Ask, net: _Net) -> list[tuple[str, list[Machine]]]:
+    """The groups of usable machines eligible for ``ask``, each allowed level, fastest first."""
+    machines = [m for m in view.s.inventory if view.usable(m.name) and ask.eligible(m)]
+    return list(net.groups(machines))
+
+
+class _Memo:
+    """What one tick learns once and reuses, none of it changing an answer.
+
+    * the grouping of machines by network level, per eligibility and network constraint (the
+      machines that are usable and eligible do not change within a tick);
+    * admission's verdicts on an empty cluster (``_shape``), per ask and constraint;
+    * the asks that found no room: a ``_shape`` that failed fails again while no room has been
+      freed since (taking room only lowers every machine's capacity, and a shape that fits with
+      less room fits with more); a ``_fixed`` that failed, while the view has not changed at all.
+    """
+
+    def __init__(self) -> None:
+        self._groups: dict[tuple, list[tuple[str, list[Machine]]]] = {}
+        self.empty_shapes: dict[tuple, bool] = {}
+        self._no_room: dict[tuple, tuple[int, int]] = {}
+
+    def groups(self, view: _View, ask: Ask, net: _Net) -> list[tuple[str, list[Machine]]]:
+        key = (view.empty, bool(ask.gpus), ask.models, ask.min_memory_gb, net)
+        got = self._groups.get(key)
+        if got is None:
+            got = self._groups[key] = _groups(view, ask, net)
+        return got
+
+    def shape(
+        self, view: _View, ask: Ask, count: int, k_min: int, net: _Net
+    ) -> list[tuple[Machine, int]] | None:
+        """``_shape(view, ...)``, skipping one bound to fail: too few free GPUs, or failed already."""
+        if count > view.free_gpus(ask.healthy_only):
+            return None
+        key = ("shape", ask, count, k_min, net)
+        if self._no_room.get(key, (-1, -1))[0] == view.gives:
+            return None
+        got = _shape(view, ask, count, k_min, net, self)
+        if got is None:
+            self._no_room[key] = (view.gives, view.version)
+        return got
+
+    def fixed(self, view: _View, asks: list[tuple[str, Ask]], net: _Net, distinct: bool):
+        """``_fixed(view, ...)``, skipping one bound to fail: too few free GPUs, or failed already."""
+        need = sum(a.gpus for _, a in asks)
+        if need > view.free_gpus(all(a.healthy_only for _, a in asks)):
+            return None
+        key = ("fixed", tuple(a for _, a in asks), net, distinct)
+        if self._no_room.get(key, (-1, -1))[1] == view.version:
+            return None
+        got = _fixed(view, asks, net, distinct)
+        if got is None:
+            self._no_room[key] = (view.gives, view.version)
+        return got
 
 
 def _split(caps: list[tuple[int, str, Machine]], k: int, count: int, k_min: int) -> list[tuple[Machine, int]]:
@@ -1019,7 +1118,7 @@ def _templates(run: Run) -> list[TaskTemplate]:
     return [spec.task_template]
 
 
-def _admit(state: ClusterState, r: RunRecord) -> list[Decision]:
+def _admit(state: ClusterState, r: RunRecord, memo: _Memo | None = None) -> list[Decision]:
     spec = r.run.spec
     start = resolve_start(spec, state.max_gpus)
     on_failure = resolve_on_failure(spec, start)
@@ -1049,7 +1148,7 @@ def _admit(state: ClusterState, r: RunRecord) -> list[Decision]:
         elif n is not None:
             share = res.gpu_requests.count // n
             workers = [NewWorker(f"{name}-{i}", name, i, n, ask_of(tt, share)) for i in range(n)]
-    why = _never_fits(state, r, workers, start)
+    why = _never_fits(state, r, workers, start, memo)
     if why is not None:
         return [MarkRun(name, RunState.FAILED, why)]
     return [AdmitRun(name, start, on_failure, tuple(workers))]
@@ -1059,7 +1158,9 @@ def _label(ask: Ask) -> str:
     return f" with {'/'.join(sorted(ask.models))}" if ask.models else ""
 
 
-def _never_fits(state: ClusterState, r: RunRecord, workers: list[NewWorker], start: str) -> str | None:
+def _never_fits(
+    state: ClusterState, r: RunRecord, workers: list[NewWorker], start: str, memo: _Memo | None = None
+) -> str | None:
     """Why no placement could ever satisfy the run (on an empty cluster), or ``None``."""
     inv = state.inventory
     spec = r.run.spec
@@ -1122,7 +1223,15 @@ def _never_fits(state: ClusterState, r: RunRecord, workers: list[NewWorker], sta
         assert tt is not None and tt.requested_resources and tt.requested_resources.gpu_requests
         gr = tt.requested_resources.gpu_requests
         ask = ask_of(tt)
-        if _shape(view, ask, gr.count, gr.min_per_machine or 1, net) is not None:
+        k_min = gr.min_per_machine or 1
+        if memo is None:
+            fits = _shape(view, ask, gr.count, k_min, net) is not None
+        else:  # the empty cluster is the same all tick: one verdict per ask
+            key = (ask, gr.count, k_min, net)
+            fits = memo.empty_shapes.get(key)
+            if fits is None:
+                fits = memo.empty_shapes[key] = _shape(view, ask, gr.count, k_min, net, memo) is not None
+        if fits:
             return None
         total = sum(view.cap(m, ask) for m in inv)
         if total < gr.count:
@@ -1159,6 +1268,7 @@ class _Tick:
         self.out: list[Decision] = []
         self.touched: set[str] = set()
         self.view = _View(state)
+        self.memo = _Memo()
         self.blocker: RunRecord | None = None
         self._shadow: float | None = None
         self.placed: set[tuple[str, str]] = set()
@@ -1386,7 +1496,7 @@ class _Tick:
             if rname in self.frozen or r.cancel_requested or r.state in RUN_DONE:
                 continue
             if not r.admitted:
-                for d in _admit(s, r):
+                for d in _admit(s, r, self.memo):
                     self.emit(d, rname)
                 continue
             if r.not_before is not None and r.not_before > self.now:
@@ -1452,7 +1562,7 @@ class _Tick:
             tt = r.run.spec.task_template
             assert tt and tt.requested_resources and tt.requested_resources.gpu_requests
             gr = tt.requested_resources.gpu_requests
-            return _shape(view, ask_of(tt), gr.count, gr.min_per_machine or 1, net) is not None
+            return _shape(view, ask_of(tt), gr.count, gr.min_per_machine or 1, net, self.memo) is not None
         w = pending[0] if pending else None
         if w is None:
             return True
@@ -1467,11 +1577,10 @@ class _Tick:
             assert tt and tt.requested_resources and tt.requested_resources.gpu_requests
             gr = tt.requested_resources.gpu_requests
             ask = ask_of(tt)
-            got = _shape(view, ask, gr.count, gr.min_per_machine or 1, net)
-            if got is None and self.preempt_for(
-                r, lambda v: _shape(v, ask, gr.count, gr.min_per_machine or 1, net)
-            ):
-                got = _shape(view, ask, gr.count, gr.min_per_machine or 1, net)
+            k_min = gr.min_per_machine or 1
+            got = self.memo.shape(view, ask, gr.count, k_min, net)
+            if got is None and self.preempt_for(r, lambda v: _shape(v, ask, gr.count, k_min, net, self.memo)):
+                got = self.memo.shape(view, ask, gr.count, k_min, net)
             if got is None:
                 return f"Waiting for room: {gr.count} GPUs{_label(ask)} on one network"
             k = len(got)
@@ -1491,9 +1600,9 @@ class _Tick:
             group = [s.workers[n] for n in first]
             asks = [(w.name, w.ask) for w in group]
             distinct = r.run.spec.task_groups is None
-            got = _fixed(view, asks, net, distinct)
+            got = self.memo.fixed(view, asks, net, distinct)
             if got is None and self.preempt_for(r, lambda v: _fixed(v, asks, net, distinct)):
-                got = _fixed(view, asks, net, distinct)
+                got = self.memo.fixed(view, asks, net, distinct)
             if got is None:
                 what = "every worker together" if r.start == "Gang" else f"{need} workers together"
                 return f"Waiting for room: {what}"

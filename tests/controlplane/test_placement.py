@@ -155,3 +155,61 @@ def test_run_that_fits_an_empty_cluster_waits_instead_of_failing():
 
 def test_machine_dataclass_defaults_are_healthy():
     assert Machine("x").healthy == 8 and default_inventory()["gpu-16"].rack == "rack-4"
+
+
+# ---- cost: a queue of blocked runs does not search the cluster once per run ----------------------
+
+
+def _count_shapes(monkeypatch) -> list[int]:
+    from reconciler.controlplane import scheduler
+
+    calls = [0]
+    real = scheduler._shape
+
+    def counting(*args, **kw):
+        calls[0] += 1
+        return real(*args, **kw)
+
+    monkeypatch.setattr(scheduler, "_shape", counting)
+    return calls
+
+
+def _queue(sim, count: int, gpus: int = 16, **spec) -> None:
+    from reconciler.spec.parse import parse_run
+
+    for i in range(count):
+        sim.state.submit(parse_run(doc(f"q{i}", gpus, time_limit=3600, **spec)), sim.now)
+
+
+def _blocked_queue_searches(monkeypatch, queued: int, fill, **spec) -> tuple[int, str]:
+    """Searches for room (``_shape`` calls) while ``queued`` alike runs wait behind ``fill``."""
+    sim = Simulation(fill[0], default=FOREVER)
+    for d in fill[1:]:
+        sim.submit(d)
+    calls = _count_shapes(monkeypatch)
+    _queue(sim, queued, **spec)
+    sim.advance(0)
+    waiting = [sim.run(f"q{i}") for i in range(queued)]
+    assert all(r.state is RunState.PENDING and r.admitted for r in waiting)
+    return calls[0], waiting[-1].reason
+
+
+def test_identical_blocked_asks_search_for_room_once_a_tick(monkeypatch):
+    """18 GPUs free but no NVLink domain with 16: the first of the alike runs searches, the rest not."""
+    # 6 GPUs taken on gpu-01..05: the NVLink domains have 4, 4 and 10 GPUs free
+    fill = [default_inventory(racks=1, machines_per_rack=6)] + [
+        doc(f"f{i}", 6, time_limit=3600) for i in range(5)
+    ]
+    keep = {"topology": {"keep_within": "nvlink_domain"}}
+    few, reason = _blocked_queue_searches(monkeypatch, 10, fill, **keep)
+    many, _ = _blocked_queue_searches(monkeypatch, 40, fill, **keep)
+    assert reason == "Waiting for room: 16 GPUs on one network"
+    assert few == many < 20  # the same few searches a tick (the backfill estimate), however many wait
+
+
+def test_a_run_needing_more_gpus_than_are_free_does_not_search(monkeypatch):
+    fill = [default_inventory(racks=1, machines_per_rack=4), doc("all", 32, time_limit=3600)]
+    few, reason = _blocked_queue_searches(monkeypatch, 10, fill)
+    many, _ = _blocked_queue_searches(monkeypatch, 40, fill)
+    assert reason == "Waiting for room: 16 GPUs on one network"
+    assert few == many < 10
