@@ -1,4 +1,4 @@
-"""``python -m bench [--n 10000] [--only validate]``: astra validate against its floors, and the control plane.
+"""``python -m bench [--n 10000] [--only validate]``: validate against its floors, control plane, plan.
 
 Every figure is a cold process (the page cache warmed first, by reading every file once),
 repeated and reported as the median; the rounds interleave the commands, so drift on the
@@ -26,7 +26,7 @@ from .startup import not_needed, parse_importtime, top_level
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "schema" / "run.schema.json"
 OUT = Path(__file__).resolve().parent / "out" / "validate.json"
-PARTS = ("validate", "floor", "check-jsonschema", "startup", "profile", "controlplane")
+PARTS = ("validate", "floor", "check-jsonschema", "startup", "profile", "controlplane", "plan")
 #: validate / yaml-rs floor, at most; check-jsonschema / validate, at least
 TARGET_FLOOR, TARGET_CHECK = 1.5, 5.0
 
@@ -115,6 +115,12 @@ def main() -> int:
 
             print()
             report["controlplane"] = controlplane.main()
+        if "plan" in only:
+            from . import plan
+
+            report["plan"] = plan.main(
+                folder, args.n, repeat=args.repeat, changes=args.watch_changes, apply_n=args.apply_n
+            )
         OUT.parent.mkdir(parents=True, exist_ok=True)
         OUT.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         print(f"\nwritten: {OUT.relative_to(ROOT)}")
@@ -135,6 +141,12 @@ def _arguments() -> argparse.Namespace:
     )
     parser.add_argument("--repeat", type=int, default=3, help="cold runs per command (default 3)")
     parser.add_argument("--startup-runs", type=int, default=10, help="runs per start-up figure")
+    parser.add_argument(
+        "--apply-n", type=int, default=500, help="plan part: specs in the timed first apply (default 500)"
+    )
+    parser.add_argument(
+        "--watch-changes", type=int, default=20, help="plan part: one-file changes under watch (default 20)"
+    )
     parser.add_argument("--seed", type=int, default=20261129)
     parser.add_argument("--dir", help="generate into this folder (kept) instead of a temporary one")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")

@@ -179,7 +179,8 @@ def _array(rng: random.Random) -> list[str]:
 
 def _groups(rng: random.Random) -> list[str]:
     names = rng.sample(("prep", "trainer", "eval", "ps", "reader", "judge"), rng.randint(2, 3))
-    out = ["  start: Gang", "  on_failure: RestartJob", "  task_groups:"]
+    # start_after needs workers started one after another: not a gang (start Gang refuses it)
+    out = ["  start: Independent", "  on_failure: RestartJob", "  task_groups:"]
     for k, group in enumerate(names):
         out += [f"    - name: {group}", f"      replicas: {rng.choice((1, 2, 4))}"]
         if k:

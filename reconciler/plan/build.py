@@ -162,7 +162,8 @@ def _for_desired(
         )
     last = normalize(applied.spec) if applied is not None else None
     before, fields = compare(after, normalize(have.document), last)
-    action = action_for(before, after)
+    # no field changes is exactly a noop (compare's contract): spare the second deep comparison
+    action = action_for(before, after) if fields else Action.noop
     reason = ""
     cost = None
     if action is Action.update:

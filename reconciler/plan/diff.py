@@ -38,12 +38,56 @@ def compare(
     desired: dict[str, Any], live: dict[str, Any], last: dict[str, Any] | None
 ) -> tuple[dict[str, Any], list[FieldChange]]:
     """``(live seen through the managed fields, the field changes)``; see the module docstring."""
+    # the common case (no field differs, and the files did not change since the last apply):
+    # one plain walk over the three that stops at the first difference; the full walk below
+    # runs only when there is one, and gives the same answer as it would have anyway
+    projected = _equal_projection(desired, live, last, last is not None)
+    if projected is not _DIFFERS:
+        return (projected if isinstance(projected, dict) else {}), []
     changes: list[FieldChange] = []
     before = _walk(
         FieldPath.root(), desired, live, ABSENT if last is None else last, last is not None, changes
     )
     changes.sort(key=lambda f: f.path)
     return (before if isinstance(before, dict) else {}), changes
+
+
+_DIFFERS: Any = object()
+
+
+def _equal_projection(d: Any, v: Any, last: Any, has_last: bool) -> Any:
+    """What ``_walk`` returns when no field differs and ``last`` is ``d`` (or absent); else ``_DIFFERS``."""
+    if isinstance(d, dict):
+        if not isinstance(v, dict) or (has_last and (not isinstance(last, dict) or last.keys() != d.keys())):
+            return _DIFFERS
+        out = {}
+        for k in sorted(d):
+            if k not in v:
+                return _DIFFERS
+            sub = _equal_projection(d[k], v[k], last[k] if has_last else None, has_last)
+            if sub is _DIFFERS:
+                return _DIFFERS
+            out[k] = sub
+        return out
+    if isinstance(d, list) and isinstance(v, list) and len(d) == len(v):
+        if has_last and (not isinstance(last, list) or len(last) != len(d)):
+            return _DIFFERS
+        items = []
+        for i, (dv, vv) in enumerate(zip(d, v, strict=True)):
+            sub = _equal_projection(dv, vv, last[i] if has_last else None, has_last)
+            if sub is _DIFFERS:
+                return _DIFFERS
+            items.append(sub)
+        return items
+    if has_last and not _same_leaf(d, last):
+        return _DIFFERS
+    return v if _same_leaf(d, v) else _DIFFERS
+
+
+def _same_leaf(a: Any, b: Any) -> bool:
+    if a.__class__ is b.__class__ and a.__class__ in (str, int, bool) and a == b:
+        return True  # what ``same`` says here, without its checks
+    return same(a, b)
 
 
 def _walk(path: FieldPath, d: Any, v: Any, last: Any, has_last: bool, out: list[FieldChange]) -> Any:

@@ -37,19 +37,16 @@ def normalize(doc: Any) -> dict[str, Any]:
     """The comparable form of a run document (see the module docstring)."""
     if not isinstance(doc, dict):
         return {}
-    out: dict[str, Any] = {}
     meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
     metadata: dict[str, Any] = {}
-    if meta.get("name") is not None:
-        metadata["name"] = meta["name"]
-    for key in ("labels", "annotations"):
+    for key in ("annotations", "labels"):  # in key order: every map here is built sorted
         value = _clean(meta.get(key))
         if value:
             metadata[key] = value
-    out["metadata"] = metadata
+    if meta.get("name") is not None:
+        metadata["name"] = _sorted(meta["name"])
     spec = doc.get("spec")
-    out["spec"] = _spec(spec) if isinstance(spec, dict) else {}
-    return _sorted(out)
+    return {"metadata": metadata, "spec": _spec(spec) if isinstance(spec, dict) else {}}
 
 
 def _spec(spec: dict[str, Any]) -> dict[str, Any]:
@@ -65,7 +62,9 @@ def _spec(spec: dict[str, Any]) -> dict[str, Any]:
             group.setdefault("replicas", 1)
             if isinstance(group.get("task_template"), dict):
                 _worker(group["task_template"])
-    return _sorted(out)
+            _resort(group)
+    _resort(out)
+    return out
 
 
 def _worker(template: dict[str, Any]) -> None:
@@ -73,14 +72,28 @@ def _worker(template: dict[str, Any]) -> None:
     for ref in template.get("datavolume_refs") or []:
         if isinstance(ref, dict):
             ref.setdefault("mode", "ReadWrite")
+            _resort(ref)
+    _resort(template)
+
+
+def _resort(d: dict[str, Any]) -> None:
+    """Put a map's keys back in order after defaults were added (its values are sorted already)."""
+    keys = list(d)
+    if keys != sorted(keys):
+        items = sorted(d.items())
+        d.clear()
+        d.update(items)
 
 
 def _clean(value: Any, key: str | None = None) -> Any:
-    """A deep copy without nulls and empty maps, with quantities as integers."""
+    """A deep copy without nulls and empty maps, with quantities as integers, maps' keys sorted.
+
+    One pass: the copy is made in key order, so that nothing has to be sorted again after.
+    """
     if isinstance(value, dict):
         out = {}
-        for k, v in value.items():
-            cleaned = _clean(v, k)
+        for k in sorted(value):
+            cleaned = _clean(value[k], k)
             if cleaned is None or (isinstance(cleaned, dict) and not cleaned):
                 continue
             out[k] = cleaned
