@@ -39,15 +39,15 @@ def validate_command(
     """
     import gc
 
-    from ..desired import load_desired
+    from ..check import check
     from .output import echo, print_json
 
     # a short-lived process that keeps every document: the cycle collector would rescan them
     # all again and again for nothing (measured in `task bench`)
     gc.disable()
-    desired = load_desired(paths, template=template, sets=sets)
-    documents, errors = desired.documents, desired.errors
-    files = len({d.source.name for d in documents} | {e.file for e in errors if e.file != "<command line>"})
+    checked = check(paths, template=template, sets=sets)
+    errors = checked.errors
+    files = len(checked.files | {e.file for e in errors if e.file != "<command line>"})
     if as_json:
         print_json([e.to_json() for e in errors])
     else:
@@ -61,7 +61,7 @@ def validate_command(
                 where.append("on the command line")
             echo(f"{len(errors)} {noun} {' and '.join(where)}", err=True)
         else:
-            echo(f"{len(documents)} documents in {files} files are valid", err=True)
+            echo(f"{checked.documents} documents in {files} files are valid", err=True)
     return 1 if errors else 0
 
 
