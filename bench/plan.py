@@ -119,8 +119,8 @@ def main(
         )
         if a["n"] < n:
             print(
-                f"  not run at n={n}: every run applied writes the source's whole state (every run's "
-                f"last-applied spec) back to the server, so an apply grows as n²"
+                f"  the first {a['n']} of the {n} specs (--apply-n): each run applied costs one create and "
+                f"one small inventory write, so an apply grows as n"
             )
         seed = _seed(url, folder)
         held = _count_runs(url)

@@ -2,8 +2,11 @@
 
 ``Reconciler.reconcile_once(changed=None)`` runs the fixed steps **load → validate → render →
 plan → apply → prune** for one source (load, validate and render are one pass of
-``reconciler.load``; their failures get their own reasons). The source's status is written at
-each step boundary and, whatever happens, in a ``finally``:
+``reconciler.load``; their failures get their own reasons). The source's state is read once a
+pass (its inventory for the scope, the plan and the nothing-to-do check; the apply reads it again
+under the lock, a conditional GET that the control plane answers 304 when only this process
+wrote since). The status is written at each step boundary when it changed (one small write each)
+and, whatever happens, in a ``finally``:
 
 =============  =========================  ==========================================================
 state          reason                     when
@@ -47,7 +50,7 @@ from .load import FileCache, Loaded, load_source, refresh
 from .plan import Action, Plan, PlanError, normalize
 from .reconcile import Source, make_plan, retrying
 from .spec.errors import ErrorType
-from .state import Locked, SourceStore, StateError
+from .state import Locked, SourceState, SourceStore, StateError
 
 __all__ = [
     "BACKOFF_BASE",
@@ -138,12 +141,15 @@ class Reconciler:
         self.retry_at: float | None = None  # when a failed whole reconcile is tried again
         self.last_plan: Plan | None = None
         self.last_result: ApplyResult | None = None
+        self._state: SourceState | None = None  # the source's state as this pass read it
+        self._written: dict[str, Any] | None = None  # the status last written (or read)
 
     # ---- status ------------------------------------------------------------------------------
 
     def _status(self, state: State, reason: Reason, message: str = "", step: str = "") -> dict[str, Any]:
+        """Write the source's status; not when it is the one written last but for ``updated_at``."""
         revision = self.loaded.revision if self.loaded is not None else None
-        previous = self.store.read(self.source.name).status if state is not State.ready else {}
+        previous = self._written if self._written is not None else self._read().status
         status = {
             "state": state.value,
             "reason": reason.value,
@@ -153,22 +159,39 @@ class Reconciler:
             "observed_revision": revision if state is State.ready else previous.get("observed_revision"),
             "updated_at": self.clock(),
         }
-        self.store.set_status(self.source.name, status)
+        if {**previous, "updated_at": None} != {**status, "updated_at": None}:
+            self.store.set_status(self.source.name, status)
+            self._written = status
+        else:
+            status = previous
         return status
+
+    def _read(self) -> SourceState:
+        """The source's state, read once a pass (its inventory and the status last written)."""
+        if self._state is None:
+            self._state = self.store.read(self.source.name)
+            self._written = dict(self._state.status)
+        return self._state
 
     # ---- the steps ---------------------------------------------------------------------------
 
     def reconcile_once(self, changed: Collection[str] | None = None, names: Collection[str] = ()) -> dict:
-        """One pass of the steps; returns the status written. ``names``: runs due for a retry."""
+        """One pass of the steps; returns the status written. ``names``: runs due for a retry.
+
+        The source's state is read once a pass (``_read``: the inventory the scope, the plan
+        and the check for nothing to do use, and the status), and the status is written at each
+        step boundary only when it changed."""
         status: dict[str, Any] | None = None
         step = "load"
+        self._state = None
         try:
             previous = self.loaded
             self._load(changed)
             assert self.loaded is not None
             if self.stalled_revision is not None and self.loaded.revision == self.stalled_revision:
-                status = self.store.read(self.source.name).status  # not retried until the files change
-                return status
+                status = self._written if self._written is not None else self._read().status
+                return status  # not retried until the files change
+            self._read()
             self._status(State.reconciling, Reason.progressing, step=step)
             self._check_loaded()
             step = "plan"
@@ -237,7 +260,7 @@ class Reconciler:
         else:
             files = {f for f in (_name_in(c, self.loaded) for c in changed) if f is not None}
             scope = self.loaded.names_in(files) | previous.names_in(files)
-            inventory = self.store.read(self.source.name).inventory
+            inventory = self._read().inventory
             scope |= {n for n, e in inventory.items() if e.file in files}
         if names:
             scope = (scope or set()) | set(names)
@@ -251,19 +274,27 @@ class Reconciler:
                 waiting.add(name)
         if not waiting:
             return scope
-        everything = set(self.loaded.runs) | set(self.store.read(self.source.name).inventory)
+        everything = set(self.loaded.runs) | set(self._read().inventory)
         return (everything if scope is None else set(scope)) - waiting
 
     def _plan(self, scope: Collection[str] | None) -> Plan:
         assert self.loaded is not None
         try:
-            return make_plan(self.source, self.loaded, self.cluster, self.store, self.clock(), scope=scope)
+            return make_plan(
+                self.source,
+                self.loaded,
+                self.cluster,
+                self.store,
+                self.clock(),
+                scope=scope,
+                inventory=self._read().inventory,
+            )
         except PlanError as exc:
             raise _Terminal(Reason.plan_failed, str(exc)) from exc
 
     def _apply(self, plan: Plan) -> ApplyResult:
         if not plan.has_changes and all(c.action is Action.noop for c in plan.changes):
-            inventory = self.store.read(self.source.name).inventory
+            inventory = self._read().inventory
             if all(c.address in inventory and inventory[c.address].spec == c.after for c in plan.changes):
                 return ApplyResult(plan.source)
         result = apply_plan(

@@ -31,7 +31,7 @@ from .clusters.base import Cluster, LiveRun, Unreachable, WorkerInfo
 from .load import FileCache, Loaded, load_source
 from .plan import Plan, build_plan, stopping
 from .spec.errors import FieldError
-from .state import SourceStore
+from .state import InventoryEntry, SourceStore
 
 __all__ = [
     "LoadFailed",
@@ -102,11 +102,14 @@ def make_plan(
     now: float,
     *,
     scope: Collection[str] | None = None,
+    inventory: dict[str, InventoryEntry] | None = None,
 ) -> Plan:
-    """The plan for ``source`` now (see the module docstring)."""
+    """The plan for ``source`` now (see the module docstring). ``inventory``: the source's, when
+    the caller has just read it (else it is read here)."""
     if not loaded.ok:
         raise LoadFailed(loaded.errors)
-    inventory = store.read(source.name).inventory
+    if inventory is None:
+        inventory = store.read(source.name).inventory
     concerned = set(loaded.runs) | set(inventory)
     if scope is not None:
         concerned &= set(scope)

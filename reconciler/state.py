@@ -16,12 +16,13 @@ A source's name (``default_source_name``): ``--source NAME``, else the git remot
 folder's path in the repo (``https://github.com/acme/runs.git//examples``), else the folder's
 absolute path.
 
-The JSON shapes (the control plane's ``/sources`` API, CONTRACT §5, speaks exactly these)::
+The JSON shapes (the control plane's ``/sources`` API, CONTRACT §5, speaks exactly these; the
+control plane keeps a source as its own row and one row per run of its inventory)::
 
-    GET /sources/{name}  → 200 (404: the source has no state yet, read as empty)
+    GET /sources/{name}  → 200, ETag "RV-LOCKID" (404: the source has no state yet, read as empty;
+                           If-None-Match: the tag → 304: unchanged since)
       {"name": "…", "resource_version": 7,
-       "inventory": {"RUN": {"spec": {metadata, spec: normalised}, "applied_at": 1700000000.0,
-                             "file": "examples/sweep.yaml" | null}},
+       "inventory": {"RUN": ENTRY},
        "lock": null | {"id": "…", "owner": "user@host:pid", "created_at": 1700000000.0},
        "status": {"state": "Ready" | "Reconciling" | "Stalled", "reason": "ReconciliationSucceeded",
                   "message": "…", "step": "apply", "revision": "sha256…",
@@ -29,10 +30,21 @@ The JSON shapes (the control plane's ``/sources`` API, CONTRACT §5, speaks exac
        "history": [{"who": "user@host:pid", "when": 1700000000.0, "commit": "abc123…" | null,
                     "summary": {"create": 1, "update": 0, "replace": 0, "delete": 0, "noop": 3},
                     "result": "applied" | "failed: …"}]}      (oldest first, at most 100 kept)
-    GET /sources         → 200 [the same objects, one per source, sorted by name]
+      ENTRY = {"spec": {metadata, spec: normalised}, "applied_at": 1700000000.0,
+               "file": "examples/sweep.yaml" | null}
+    GET /sources         → 200 {"items": [the same objects, one per source, sorted by name]}
+    GET /sources/{name}/runs     → 200 {"name", "resource_version", "items": {"RUN": ENTRY}}
+    PUT /sources/{name}/runs/{run}   body ENTRY, X-Astra-Lock: LOCK_ID → 200 {"name", "resource_version"}
+    DELETE /sources/{name}/runs/{run}  X-Astra-Lock: LOCK_ID → 200 {…} | 404 not in the inventory
+    PUT /sources/{name}/status   body the status → 200 {"name", "resource_version"}
+    POST /sources/{name}/history body one apply record, X-Astra-Lock: LOCK_ID → 201 {…}
+                         (the inventory and history writes: 409 {"detail", "lock": the holder's or
+                         null} unless LOCK_ID is the lock held; each write adds one to
+                         resource_version, and answers with the source's new ETag)
     PUT /sources/{name}  body {"resource_version": 7, "inventory": …, "status": …, "history": …}
                          → 200 the new object (resource_version 8); 409 when 7 is stale
-                           (0 creates the source). The lock is not part of a PUT.
+                           (0 creates the source). The lock is not part of a PUT. (The whole
+                           state at once: astra itself writes granularly.)
     POST /sources/{name}/lock    body {"id": "…", "owner": "…", "created_at": …}
                          → 201 the lock taken; 409 {"detail": "…", "lock": the holder's lock}
     DELETE /sources/{name}/lock?id=ID
@@ -229,7 +241,10 @@ class KeepsSources(Protocol):
 
 
 class MemorySourceStore:
-    """Sources in memory, kept as their JSON form (so that nothing is shared by reference)."""
+    """Sources in memory, kept as their JSON form (so that nothing is shared by reference).
+
+    A write copies only what it changes (an entry, the status, a record), as the control plane's
+    writes move only that: an apply of N runs is O(N), not O(N²)."""
 
     address = "memory://"
 
@@ -241,11 +256,10 @@ class MemorySourceStore:
 
     def _bump(self, name: str, data: dict[str, Any]) -> None:
         data["resource_version"] += 1
-        self._data[name] = json.loads(json.dumps(data))
 
     def read(self, name: str) -> SourceState:
         data = self._data.get(name)
-        return SourceState(name) if data is None else SourceState.from_json(json.loads(json.dumps(data)))
+        return SourceState(name) if data is None else SourceState.from_json(_copied(data))
 
     def sources(self) -> list[SourceState]:
         return [self.read(n) for n in sorted(self._data)]
@@ -255,17 +269,17 @@ class MemorySourceStore:
         if entry is None:
             data["inventory"].pop(run, None)
         else:
-            data["inventory"][run] = entry.to_json()
+            data["inventory"][run] = _copied(entry.to_json())
         self._bump(name, data)
 
     def set_status(self, name: str, status: dict[str, Any]) -> None:
         data = self._get(name)
-        data["status"] = status
+        data["status"] = _copied(status)
         self._bump(name, data)
 
     def add_history(self, name: str, entry: HistoryEntry) -> None:
         data = self._get(name)
-        data["history"] = [*data["history"], entry.to_json()][-HISTORY_KEEP:]
+        data["history"] = [*data["history"], _copied(entry.to_json())][-HISTORY_KEEP:]
         self._bump(name, data)
 
     def lock(self, name: str, who: str, now: float) -> Lock:
@@ -274,7 +288,6 @@ class MemorySourceStore:
             raise Locked(name, Lock.from_json(data["lock"]), now)
         lock = Lock.new(who, now)
         data["lock"] = lock.to_json()
-        self._bump(name, data)
         return lock
 
     def unlock(self, name: str, lock_id: str) -> None:
@@ -285,7 +298,10 @@ class MemorySourceStore:
         if held["id"] != lock_id:
             raise StateError(f"source '{name}' is locked under {held['id']}, not {lock_id}")
         data["lock"] = None
-        self._bump(name, data)
+
+
+def _copied(data: Any) -> Any:
+    return json.loads(json.dumps(data))
 
 
 # ---- SQL (sqlmodel): --state URL --------------------------------------------------------------

@@ -18,8 +18,9 @@ no connection, timeout, 502/503/504    ``Unreachable`` (transient: the reconcile
 =====================================  =======================================================
 
 ``ApiSourceStore`` is the client side of the control plane's ``/sources`` (the JSON shapes are
-in ``reconciler.state``'s docstring). A source name is percent-encoded whole in the path
-(``/`` too), so the server's routes must read it as ``{name:path}``.
+in ``reconciler.state``'s docstring): one small call per write (an inventory entry, the status,
+an apply record), and a conditional GET (``If-None-Match``) to read. A source name is
+percent-encoded whole in the path (``/`` too): one path segment.
 
 Pass ``transport=`` (``httpx.MockTransport``, ``httpx.ASGITransport`` of an app) to talk to a
 server in-process: the same code path as over a socket.
@@ -27,7 +28,9 @@ server in-process: the same code path as over a socket.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -40,7 +43,6 @@ from ..state import (
     Lock,
     Locked,
     SourceState,
-    StaleState,
     StateError,
 )
 from .base import ClusterError, Conflict, LiveRun, NotFound, Rejected, Unreachable, WorkerInfo
@@ -48,7 +50,6 @@ from .base import ClusterError, Conflict, LiveRun, NotFound, Rejected, Unreachab
 __all__ = ["ApiSourceStore", "HttpCluster", "api_base"]
 
 _TRANSIENT = frozenset({502, 503, 504})
-_PUT_ATTEMPTS = 5
 
 
 def api_base(server: str) -> str:
@@ -85,7 +86,7 @@ class HttpCluster:
             response = self.client.request(method, path, **kwargs)
         except httpx.TransportError as exc:
             raise Unreachable(f"{self.address} cannot be reached: {exc or type(exc).__name__}") from exc
-        if response.is_success:
+        if response.is_success or response.status_code == 304:  # 304: the If-None-Match still holds
             return response
         detail = _detail(response)
         status = response.status_code
@@ -155,11 +156,25 @@ class HttpCluster:
 
 
 class ApiSourceStore:
-    """Sources kept by the control plane (``/sources``): a ``SourceStore``."""
+    """Sources kept by the control plane (``/sources``): a ``SourceStore``.
+
+    Each write is one small call: ``record`` one ``PUT …/runs/{run}`` (a ``DELETE`` to forget),
+    ``set_status`` one ``PUT …/status``, ``add_history`` one ``POST …/history``; the inventory
+    writes and the history carry the lock this store took (``X-Astra-Lock``). ``read`` is one
+    ``GET /sources/{name}`` with ``If-None-Match``: the server answers 304 when the source is as
+    this store last knew it, which it knows after its own writes too (each answer's ETag is the
+    source's tag after it: when that is the tag this write alone leads to, nobody else wrote in
+    between, and the state kept is the server's). So a pass that changes one run moves one entry,
+    not every run's last-applied spec.
+    """
 
     def __init__(self, cluster: HttpCluster):
         self.cluster = cluster
         self.address = f"{cluster.base}/sources"
+        #: each source as the server holds it, with its tag, as far as this store knows
+        self._known: dict[str, tuple[str, SourceState]] = {}
+        #: the lock this store holds on each source
+        self._held: dict[str, str] = {}
 
     def _path(self, name: str) -> str:
         return f"/sources/{quote(name, safe='')}"
@@ -173,58 +188,86 @@ class ApiSourceStore:
             raise StateError(f"the source state at {self.address} cannot be used: {exc}") from exc
 
     def read(self, name: str) -> SourceState:
+        known = self._known.get(name)
+        headers = {"If-None-Match": known[0]} if known else {}
         try:
-            data = self._call("GET", self._path(name)).json()
+            response = self._call("GET", self._path(name), headers=headers)
         except NotFound:
+            self._known.pop(name, None)
             return SourceState(name)
+        if response.status_code == 304 and known is not None:
+            return _copy(known[1])
+        try:
+            data = response.json()
         except ValueError as exc:
             raise StateError(f"{self.address} answered with something that is not JSON") from exc
-        return SourceState.from_json(data, name)
+        state = SourceState.from_json(data, name)
+        tag = response.headers.get("etag")
+        if tag:
+            self._known[name] = (tag, state)
+        else:
+            self._known.pop(name, None)
+        return _copy(state)
 
     def sources(self) -> list[SourceState]:
         data = self._call("GET", "/sources").json()
         return sorted((SourceState.from_json(s) for s in _items(data, "sources")), key=lambda s: s.name)
 
-    def _update(self, name: str, change) -> None:
-        """Read, change, PUT with the resource_version read; again when another writer came first."""
-        for _ in range(_PUT_ATTEMPTS):
-            state = self.read(name)
+    def _write(
+        self, name: str, method: str, path: str, change: Callable[[SourceState], None], **kwargs: Any
+    ) -> httpx.Response:
+        """One write; then the state kept is changed alike, if the answer's tag shows that this
+        write was the only one since (else it is dropped, and the next read gets it whole)."""
+        known = self._known.pop(name, None)
+        lock_id = self._held.get(name)
+        headers = {"X-Astra-Lock": lock_id} if lock_id else {}
+        try:
+            response = self._call(method, path, headers=headers, **kwargs)
+        except Conflict as exc:
+            holder = _holder(exc)
+            mine = f"this store's lock {lock_id}" if lock_id else "no lock of this store's"
+            whose = f"{holder.owner}'s lock {holder.id}" if holder else "no lock"
+            raise StateError(
+                f"source '{name}' refused the write ({exc}): it holds {whose}, the write {mine}"
+            ) from exc
+        if known is not None:
+            state = known[1]
+            state.resource_version += 1  # every write but the lock's adds one
             change(state)
-            body = state.to_json()
-            body.pop("lock", None)
-            body.pop("name", None)
-            try:
-                self._call("PUT", self._path(name), json=body)
-                return
-            except Conflict:
-                continue
-            except NotFound as exc:
-                raise StateError(f"{self.address} has no source {name}") from exc
-        raise StaleState(f"source '{name}' kept changing while it was written ({_PUT_ATTEMPTS} tries)")
+            if response.headers.get("etag") == _tag_of(state):
+                self._known[name] = (_tag_of(state), state)
+        return response
 
     def record(self, name: str, run: str, entry: InventoryEntry | None) -> None:
+        path = f"{self._path(name)}/runs/{quote(run, safe='')}"
+
         def change(state: SourceState) -> None:
             if entry is None:
                 state.inventory.pop(run, None)
             else:
                 state.inventory[run] = entry
 
-        self._update(name, change)
+        if entry is not None:
+            self._write(name, "PUT", path, change, json=entry.to_json())
+            return
+        with contextlib.suppress(NotFound):  # not in the inventory: forgotten already, nothing written
+            self._write(name, "DELETE", path, change)
 
     def set_status(self, name: str, status: dict[str, Any]) -> None:
         def change(state: SourceState) -> None:
             state.status = dict(status)
 
-        self._update(name, change)
+        self._write(name, "PUT", f"{self._path(name)}/status", change, json=status)
 
     def add_history(self, name: str, entry: HistoryEntry) -> None:
         def change(state: SourceState) -> None:
             state.history = [*state.history, entry][-HISTORY_KEEP:]
 
-        self._update(name, change)
+        self._write(name, "POST", f"{self._path(name)}/history", change, json=entry.to_json())
 
     def lock(self, name: str, who: str, now: float) -> Lock:
         wanted = Lock.new(who, now)
+        known = self._known.pop(name, None)
         try:
             response = self._call("POST", f"{self._path(name)}/lock", json=wanted.to_json())
         except Conflict as exc:
@@ -237,17 +280,47 @@ class ApiSourceStore:
             ) from exc
         data = response.json() if response.content else {}
         data = data.get("lock", data) if isinstance(data, dict) else {}
-        return Lock.from_json(data) if data.get("id") else wanted
+        lock = Lock.from_json(data) if data.get("id") else wanted
+        self._held[name] = lock.id
+        if known is not None:
+            known[1].lock = lock
+            if response.headers.get("etag") == _tag_of(known[1]):
+                self._known[name] = (_tag_of(known[1]), known[1])
+        return lock
 
     def unlock(self, name: str, lock_id: str) -> None:
+        known = self._known.pop(name, None)
+        if self._held.get(name) == lock_id:
+            del self._held[name]
         try:
-            self._call("DELETE", f"{self._path(name)}/lock", params={"id": lock_id})
+            response = self._call("DELETE", f"{self._path(name)}/lock", params={"id": lock_id})
         except NotFound as exc:
             raise StateError(f"source '{name}' holds no lock") from exc
         except Conflict as exc:
             holder = _holder(exc)
             held = holder.id if holder else "another id"
             raise StateError(f"source '{name}' is locked under {held}, not {lock_id}") from exc
+        if known is not None:
+            known[1].lock = None
+            if response.headers.get("etag") == _tag_of(known[1]):
+                self._known[name] = (_tag_of(known[1]), known[1])
+
+
+def _tag_of(state: SourceState) -> str:
+    """The tag the control plane gives a source in this state (``"RV-LOCKID"``)."""
+    return f'"{state.resource_version}-{state.lock.id if state.lock else ""}"'
+
+
+def _copy(state: SourceState) -> SourceState:
+    """A copy whose containers are its own (the entries are frozen; their specs are read only)."""
+    return SourceState(
+        state.name,
+        state.resource_version,
+        dict(state.inventory),
+        state.lock,
+        dict(state.status),
+        list(state.history),
+    )
 
 
 # ---- reading answers ----------------------------------------------------------------------------

@@ -49,28 +49,53 @@ across a delete and re-create under the same name (a plan saved before that sees
 scheduler's changes of state do not touch it, so a plan made while a run runs stays valid. A
 source's resource_version is its own: 1 at its first write, one more with each write.
 
-Sources (a reconcile source's memory, kept with the cluster; written by ``reconciler.state``)::
+Sources (a reconcile source's memory, kept with the cluster; written by ``reconciler.state``).
+The server keeps a source as its own row (resource_version, lock, status, history) and one row
+per run of its inventory, so that an apply writes one small entry per run, never the whole
+state::
 
     GET    /sources                200 {"items": [SOURCE, ...]} (by name)
-    GET    /sources/{name}         200 SOURCE | 404 {"detail"} when never written
-    PUT    /sources/{name}         body: {"resource_version": N, ...state} → 200 SOURCE (resource_version N+1)
-                                   N is the one read (0, or left out on the first write: create);
-                                   409 {"detail", "resource_version": current} when stale.
-                                   "lock_id": optional; when given and the source is locked by
-                                   another id: 409 {"detail", "lock": HOLDER}.
+    GET    /sources/{name}         200 SOURCE, ETag: "RV-LOCKID" | 404 {"detail"} when never written
+                                   If-None-Match: that tag → 304, no body (nothing changed since)
+    PUT    /sources/{name}         body {"resource_version": N, "inventory"?, "status"?, "history"?, ...}
+                                   → 200 SOURCE (resource_version N+1): replaces the whole state;
+                                   N is the one read (0, or left out, on the first write: create);
+                                   409 {"detail", "resource_version": current} when stale;
+                                   422 [{"path", "message"}] when inventory/status/history are not
+                                   of the shapes below. "lock_id" (or X-Astra-Lock): as for the
+                                   writes below, only when given.
+    GET    /sources/{name}/runs    200 {"name", "resource_version", "items": {RUN: ENTRY}} (by run) | 404
+    PUT    /sources/{name}/runs/{run}     body ENTRY → 200 WRITTEN; 422 when not an ENTRY
+    DELETE /sources/{name}/runs/{run}     → 200 WRITTEN | 404 when the run is not in the inventory
+    PUT    /sources/{name}/status  body: an object → 200 WRITTEN
+    POST   /sources/{name}/history body: an apply record (object) → 201 WRITTEN; the newest 100 kept
     POST   /sources/{name}/lock    body: {"owner": "who@host", "id"?: "…"} → 201 LOCK
                                    409 {"detail": "source NAME is locked by OWNER since …", "lock": HOLDER}
     DELETE /sources/{name}/lock    ``?id=LOCK_ID`` (left out: force) → 204 | 404 not locked |
                                    409 {"detail", "lock": HOLDER} when the id is not the holder's
 
-    SOURCE = {"name", "resource_version", "lock": LOCK or null, ...the state as last PUT, e.g.
-              "inventory": [run names it applied], "last_applied": {run: document},
-              "status": {"ready", "state", "reason", ...}, "history": [{...}, ...]}
-    LOCK   = {"id", "owner", "created_at" (epoch seconds)}
+    SOURCE  = {"name", "resource_version", "lock": LOCK or null, "status": {...}, "history": [...],
+               "inventory": {RUN: ENTRY}, ...any other keys a whole PUT gave}
+    ENTRY   = {"spec": the last-applied run document (object), "applied_at": epoch seconds,
+               "file": "examples/sweep.yaml" or null}
+    WRITTEN = {"name", "resource_version"}, ETag: the source's tag after the write
+    LOCK    = {"id", "owner", "created_at" (epoch seconds)}
 
-A source's name may hold '/' (a git remote and a path), plain or as %2F.
-The state's keys are the client's: the server keeps whatever JSON object it is given, except
-``name``, ``resource_version``, ``lock`` and ``lock_id``, which are the server's.
+The lock on granular writes: ``PUT``/``DELETE …/runs/{run}`` and ``POST …/history`` are made
+under the apply lock and must name it, in the header ``X-Astra-Lock: LOCK_ID`` (or the query
+parameter ``?lock=LOCK_ID``); when it is missing or not the lock held (another's, or none):
+409 {"detail", "lock": HOLDER or null}. ``PUT …/status`` (the reconcile loop writes it between
+applies) and a whole ``PUT`` need no lock, but are held to the same rule when they name one.
+Every write but the lock's adds one to the source's resource_version; the tag (ETag) is the
+resource_version and the lock's id, so it changes with every write and every lock taken or
+released: a client that knows the tag after its own write keeps what it read.
+
+A source's name may hold '/' (a git remote and a path), plain or as %2F. Sent percent-encoded
+whole (astra does), it is one path segment and never read as a sub-resource; sent plain, a
+trailing /lock, /runs, /runs/RUN, /status or /history is read as the sub-resource.
+Large bodies (GET /runs, a SOURCE, its runs) are sent as JSON text put together from the stored
+texts (json.dumps, never FastAPI's jsonable_encoder); a spec is stored as JSON text and served
+as it is.
 """
 
 from __future__ import annotations
@@ -81,6 +106,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
@@ -90,7 +116,7 @@ from reconciler.spec.validate import validate_data
 from .clock import Clock
 from .engine import Engine
 from .scheduler import HOLDING, WorkerRecord, WorkerState, readout
-from .store import NameExists, NotFound, Stale, StoreError
+from .store import LockMismatch, NameExists, NotFound, Stale, StoreError
 
 __all__ = ["DEFAULT_SCOPE", "create_app"]
 
@@ -171,7 +197,8 @@ def create_app(
 
     # -- views ---------------------------------------------------------------------------------
 
-    def run_json(name: str, request: Request) -> dict[str, Any]:
+    def run_json(name: str, request: Request, root: str | None = None) -> dict[str, Any]:
+        """A RUN; ``root``: the runs' URL prefix (``run_url(request, "")``), when known already."""
         s = engine.state
         r = s.runs[name]
         meta = engine.meta[name]
@@ -196,7 +223,7 @@ def create_app(
                 "restarts": r.restarts,
                 "readout": readout(running, total),
                 "workspace": workspace,
-                "url": run_url(request, name),
+                "url": root + name if root is not None else run_url(request, name),
             },
             "task_counts": counts,
         }
@@ -269,10 +296,31 @@ def create_app(
         body = run_json(name, request)
         return JSONResponse(body, status_code=201, headers={"Location": body["status"]["url"]})
 
+    #: each run's spec as JSON text, at the resource_version it was made for (a spec changes
+    #: only with its document): the list sends it as it is instead of encoding it again
+    spec_texts: dict[str, tuple[int, str]] = {}
+
+    def spec_text(name: str) -> str:
+        meta = engine.meta[name]
+        held = spec_texts.get(name)
+        if held is None or held[0] != meta.resource_version:
+            held = spec_texts[name] = (meta.resource_version, _compact(meta.document["spec"]))
+        return held[1]
+
     @route(["/runs", "/jobs"], ["GET"])
     async def list_runs(request: Request):
-        order = sorted(engine.state.runs.values(), key=lambda r: r.seq)
-        return {"items": [run_json(r.name, request) for r in order]}
+        runs = engine.state.runs
+        order = sorted(runs.values(), key=lambda r: r.seq)
+        root = run_url(request, "")
+        parts = []
+        for r in order:
+            body = run_json(r.name, request, root)
+            del body["spec"]
+            parts.append(f'{_compact(body)[:-1]},"spec":{spec_text(r.name)}}}')
+        if len(spec_texts) > len(runs):  # runs deleted since
+            for name in [n for n in spec_texts if n not in runs]:
+                del spec_texts[name]
+        return _json_text('{"items":[' + ",".join(parts) + "]}")
 
     @route(["/runs/{name}", "/jobs/{name}"], ["GET"])
     async def get_run(request: Request, name: str):
@@ -376,16 +424,27 @@ def create_app(
 
     @route(["/sources"], ["GET"])
     async def list_sources(request: Request):
-        return {"items": store.list_sources()}
+        return _json_text(store.list_sources_json())
 
-    @route(["/sources/{name:path}"], ["GET"])
+    @route(["/sources/{rest:path}"], ["GET", "PUT", "POST", "DELETE"])
+    async def source_call(request: Request, rest: str):
+        name, sub = _source_path(request, rest)
+        handler = SOURCE_ROUTES.get((request.method, sub[0] if sub else "", len(sub)))
+        if handler is None:
+            raise _detail(405, _no_route(request))
+        return await handler(request, name, *sub[1:])
+
     async def get_source(request: Request, name: str):
-        found = store.get_source(name)
-        if found is None:
+        tag = store.source_tag(name)
+        if tag is None:
             raise _detail(404, f"no source named {name}")
-        return found
+        if tag in _tags(request.headers.get("if-none-match")):
+            return Response(status_code=304, headers={"ETag": tag})
+        found = store.get_source_json(name)
+        if found is None:  # pragma: no cover - removed between the two reads: sources are never removed
+            raise _detail(404, f"no source named {name}")
+        return _json_text(found[0], tag=found[1])
 
-    @route(["/sources/{name:path}"], ["PUT"])
     async def put_source(request: Request, name: str):
         body = await body_of(request)
         if not isinstance(body, dict):
@@ -393,18 +452,74 @@ def create_app(
         expected = body.get("resource_version")
         if expected is not None and (isinstance(expected, bool) or not isinstance(expected, int)):
             raise _Problem(422, [{"path": "resource_version", "message": "must be an integer"}])
-        lock_id = body.get("lock_id")
-        if lock_id is not None:
-            held = (store.get_source(name) or {}).get("lock")
-            if held and held.get("id") != lock_id:
-                raise _detail(409, _locked(name, held), lock=held)
+        problems = _state_problems(body)
+        if problems:
+            raise _Problem(422, problems)
         data = {k: v for k, v in body.items() if k not in SERVER_KEYS}
+        lock_id = body.get("lock_id") or _lock_header(request)
         try:
-            return store.put_source(name, data, expected if expected is not None else 0, clock.now())
+            store.put_source(name, data, expected if expected is not None else 0, clock.now(), lock_id)
         except Stale as exc:
             raise _detail(409, str(exc), resource_version=exc.current) from exc
+        except LockMismatch as exc:
+            raise _detail(409, str(exc), lock=exc.lock) from exc
+        found = store.get_source_json(name)
+        assert found is not None
+        return _json_text(found[0], tag=found[1])
 
-    @route(["/sources/{name:path}/lock"], ["POST"], 201)
+    async def get_source_runs(request: Request, name: str):
+        found = store.source_runs_json(name)
+        if found is None:
+            raise _detail(404, f"no source named {name}")
+        return _json_text(found[0], tag=found[1])
+
+    def written(name: str, rv: int, status: int = 200) -> Response:
+        return _json_text(
+            f'{{"name":{json.dumps(name)},"resource_version":{rv}}}',
+            status=status,
+            tag=store.source_tag(name),
+        )
+
+    async def put_source_run(request: Request, name: str, run: str):
+        body = await body_of(request)
+        problems = _entry_problems(body, "")
+        if problems:
+            raise _Problem(422, problems)
+        try:
+            rv = store.put_source_run(name, run, body, _lock_header(request), clock.now())
+        except LockMismatch as exc:
+            raise _detail(409, str(exc), lock=exc.lock) from exc
+        return written(name, rv)
+
+    async def delete_source_run(request: Request, name: str, run: str):
+        try:
+            rv = store.delete_source_run(name, run, _lock_header(request), clock.now())
+        except LockMismatch as exc:
+            raise _detail(409, str(exc), lock=exc.lock) from exc
+        except NotFound as exc:
+            raise _detail(404, str(exc)) from exc
+        return written(name, rv)
+
+    async def put_source_status(request: Request, name: str):
+        body = await body_of(request)
+        if not isinstance(body, dict):
+            raise _Problem(422, [{"path": "", "message": "a source's status must be a JSON object"}])
+        try:
+            rv = store.put_source_status(name, body, _lock_header(request), clock.now())
+        except LockMismatch as exc:
+            raise _detail(409, str(exc), lock=exc.lock) from exc
+        return written(name, rv)
+
+    async def post_source_history(request: Request, name: str):
+        body = await body_of(request)
+        if not isinstance(body, dict):
+            raise _Problem(422, [{"path": "", "message": "an apply record must be a JSON object"}])
+        try:
+            rv = store.add_source_history(name, body, _lock_header(request), clock.now())
+        except LockMismatch as exc:
+            raise _detail(409, str(exc), lock=exc.lock) from exc
+        return written(name, rv, 201)
+
     async def lock_source(request: Request, name: str):
         raw = await request.body()
         body = await body_of(request) if raw.strip() else {}
@@ -415,25 +530,133 @@ def create_app(
             "owner": str(body.get("owner") or "unknown"),
             "created_at": clock.now(),
         }
-        took, held = store.lock_source(name, lock, clock.now())
+        took, held, tag = store.lock_source(name, lock, clock.now())
         if not took:
-            raise _detail(409, _locked(name, held), lock=held)
-        return JSONResponse(held, status_code=201)
+            raise _Problem(409, {"detail": _locked(name, held), "lock": held}, {"ETag": tag})
+        return JSONResponse(held, status_code=201, headers={"ETag": tag})
 
-    @route(["/sources/{name:path}/lock"], ["DELETE"])
     async def unlock_source(request: Request, name: str):
-        outcome, held = store.unlock_source(name, request.query_params.get("id"))
+        outcome, held, tag = store.unlock_source(name, request.query_params.get("id"))
         if outcome == "none":
             raise _detail(404, f"source {name} is not locked")
         if outcome == "other":
             raise _detail(409, _locked(name, held or {}), lock=held)
-        return Response(status_code=204)
+        return Response(status_code=204, headers={"ETag": tag} if tag else None)
+
+    #: (method, the first step after the name, how many steps): the handler
+    SOURCE_ROUTES = {
+        ("GET", "", 0): get_source,
+        ("PUT", "", 0): put_source,
+        ("POST", "lock", 1): lock_source,
+        ("DELETE", "lock", 1): unlock_source,
+        ("GET", "runs", 1): get_source_runs,
+        ("PUT", "runs", 2): put_source_run,
+        ("DELETE", "runs", 2): delete_source_run,
+        ("PUT", "status", 1): put_source_status,
+        ("POST", "history", 1): post_source_history,
+    }
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz():
         return {"ok": True}
 
     return app
+
+
+SUBRESOURCES = frozenset({"lock", "runs", "status", "history"})
+
+
+def _source_path(request: Request, rest: str) -> tuple[str, list[str]]:
+    """The source's name and the steps after it (``[]``, ``["lock"]``, ``["runs", RUN]``, …).
+
+    Read from the raw path when the server has it: a name sent percent-encoded whole (``%2F``
+    for each '/', as astra sends it) is one segment, so it is never confused with a
+    sub-resource, whatever it ends with. A name sent with plain '/' is read from the decoded
+    path, and a trailing ``/lock``, ``/runs``, ``/runs/RUN``, ``/status`` or ``/history`` is
+    taken as the sub-resource."""
+    raw = request.scope.get("raw_path")
+    if isinstance(raw, bytes | bytearray):
+        parts = raw.decode("latin-1").split("?", 1)[0].split("/")
+        at = 10 if parts[1:4] == ["api", "v1", "orgs"] else 2
+        if len(parts) > at + 1 and parts[at] == "sources" and parts[at + 1] and "" not in parts[at + 2 :]:
+            sub = [unquote(p) for p in parts[at + 2 :]]
+            if _known(sub):
+                return unquote(parts[at + 1]), sub
+    parts = rest.split("/")
+    for n in (2, 1):
+        if len(parts) > n and _known(parts[-n:]):
+            return "/".join(parts[:-n]), parts[-n:]
+    return rest, []
+
+
+def _known(sub: list[str]) -> bool:
+    """Whether ``sub`` names a source's sub-resource: nothing, lock, runs, runs/RUN, status, history."""
+    if not sub:
+        return True
+    if sub[0] == "runs" and len(sub) == 2:
+        return sub[1] != ""
+    return len(sub) == 1 and sub[0] in SUBRESOURCES
+
+
+def _no_route(request: Request) -> str:
+    return f"no route {request.method} {request.url.path}"
+
+
+def _tags(header: str | None) -> set[str]:
+    return {t.strip() for t in (header or "").split(",") if t.strip()}
+
+
+def _lock_header(request: Request) -> str | None:
+    """The lock a write is made under: the ``X-Astra-Lock`` header, else the ``?lock=`` query parameter."""
+    return request.headers.get("x-astra-lock") or request.query_params.get("lock") or None
+
+
+def _compact(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"))
+
+
+def _json_text(text: str, *, status: int = 200, tag: str | None = None) -> Response:
+    """JSON already serialised (stored texts put together): sent as it is."""
+    return Response(
+        text, status_code=status, media_type="application/json", headers={"ETag": tag} if tag else None
+    )
+
+
+def _entry_problems(entry: Any, path: str) -> list[dict[str, str]]:
+    where = f"{path}." if path else ""
+    if not isinstance(entry, dict):
+        return [
+            {"path": path, "message": 'an inventory entry must be an object {"spec", "applied_at", "file"}'}
+        ]
+    problems = []
+    if not isinstance(entry.get("spec"), dict):
+        problems.append(
+            {"path": f"{where}spec", "message": "must be an object: the last-applied run document"}
+        )
+    at = entry.get("applied_at")
+    if isinstance(at, bool) or not isinstance(at, int | float):
+        problems.append({"path": f"{where}applied_at", "message": "must be a number (epoch seconds)"})
+    if entry.get("file") is not None and not isinstance(entry["file"], str):
+        problems.append({"path": f"{where}file", "message": "must be a string or null"})
+    return problems
+
+
+def _state_problems(body: dict[str, Any]) -> list[dict[str, str]]:
+    problems = []
+    inventory = body.get("inventory")
+    if inventory is not None:
+        if not isinstance(inventory, dict):
+            problems.append(
+                {"path": "inventory", "message": "must be an object: {RUN: {spec, applied_at, file}}"}
+            )
+        else:
+            for run, entry in inventory.items():
+                problems += _entry_problems(entry, f"inventory.{run}")
+    if body.get("status") is not None and not isinstance(body["status"], dict):
+        problems.append({"path": "status", "message": "must be an object"})
+    if body.get("history") is not None and not isinstance(body["history"], list):
+        problems.append({"path": "history", "message": "must be a list"})
+    return problems
 
 
 def _locked(name: str, held: dict[str, Any]) -> str:

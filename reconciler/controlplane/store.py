@@ -27,7 +27,8 @@ Exceptions::
     ├── SchemaTooNew        written by a newer astra: upgrade astra, or use another --db
     ├── NameExists          a run (or a worker name) of that name exists
     ├── NotFound            no such run, worker or source
-    └── Stale               the resource_version given is not the current one (holds ``current``)
+    ├── Stale               the resource_version given is not the current one (holds ``current``)
+    └── LockMismatch        a source write names a lock that is not the one held (holds ``lock``)
 """
 
 from __future__ import annotations
@@ -50,8 +51,10 @@ from .inventory import Inventory, Machine
 from .scheduler import Ask, RunRecord, RunState, WorkerRecord, WorkerState
 
 __all__ = [
+    "HISTORY_KEEP",
     "SCHEMA_VERSION",
     "EventRow",
+    "LockMismatch",
     "MachineRow",
     "NameExists",
     "NotFound",
@@ -60,6 +63,7 @@ __all__ = [
     "SchemaVersion",
     "SequenceRow",
     "SourceRow",
+    "SourceRunRow",
     "Stale",
     "Store",
     "StoreError",
@@ -71,7 +75,12 @@ __all__ = [
 #: Bump when a table changes; a database with a higher number refuses to open. An older one is
 #: brought up to date when opened (``_check_schema``: new tables, the counter seeded).
 #: 2: the ``astra_sequences`` table (one resource_version counter for every run).
-SCHEMA_VERSION = 2
+#: 3: a source's inventory as one ``source_runs`` row per (source, run); its status and history
+#:    in columns of its ``sources`` row (migrated from the source's JSON when opened).
+SCHEMA_VERSION = 3
+
+#: How many apply records a source keeps (the newest).
+HISTORY_KEEP = 100
 
 #: The sequence every run document change takes its resource_version from.
 RESOURCE_VERSION = "resource_version"
@@ -97,6 +106,14 @@ class Stale(StoreError):
     def __init__(self, message: str, current: int):
         super().__init__(message)
         self.current = current
+
+
+class LockMismatch(StoreError):
+    """A source write needs (or names) a lock that is not the one held (``lock``: the holder's, or None)."""
+
+    def __init__(self, message: str, lock: dict[str, Any] | None):
+        super().__init__(message)
+        self.lock = lock
 
 
 # ---- tables -------------------------------------------------------------------------------------
@@ -197,7 +214,9 @@ class MachineRow(SQLModel, table=True):
 
 
 class SourceRow(SQLModel, table=True):
-    """A reconcile source's state (free-form JSON), its resource_version and its apply lock."""
+    """A reconcile source's own row: its status and history (JSON text), any other keys of its
+    state (``data``, a JSON object), its resource_version and its apply lock. Its inventory is
+    in ``source_runs``."""
 
     __tablename__ = "sources"
     name: str = Field(primary_key=True)
@@ -205,6 +224,19 @@ class SourceRow(SQLModel, table=True):
     resource_version: int = 0
     lock: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     updated_at: float
+    status: str | None = Field(default=None, sa_column=Column(Text, nullable=True))  # JSON object
+    history: str | None = Field(default=None, sa_column=Column(Text, nullable=True))  # JSON list
+
+
+class SourceRunRow(SQLModel, table=True):
+    """One run of a source's inventory: its last-applied spec (JSON text, served as is), when, which file."""
+
+    __tablename__ = "source_runs"
+    source: str = Field(primary_key=True)
+    run: str = Field(primary_key=True)
+    spec: str = Field(sa_column=Column(Text, nullable=False))
+    applied_at: float
+    file: str | None = None
 
 
 _RUN_FIELDS = (
@@ -371,6 +403,8 @@ class Store:
             if found is None:
                 conn.execute(insert(table).values(id=1, version=SCHEMA_VERSION))
             elif found < SCHEMA_VERSION:
+                if found < 3:
+                    _split_sources(conn)
                 conn.execute(update(table).values(version=SCHEMA_VERSION))
             _ensure_sequence(conn)
 
@@ -570,22 +604,106 @@ class Store:
             raise NameExists(f"a worker name is taken: {exc.orig}") from exc
 
     # -- sources -----------------------------------------------------------------------------
+    #
+    # A source is its own row (resource_version, lock, status, history, any other keys) and one
+    # ``source_runs`` row per run of its inventory. Every write is one transaction and bumps the
+    # source's resource_version (except the lock's, which the tag below covers). Reads assemble
+    # the JSON text from the stored texts, without parsing the specs again.
+
+    def _source_row(self, conn: Any, name: str) -> Mapping[str, Any] | None:
+        return conn.execute(select(self.sources).where(self.sources.c.name == name)).mappings().first()
+
+    def source_tag(self, name: str) -> str | None:
+        """The source's entity tag (``"RV-LOCKID"``): it changes with every write and with the lock."""
+        s = self.sources
+        with self.engine.connect() as conn:
+            row = conn.execute(select(s.c.resource_version, s.c.lock).where(s.c.name == name)).first()
+        return None if row is None else _tag(row[0], row[1])
+
+    def get_source_json(self, name: str) -> tuple[str, str] | None:
+        """The whole source as JSON text and its tag; ``None`` when it was never written."""
+        with self.engine.connect() as conn:
+            row = self._source_row(conn, name)
+            if row is None:
+                return None
+            text = _source_text(row, self._inventory_text(conn, name))
+        return text, _tag(row["resource_version"], row["lock"])
 
     def get_source(self, name: str) -> dict[str, Any] | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(select(self.sources).where(self.sources.c.name == name)).mappings().first()
-        return _source_json(row) if row else None
+        found = self.get_source_json(name)
+        return None if found is None else json.loads(found[0])
 
-    def list_sources(self) -> list[dict[str, Any]]:
+    def list_sources_json(self) -> str:
+        """``{"items": [SOURCE, ...]}`` (by name) as JSON text."""
         with self.engine.connect() as conn:
             rows = conn.execute(select(self.sources).order_by(self.sources.c.name)).mappings().all()
-        return [_source_json(r) for r in rows]
+            items = [_source_text(r, self._inventory_text(conn, r["name"])) for r in rows]
+        return '{"items":[' + ",".join(items) + "]}"
 
-    def put_source(self, name: str, data: dict[str, Any], expected: int | None, now: float) -> dict[str, Any]:
-        """Replace a source's state; ``expected`` is the resource_version read (0: create)."""
-        text = json.dumps(data, separators=(",", ":"), sort_keys=True)
+    def list_sources(self) -> list[dict[str, Any]]:
+        return json.loads(self.list_sources_json())["items"]
+
+    def source_runs_json(self, name: str) -> tuple[str, str] | None:
+        """``{"name", "resource_version", "items": {RUN: ENTRY}}`` as JSON text, and the tag."""
+        with self.engine.connect() as conn:
+            row = self._source_row(conn, name)
+            if row is None:
+                return None
+            inventory = self._inventory_text(conn, name)
+        head = f'{{"name":{_str(name)},"resource_version":{row["resource_version"]},"items":'
+        return head + inventory + "}", _tag(row["resource_version"], row["lock"])
+
+    def _inventory_text(self, conn: Any, name: str) -> str:
+        r = SourceRunRow.__table__
+        q = select(r.c.run, r.c.spec, r.c.applied_at, r.c.file).where(r.c.source == name).order_by(r.c.run)
+        parts = [
+            f'{_str(run)}:{{"spec":{spec},"applied_at":{_num(at)},"file":{"null" if f is None else _str(f)}}}'
+            for run, spec, at, f in conn.execute(q)
+        ]
+        return "{" + ",".join(parts) + "}"
+
+    def _write_source(
+        self, conn: Any, name: str, now: float, lock_id: str | None, *, need_lock: bool, **values: Any
+    ) -> int:
+        """Check the lock, create the source's row if needed, set ``values`` and bump its version."""
+        row = self._source_row(conn, name)
+        held = json.loads(row["lock"]) if row is not None and row["lock"] else None
+        if (need_lock or lock_id is not None) and (held is None or held.get("id") != lock_id):
+            if held is None:
+                why = f"source {name} is not locked" + (f": lock {lock_id} is not held" if lock_id else "")
+            else:
+                why = f"source {name} is locked under {held.get('id')}, not {lock_id or '(no lock given)'}"
+            raise LockMismatch(why, held)
+        if row is None:
+            conn.execute(
+                insert(self.sources).values(
+                    **{"data": "{}", **values, "name": name, "resource_version": 1, "updated_at": now}
+                )
+            )
+            return 1
+        rv = row["resource_version"] + 1
+        conn.execute(
+            update(self.sources)
+            .where(self.sources.c.name == name)
+            .values(resource_version=rv, updated_at=now, **values)
+        )
+        return rv
+
+    def put_source(
+        self, name: str, data: dict[str, Any], expected: int | None, now: float, lock_id: str | None = None
+    ) -> int:
+        """Replace a source's whole state; ``expected`` is the resource_version read (0: create).
+
+        ``data`` may hold ``inventory`` ({RUN: {"spec", "applied_at", "file"?}}, checked by the
+        caller), ``status`` (an object), ``history`` (a list; the newest ``HISTORY_KEEP`` kept)
+        and any other keys (kept as given). Returns the new resource_version."""
+        rest = dict(data)
+        inventory = rest.pop("inventory", None) or {}
+        status = rest.pop("status", None)
+        history = rest.pop("history", None)
+        r = SourceRunRow.__table__
         with self.engine.begin() as conn:
-            row = conn.execute(select(self.sources).where(self.sources.c.name == name)).mappings().first()
+            row = self._source_row(conn, name)
             current = row["resource_version"] if row else 0
             if expected is not None and expected != current:
                 raise Stale(
@@ -593,25 +711,66 @@ class Store:
                     f"(now {current}); read it again",
                     current,
                 )
-            if row is None:
-                conn.execute(
-                    insert(self.sources).values(name=name, data=text, resource_version=1, updated_at=now)
-                )
-            else:
-                conn.execute(
-                    update(self.sources)
-                    .where(self.sources.c.name == name)
-                    .values(data=text, resource_version=current + 1, updated_at=now)
-                )
-            row = conn.execute(select(self.sources).where(self.sources.c.name == name)).mappings().first()
-        return _source_json(row)
+            rv = self._write_source(
+                conn,
+                name,
+                now,
+                lock_id,
+                need_lock=False,
+                data=_compact(rest),
+                status=None if status is None else _compact(status),
+                history=None if history is None else _compact(list(history)[-HISTORY_KEEP:]),
+            )
+            conn.execute(delete(r).where(r.c.source == name))
+            if inventory:
+                conn.execute(insert(r), [_run_row(name, run, e) for run, e in inventory.items()])
+        return rv
 
-    def lock_source(self, name: str, lock: dict[str, Any], now: float) -> tuple[bool, dict[str, Any]]:
-        """Take a source's lock: ``(True, lock)``, or ``(False, the holder's lock)`` when held."""
+    def put_source_run(
+        self, name: str, run: str, entry: dict[str, Any], lock_id: str | None, now: float
+    ) -> int:
+        """Set one run's inventory entry (``{"spec", "applied_at", "file"?}``) under the lock ``lock_id``."""
+        r = SourceRunRow.__table__
+        values = _run_row(name, run, entry)
         with self.engine.begin() as conn:
-            row = conn.execute(select(self.sources).where(self.sources.c.name == name)).mappings().first()
+            rv = self._write_source(conn, name, now, lock_id, need_lock=True)
+            done = conn.execute(
+                update(r)
+                .where(r.c.source == name, r.c.run == run)
+                .values(spec=values["spec"], applied_at=values["applied_at"], file=values["file"])
+            ).rowcount
+            if not done:
+                conn.execute(insert(r).values(**values))
+        return rv
+
+    def delete_source_run(self, name: str, run: str, lock_id: str | None, now: float) -> int:
+        """Remove one run from the inventory under the lock ``lock_id``; ``NotFound`` when it is not there."""
+        r = SourceRunRow.__table__
+        with self.engine.begin() as conn:
+            rv = self._write_source(conn, name, now, lock_id, need_lock=True)
+            if not conn.execute(delete(r).where(r.c.source == name, r.c.run == run)).rowcount:
+                raise NotFound(f"source {name} has no run {run} in its inventory")
+        return rv
+
+    def put_source_status(self, name: str, status: dict[str, Any], lock_id: str | None, now: float) -> int:
+        """Replace the source's status; when ``lock_id`` is given, only under that lock."""
+        with self.engine.begin() as conn:
+            return self._write_source(conn, name, now, lock_id, need_lock=False, status=_compact(status))
+
+    def add_source_history(self, name: str, entry: dict[str, Any], lock_id: str | None, now: float) -> int:
+        """Append one apply record under the lock ``lock_id``; the newest ``HISTORY_KEEP`` are kept."""
+        with self.engine.begin() as conn:
+            row = self._source_row(conn, name)
+            history = json.loads(row["history"]) if row is not None and row["history"] else []
+            history = [*history, entry][-HISTORY_KEEP:]
+            return self._write_source(conn, name, now, lock_id, need_lock=True, history=_compact(history))
+
+    def lock_source(self, name: str, lock: dict[str, Any], now: float) -> tuple[bool, dict[str, Any], str]:
+        """Take a source's lock: ``(True, lock, tag)``, or ``(False, the holder's lock, tag)`` when held."""
+        with self.engine.begin() as conn:
+            row = self._source_row(conn, name)
             if row is not None and row["lock"]:
-                return False, json.loads(row["lock"])
+                return False, json.loads(row["lock"]), _tag(row["resource_version"], row["lock"])
             text = json.dumps(lock, sort_keys=True)
             if row is None:
                 conn.execute(
@@ -621,19 +780,19 @@ class Store:
                 )
             else:
                 conn.execute(update(self.sources).where(self.sources.c.name == name).values(lock=text))
-        return True, lock
+        return True, lock, _tag(row["resource_version"] if row else 0, text)
 
-    def unlock_source(self, name: str, lock_id: str | None) -> tuple[str, dict[str, Any] | None]:
-        """Release a lock: ``("released", lock)``, ``("none", None)`` or ``("other", holder)``."""
+    def unlock_source(self, name: str, lock_id: str | None) -> tuple[str, dict[str, Any] | None, str | None]:
+        """Release a lock: ``("released"|"none"|"other", the lock released or held, the tag after)``."""
         with self.engine.begin() as conn:
-            row = conn.execute(select(self.sources).where(self.sources.c.name == name)).mappings().first()
+            row = self._source_row(conn, name)
             if row is None or not row["lock"]:
-                return "none", None
+                return "none", None, None if row is None else _tag(row["resource_version"], None)
             held = json.loads(row["lock"])
             if lock_id is not None and held.get("id") != lock_id:
-                return "other", held
+                return "other", held, _tag(row["resource_version"], row["lock"])
             conn.execute(update(self.sources).where(self.sources.c.name == name).values(lock=None))
-        return "released", held
+        return "released", held, _tag(row["resource_version"], None)
 
 
 def _ensure_sequence(conn: Any) -> None:
@@ -664,14 +823,91 @@ def _by_keys(rows: list[dict[str, Any]]) -> Iterable[tuple[tuple[str, ...], list
     return groups.items()
 
 
-def _source_json(row: Mapping[str, Any]) -> dict[str, Any]:
-    data = json.loads(row["data"])
+_str = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+
+
+def _num(x: float) -> str:
+    return json.dumps(x)
+
+
+def _compact(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"))
+
+
+def _tag(resource_version: int, lock: str | None) -> str:
+    """A source's entity tag: its resource_version and its lock's id (the lock is no write of the state)."""
+    lock_id = json.loads(lock).get("id", "") if lock else ""
+    return f'"{resource_version}-{lock_id}"'
+
+
+def _run_row(source: str, run: str, entry: Mapping[str, Any]) -> dict[str, Any]:
     return {
-        **data,
-        "name": row["name"],
-        "resource_version": row["resource_version"],
-        "lock": json.loads(row["lock"]) if row["lock"] else None,
+        "source": source,
+        "run": run,
+        "spec": _compact(entry["spec"]),
+        "applied_at": float(entry.get("applied_at") or 0.0),
+        "file": entry.get("file"),
     }
+
+
+def _source_text(row: Mapping[str, Any], inventory: str) -> str:
+    """A SOURCE as JSON text from its row's stored texts and its inventory's (no spec parsed again)."""
+    head = (
+        f'{{"name":{_str(row["name"])},"resource_version":{row["resource_version"]},'
+        f'"lock":{row["lock"] or "null"},"status":{row["status"] or "{}"},"history":{row["history"] or "[]"},'
+        f'"inventory":{inventory}'
+    )
+    data = (row["data"] or "{}").strip()
+    return head + ("," + data[1:-1] if data not in ("{}", "") else "") + "}"
+
+
+def _split_sources(conn: Any) -> None:
+    """Bring sources written before schema 3 (one JSON object each) into the rows of schema 3.
+
+    The ``status`` and ``history`` columns are added; each source's ``inventory`` (a map of run
+    to ``{"spec", "applied_at", "file"}``, as astra writes it) becomes its ``source_runs`` rows,
+    its ``status`` and ``history`` their columns; every other key stays in ``data``. An
+    ``inventory`` of another shape is kept, as ``legacy_inventory``."""
+    from sqlalchemy import inspect, text
+
+    have = {c["name"] for c in inspect(conn).get_columns("sources")}
+    for column in ("status", "history"):
+        if column not in have:
+            conn.execute(text(f"ALTER TABLE sources ADD COLUMN {column} TEXT"))
+    s, r = SourceRow.__table__, SourceRunRow.__table__
+    for name, raw in conn.execute(select(s.c.name, s.c.data)).all():
+        try:
+            data = json.loads(raw or "{}")
+        except ValueError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        inventory = data.pop("inventory", None)
+        status = data.pop("status", None)
+        history = data.pop("history", None)
+        rows = []
+        if isinstance(inventory, dict) and all(
+            isinstance(e, dict) and isinstance(e.get("spec"), dict) for e in inventory.values()
+        ):
+            rows = [_run_row(name, run, e) for run, e in inventory.items()]
+        elif inventory is not None:
+            data["legacy_inventory"] = inventory
+        if status is not None and not isinstance(status, dict):
+            data["legacy_status"], status = status, None
+        if history is not None and not isinstance(history, list):
+            data["legacy_history"], history = history, None
+        conn.execute(
+            update(s)
+            .where(s.c.name == name)
+            .values(
+                data=_compact(data),
+                status=None if status is None else _compact(status),
+                history=None if history is None else _compact(history[-HISTORY_KEEP:]),
+            )
+        )
+        conn.execute(delete(r).where(r.c.source == name))
+        if rows:
+            conn.execute(insert(r), rows)
 
 
 def _machine_dict(m: Machine) -> dict[str, Any]:

@@ -167,19 +167,22 @@ def test_events_record_each_start_and_exit(client, plane):
 def test_a_source_is_404_until_written_then_kept_with_resource_versions(client):
     assert client.get("/api/sources/repo").status_code == 404
     state = {
-        "inventory": ["a"],
-        "last_applied": {"a": tiny("a")},
+        "inventory": {"a": {"spec": tiny("a"), "applied_at": 1.0, "file": "a.yaml"}},
         "status": {"state": "Ready"},
         "history": [],
+        "note": "any other key is kept",
     }
     r = client.put("/api/sources/repo", json={"resource_version": 0, **state})
     assert r.status_code == 200
     assert r.json() == {**state, "name": "repo", "resource_version": 1, "lock": None}
-    again = client.put("/api/sources/repo", json={"resource_version": 1, **state, "inventory": []})
-    assert again.json()["resource_version"] == 2 and again.json()["inventory"] == []
+    again = client.put("/api/sources/repo", json={"resource_version": 1, **state, "inventory": {}})
+    assert again.json()["resource_version"] == 2 and again.json()["inventory"] == {}
     stale = client.put("/api/sources/repo", json={"resource_version": 1, **state})
     assert stale.status_code == 409 and stale.json()["resource_version"] == 2
     assert [s["name"] for s in client.get("/api/sources").json()["items"]] == ["repo"]
+    bad = client.put("/api/sources/repo", json={"resource_version": 2, "inventory": ["a"], "status": 1})
+    assert bad.status_code == 422
+    assert [p["path"] for p in bad.json()] == ["inventory", "status"]
 
 
 def test_a_source_lock_is_taken_once_and_names_its_holder(client):
@@ -203,7 +206,7 @@ def test_a_source_lock_is_taken_once_and_names_its_holder(client):
 
 def test_source_names_may_hold_slashes(client):
     name = "github.com%2Facme%2Fruns//deploy"
-    assert client.put(f"/api/sources/{name}", json={"inventory": ["a"]}).status_code == 200
+    assert client.put(f"/api/sources/{name}", json={"status": {"state": "Ready"}}).status_code == 200
     assert client.get(f"/api/sources/{name}").json()["name"] == "github.com/acme/runs//deploy"
     assert client.post(f"/api/sources/{name}/lock", json={"owner": "me", "id": "L"}).status_code == 201
     assert client.get(f"/api/sources/{name}").json()["lock"]["id"] == "L"

@@ -27,7 +27,8 @@ def test_a_newer_schema_refuses_to_open(tmp_path):
     with store.engine.begin() as conn:
         conn.execute(update(SchemaVersion.__table__).values(version=SCHEMA_VERSION + 1))
     store.close()
-    with pytest.raises(SchemaTooNew, match=r"schema version 3, newer than this astra's 2: upgrade astra"):
+    newer = rf"schema version {SCHEMA_VERSION + 1}, newer than this astra's {SCHEMA_VERSION}: upgrade astra"
+    with pytest.raises(SchemaTooNew, match=newer):
         Store(url)
 
 
@@ -78,7 +79,7 @@ def test_a_schema_1_database_gets_the_counter_above_every_version_it_holds(tmp_p
         conn.execute(text("UPDATE runs SET resource_version = 7"))
     plane.store.close()
     store = Store(f"sqlite:///{tmp_path / 'astra.db'}")
-    assert store.schema_version() == SCHEMA_VERSION == 2
+    assert store.schema_version() == SCHEMA_VERSION == 3
     assert store.resource_version() == 7
     assert store.update_run("a", tiny("a"), 7, 0.0) == 8
     store.close()
@@ -86,11 +87,12 @@ def test_a_schema_1_database_gets_the_counter_above_every_version_it_holds(tmp_p
 
 def test_reopening_keeps_runs_and_sources(tmp_path, plane, client):
     client.post("/api/runs", json=tiny("a"))
-    client.put("/api/sources/s", json={"inventory": ["a"]})
+    entry = {"spec": tiny("a"), "applied_at": 1.0, "file": "a.yaml"}
+    assert client.put("/api/sources/s", json={"inventory": {"a": entry}}).status_code == 200
     plane.store.close()
     again = Store(f"sqlite:///{tmp_path / 'astra.db'}")
     assert [r["name"] for r in again.run_rows()] == ["a"]
-    assert again.get_source("s")["inventory"] == ["a"]
+    assert again.get_source("s")["inventory"] == {"a": entry}
 
 
 def test_a_tick_is_one_transaction_of_bulk_statements(plane):

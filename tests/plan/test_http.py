@@ -10,7 +10,7 @@ import pytest
 
 from reconciler.clusters.base import ClusterError, Conflict, NotFound, Rejected, Unreachable
 from reconciler.clusters.http import HttpCluster, api_base
-from reconciler.state import InventoryEntry, Locked, SourceState, StateError
+from reconciler.state import HistoryEntry, InventoryEntry, Locked, SourceState, StateError
 
 
 class Api:
@@ -82,41 +82,69 @@ class Api:
         return httpx.Response(405)
 
     def source_route(self, request, rest, body):
+        """The sources as CONTRACT §5 words them: whole GET (ETag, 304), granular writes, the lock."""
         method = request.method
         if rest is None:
             return httpx.Response(200, json={"items": [self.sources[n] for n in sorted(self.sources)]})
-        lock = rest.endswith("/lock")
-        name = rest.removesuffix("/lock")
+        # the name is one percent-encoded segment, as the client sends it
+        segments = request.url.raw_path.decode().split("?")[0].split("/")[3:]
+        name, sub = unquote(segments[0]), [unquote(x) for x in segments[1:]]
         src = self.sources.get(name)
-        if not lock:
-            if method == "GET":
-                return httpx.Response(200, json=src) if src else httpx.Response(404, json={"detail": "none"})
-            if self.race and src:
-                self.race -= 1
-                src["resource_version"] += 1
-            current = src["resource_version"] if src else 0
-            if body.get("resource_version", 0) != current:
-                return httpx.Response(409, json={"detail": "stale", "resource_version": current})
-            data = {k: v for k, v in body.items() if k not in ("name", "resource_version", "lock")}
-            self.sources[name] = {
-                **data,
+        if method == "GET" and not sub:
+            if src is None:
+                return httpx.Response(404, json={"detail": "none"})
+            tag = _tag(src)
+            if request.headers.get("if-none-match") == tag:
+                return httpx.Response(304, headers={"ETag": tag})
+            return httpx.Response(200, json=src, headers={"ETag": tag})
+        if src is None:
+            src = self.sources[name] = {
                 "name": name,
-                "resource_version": current + 1,
-                "lock": src["lock"] if src else None,
+                "resource_version": 0,
+                "lock": None,
+                "inventory": {},
+                "status": {},
+                "history": [],
             }
-            return httpx.Response(200, json=self.sources[name])
-        src = self.sources.setdefault(name, {"name": name, "resource_version": 0, "lock": None})
-        if method == "POST":
-            if src["lock"]:
-                return httpx.Response(409, json={"detail": "locked", "lock": src["lock"]})
-            src["lock"] = {"id": body["id"], "owner": body["owner"], "created_at": 5.0}
-            return httpx.Response(201, json=src["lock"])
-        if not src["lock"]:
-            return httpx.Response(404, json={"detail": "not locked"})
-        if src["lock"]["id"] != request.url.params.get("id"):
-            return httpx.Response(409, json={"detail": "other", "lock": src["lock"]})
-        src["lock"] = None
-        return httpx.Response(204)
+        if sub == ["lock"]:
+            if method == "POST":
+                if src["lock"]:
+                    return httpx.Response(409, json={"detail": "locked", "lock": src["lock"]})
+                src["lock"] = {"id": body["id"], "owner": body["owner"], "created_at": 5.0}
+                return httpx.Response(201, json=src["lock"], headers={"ETag": _tag(src)})
+            if not src["lock"]:
+                return httpx.Response(404, json={"detail": "not locked"})
+            if src["lock"]["id"] != request.url.params.get("id"):
+                return httpx.Response(409, json={"detail": "other", "lock": src["lock"]})
+            src["lock"] = None
+            return httpx.Response(204, headers={"ETag": _tag(src)})
+        needs_lock = sub[0] in ("runs", "history")
+        given = request.headers.get("x-astra-lock")
+        held = (src["lock"] or {}).get("id")
+        if (needs_lock or given) and (held is None or given != held):
+            return httpx.Response(409, json={"detail": "not your lock", "lock": src["lock"]})
+        if sub[0] == "runs" and method == "PUT":
+            src["inventory"][sub[1]] = body
+        elif sub[0] == "runs" and method == "DELETE":
+            if sub[1] not in src["inventory"]:
+                return httpx.Response(404, json={"detail": "not in the inventory"})
+            del src["inventory"][sub[1]]
+        elif sub == ["status"] and method == "PUT":
+            src["status"] = body
+        elif sub == ["history"] and method == "POST":
+            src["history"] = [*src["history"], body][-100:]
+        else:
+            return httpx.Response(405, json={"detail": "no such route"})
+        src["resource_version"] += 1
+        return httpx.Response(
+            201 if method == "POST" else 200,
+            json={"name": name, "resource_version": src["resource_version"]},
+            headers={"ETag": _tag(src)},
+        )
+
+
+def _tag(src: dict) -> str:
+    return f'"{src["resource_version"]}-{(src["lock"] or {}).get("id", "")}"'
 
 
 @pytest.fixture
@@ -184,13 +212,13 @@ def test_api_source_store(cluster, api):
     store = cluster.source_store()
     name = "https://github.com/acme/runs.git//examples"
     assert store.read(name) == SourceState(name)
+    lock = store.lock(name, "me@h:1", 5.0)
     store.record(name, "train", InventoryEntry({"metadata": {"name": "train"}}, 3.0, "a.yaml"))
     store.set_status(name, {"state": "Ready"})
     state = store.read(name)
     assert state.inventory["train"].file == "a.yaml" and state.status == {"state": "Ready"}
     assert state.resource_version == 2
     assert "%2F" in str(api.seen[-1].url.raw_path)  # the name is one path segment
-    lock = store.lock(name, "me@h:1", 5.0)
     with pytest.raises(Locked) as locked:
         store.lock(name, "you@h:2", 6.0)
     assert locked.value.lock == lock
@@ -202,11 +230,44 @@ def test_api_source_store(cluster, api):
     assert [s.name for s in store.sources()] == [name]
 
 
-def test_a_concurrent_source_write_is_read_again(cluster, api):
+def test_each_write_is_one_small_call_under_the_lock(cluster, api):
     store = cluster.source_store()
+    lock = store.lock("s", "me@h:1", 5.0)
+    api.seen.clear()
+    store.record("s", "r", InventoryEntry({"spec": {}}, 1.0, "r.yaml"))
+    store.record("s", "gone", None)  # not there: 404, taken as forgotten already
+    store.add_history("s", HistoryEntry("me", 2.0, None, {"create": 1}, "applied"))
     store.set_status("s", {"state": "Ready"})
-    api.race = 2  # another writer comes first, twice
-    store.record("s", "r", InventoryEntry({}, 1.0))
-    assert list(store.read("s").inventory) == ["r"]
-    puts = [r for r in api.seen if r.method == "PUT"]
-    assert len(puts) == 4  # the first write, then three tries of the second
+    calls = [(r.method, r.url.raw_path.decode().removeprefix("/api/sources/")) for r in api.seen]
+    assert calls == [
+        ("PUT", "s/runs/r"),
+        ("DELETE", "s/runs/gone"),
+        ("POST", "s/history"),
+        ("PUT", "s/status"),
+    ]
+    assert all(r.headers["x-astra-lock"] == lock.id for r in api.seen)
+    assert json.loads(api.seen[0].content) == {"spec": {"spec": {}}, "applied_at": 1.0, "file": "r.yaml"}
+    store.unlock("s", lock.id)
+    with pytest.raises(StateError, match="refused the write"):  # no lock held: the server says no
+        store.record("s", "r", None)
+
+
+def test_a_read_is_answered_304_while_only_this_store_wrote(cluster, api):
+    store = cluster.source_store()
+    lock = store.lock("s", "me@h:1", 5.0)
+    store.record("s", "a", InventoryEntry({"x": 1}, 1.0))
+    first = store.read("s")  # the whole source, once
+    store.record("s", "b", InventoryEntry({"x": 2}, 2.0))
+    store.set_status("s", {"state": "Ready"})
+    api.seen.clear()
+    again = store.read("s")
+    assert api.seen[-1].headers["if-none-match"] and list(again.inventory) == ["a", "b"]
+    assert again.status == {"state": "Ready"} and again.resource_version == first.resource_version + 2
+    again.inventory.clear()  # a copy: what the store keeps is its own
+    assert list(store.read("s").inventory) == ["a", "b"]
+    # another writer comes in between: the tag no longer matches, the next read is whole
+    api.sources["s"]["inventory"]["c"] = {"spec": {}, "applied_at": 3.0, "file": None}
+    api.sources["s"]["resource_version"] += 1
+    store.record("s", "d", InventoryEntry({"x": 4}, 4.0))
+    assert sorted(store.read("s").inventory) == ["a", "b", "c", "d"]
+    assert store.read("s").lock == lock
