@@ -50,7 +50,7 @@ _GET_EACH_LIMIT = 50
 
 
 class ReconcileError(Exception):
-    pass
+    """A reconcile step could not be done; the message is the one line users see."""
 
 
 class LoadFailed(ReconcileError):

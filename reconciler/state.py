@@ -115,7 +115,7 @@ class Locked(StateError):
 
 
 class StaleState(StateError):
-    pass
+    """The state changed since it was read (another writer)."""
 
 
 @dataclass(frozen=True)

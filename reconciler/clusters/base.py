@@ -46,11 +46,11 @@ class Unreachable(ClusterError):
 
 
 class NotFound(ClusterError):
-    pass
+    """No run of that name."""
 
 
 class Conflict(ClusterError):
-    pass
+    """The name exists (create), or the resource_version is stale (update)."""
 
 
 class Rejected(ClusterError):

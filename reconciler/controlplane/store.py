@@ -91,15 +91,15 @@ class StoreError(Exception):
 
 
 class SchemaTooNew(StoreError):
-    pass
+    """The database was written by a newer astra: this one refuses to open it."""
 
 
 class NameExists(StoreError):
-    pass
+    """A run of that name exists already."""
 
 
 class NotFound(StoreError):
-    pass
+    """No run of that name."""
 
 
 class Stale(StoreError):

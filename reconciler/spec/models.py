@@ -75,7 +75,7 @@ def _quantity(parse, pattern: str, message: str, title: str, description: str, m
             try:
                 return parse(value)
             except ValueError:
-                pass
+                return value  # not a quantity: the schema's pattern says so
         return value
 
     return Annotated[
