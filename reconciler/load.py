@@ -11,7 +11,9 @@ empty (or partial) desired set, so nothing is ever pruned because a file did not
 ``refresh(loaded, changed)`` reloads only the changed files (the watch loop's fast path).
 
 The cache (``FileCache``, under ``.astra/cache`` or ``$ASTRA_HOME/cache``): one JSON file per
-content hash, holding that file's final run documents. An entry of a file that uses templates
+content hash, holding that file's final run documents, each with its normalised form and that
+form's digest (``reconciler.spec.normalize``), so that a warm plan neither parses nor
+normalises a file that did not change. An entry of a file that uses templates
 also holds a fingerprint of every template on the search path and is used only while that
 fingerprint holds. Only files without problems are cached; ``--set`` bypasses the cache.
 """
@@ -30,22 +32,55 @@ from .desired import load_desired
 from .plan.build import DesiredItem
 from .spec.errors import ErrorType, FieldError
 from .spec.loading import Document, Source
+from .spec.normalize import digest as doc_digest
+from .spec.normalize import normalize
 from .spec.paths import FieldPath
 from .spec.validate import SPEC_SUFFIXES, find_files, published_schema
 
 __all__ = ["CACHE_VERSION", "FileCache", "Loaded", "LoadedFile", "default_cache", "load_source", "refresh"]
 
 #: Bump when what a cache entry holds changes.
-CACHE_VERSION = "1"
+CACHE_VERSION = "2"
 _NAME = FieldPath.root().child("metadata", "name")
 
 
+#: From this many entries written at once (a cold load), they go into one pack file.
+PACK_FROM = 200
+#: Packs kept (the newest): older ones are deleted when a new one is written.
+PACKS_KEPT = 2
+
+
 class FileCache:
-    """Final run documents by content hash, one JSON file each; ``folder=None`` caches nothing."""
+    """Final run documents by content hash, one JSON file each, or many in one pack (``packs/``,
+    written by a load that missed ``PACK_FROM`` or more: one write instead of thousands, and one
+    read); ``folder=None`` caches nothing."""
 
     def __init__(self, folder: str | os.PathLike[str] | None):
         self.folder = Path(folder) if folder is not None else None
         self._salt = _salt()
+        self._packs: dict[str, Any] | None = None
+
+    def _pack_index(self) -> dict[str, Any]:
+        """Every pack's entries by key, read once (the newest pack last)."""
+        if self._packs is None:
+            self._packs = {}
+            assert self.folder is not None
+            for path in self._pack_files():
+                try:
+                    data = json.loads(path.read_bytes())
+                except (OSError, ValueError):
+                    continue
+                if isinstance(data, dict) and data.get("salt") == self._salt:
+                    self._packs.update(data.get("entries") or {})
+        return self._packs
+
+    def _pack_files(self) -> list[Path]:
+        assert self.folder is not None
+        try:
+            found = [(p.stat().st_mtime_ns, p) for p in (self.folder / "packs").glob("*.json")]
+        except OSError:
+            return []
+        return [p for _, p in sorted(found)]
 
     def _path(self, digest: str) -> Path:
         assert self.folder is not None
@@ -57,8 +92,12 @@ class FileCache:
     def get(self, digest: str) -> dict[str, Any] | None:
         if self.folder is None:
             return None
+        key = self.key(digest)
+        packed = self._pack_index().get(key)
+        if packed is not None:
+            return packed
         try:
-            with open(self._path(self.key(digest)), encoding="utf-8") as f:
+            with open(self._path(key), encoding="utf-8") as f:
                 return json.load(f)
         except (OSError, ValueError):
             return None
@@ -74,6 +113,29 @@ class FileCache:
             os.replace(tmp, path)
         except OSError:
             pass  # a cache that cannot be written is only slower
+
+    def put_many(self, entries: dict[str, dict[str, Any]]) -> None:
+        """``put`` each; from ``PACK_FROM`` entries, one pack file holding them all."""
+        if self.folder is None or not entries:
+            return
+        if len(entries) < PACK_FROM:
+            for digest, entry in entries.items():
+                self.put(digest, entry)
+            return
+        keyed = {self.key(d): e for d, e in entries.items()}
+        name = hashlib.sha256("\n".join(sorted(keyed)).encode()).hexdigest()
+        path = self.folder / "packs" / f"{name}.json"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"salt": self._salt, "entries": keyed}, separators=(",", ":")), "utf-8")
+            os.replace(tmp, path)
+            for old in self._pack_files()[:-PACKS_KEPT]:
+                old.unlink(missing_ok=True)
+        except OSError:
+            return
+        if self._packs is not None:
+            self._packs.update(keyed)
 
 
 def _salt() -> str:
@@ -204,8 +266,68 @@ def _display(changed: str | os.PathLike[str], loaded: Loaded) -> str | None:
     return None
 
 
-def _load_files(loaded: Loaded, names: list[str], cache: FileCache | None) -> None:
+#: From this many files missing from the cache, they are loaded on every core (as validate does).
+PARALLEL_FROM = 500
+
+
+def _from_cache(loaded: Loaded, name: str, data: bytes, sha: str, entry: dict[str, Any] | None) -> bool:
+    """Take ``name``'s runs from its cache entry, when it has one that holds here."""
+    if (
+        entry is None
+        or entry.get("template") != loaded.template
+        or (entry.get("templated") and entry.get("templates") != loaded.templates)
+    ):
+        return False
+    source = Source(name, data.decode("utf-8-sig"), json=name.endswith(".json"))
+    entries = [
+        (Document(source, i, d), DesiredItem(d["metadata"]["name"], d, name, n, h))
+        for i, d, n, h in entry["documents"]
+    ]
+    loaded.files[name] = LoadedFile(name, sha, entries, [], bool(entry.get("templated")))
+    return True
+
+
+def _forkable(missing: int) -> bool:
+    import threading
+
+    jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    # fork only a process without other threads (a fork copies none of them, nor their locks)
+    return missing >= PARALLEL_FROM and jobs > 1 and hasattr(os, "fork") and threading.active_count() == 1
+
+
+def _fill_cache(loaded: Loaded, names: list[str], cache: FileCache) -> None:
+    """Load ``names`` on every core, each process writing its files' cache entries."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    chunks = [names[i::jobs] for i in range(jobs)]
+    entries: dict[str, dict[str, Any]] = {}
+    try:
+        with ProcessPoolExecutor(jobs, mp_context=get_context("fork")) as pool:
+            args = [loaded.template] * jobs, [loaded.templates] * jobs, chunks, [cache] * jobs
+            for part in pool.map(_cache_chunk, *args):
+                entries.update(part)
+    except Exception:
+        pass  # whatever is not in the cache now is loaded in this process
+    cache.put_many(entries)
+
+
+def _cache_chunk(
+    template: str | None, templates: dict[str, str], names: list[str], cache: FileCache
+) -> dict[str, dict[str, Any]]:
+    """One process's share: its files' cache entries (by content hash), written by the parent."""
+    part = Loaded([], template, (), templates=templates)
+    return _load_files(part, names, cache, parallel=False, write=False)
+
+
+def _load_files(
+    loaded: Loaded, names: list[str], cache: FileCache | None, *, parallel: bool = True, write: bool = True
+) -> dict[str, dict[str, Any]]:
+    """Load ``names`` into ``loaded``, from the cache where it holds them; the new cache entries
+    (by content hash), written to the cache unless ``write`` is false."""
     use_cache = cache is not None and not loaded.sets
+    fresh: dict[str, dict[str, Any]] = {}
     missed: list[str] = []
     for name in names:
         try:
@@ -217,28 +339,41 @@ def _load_files(loaded: Loaded, names: list[str], cache: FileCache | None) -> No
             continue
         digest = hashlib.sha256(data).hexdigest()
         entry = cache.get(digest) if use_cache and cache is not None else None
-        if (
-            entry is not None
-            and entry.get("template") == loaded.template
-            and (not entry.get("templated") or entry.get("templates") == loaded.templates)
-        ):
-            source = Source(name, data.decode("utf-8-sig"), json=name.endswith(".json"))
-            entries = [
-                (Document(source, i, d), DesiredItem(d["metadata"]["name"], d, name))
-                for i, d in entry["documents"]
-            ]
-            loaded.files[name] = LoadedFile(name, digest, entries, [], bool(entry.get("templated")))
-        else:
+        if not _from_cache(loaded, name, data, digest, entry):
             loaded.files[name] = LoadedFile(name, digest)
             missed.append(name)
     if not missed:
-        return
+        return fresh
+    if parallel and use_cache and cache is not None and cache.folder is not None and _forkable(len(missed)):
+        # many files not in the cache (a cold plan): loaded into the cache on every core, then
+        # read from it here as a warm load would; what is still missing is loaded below
+        _fill_cache(loaded, missed, cache)
+        still = []
+        for name in missed:
+            f = loaded.files[name]
+            try:
+                with open(name, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                still.append(name)
+                continue
+            if hashlib.sha256(data).hexdigest() != f.sha256 or not _from_cache(
+                loaded, name, data, f.sha256, cache.get(f.sha256)
+            ):
+                still.append(name)
+        missed = still
+        if not missed:
+            return fresh
     desired = load_desired(missed, template=loaded.template, sets=loaded.sets)
     by_file = {n: loaded.files[n] for n in missed}
     for run in desired.runs:
         f = by_file.get(run.document.source.name)
         if f is not None:
-            f.entries.append((run.document, DesiredItem(run.name or "", run.data, f.path)))
+            normalized = normalize(run.data)
+            h = doc_digest(normalized)
+            # kept only when it reads back from JSON as it is (``h`` is None otherwise)
+            item = DesiredItem(run.name or "", run.data, f.path, normalized if h else None, h)
+            f.entries.append((run.document, item))
             f.templated = f.templated or run.template is not None
     leftover = []
     for e in desired.errors:
@@ -249,15 +384,15 @@ def _load_files(loaded: Loaded, names: list[str], cache: FileCache | None) -> No
     for f in by_file.values():
         f.errors += leftover  # each file of the batch keeps them, so a refresh cannot lose them
         if use_cache and cache is not None and not f.errors and f.sha256:
-            cache.put(
-                f.sha256,
-                {
-                    "template": loaded.template,
-                    "templated": f.templated,
-                    "templates": loaded.templates if f.templated else None,
-                    "documents": [[d.index, r.document] for d, r in f.entries],
-                },
-            )
+            fresh[f.sha256] = {
+                "template": loaded.template,
+                "templated": f.templated,
+                "templates": loaded.templates if f.templated else None,
+                "documents": [[d.index, r.document, r.normalized, r.digest] for d, r in f.entries],
+            }
+    if write and cache is not None:
+        cache.put_many(fresh)
+    return fresh
 
 
 def _finish(loaded: Loaded) -> None:

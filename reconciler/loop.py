@@ -35,6 +35,7 @@ source are injected (``FileEvents`` wraps watchfiles), so tests need no sleeps.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import math
@@ -398,6 +399,7 @@ class Watch:
         elif now >= self.next_resync:
             status = self.reconciler.reconcile_once(None)
             self.next_resync = self.clock() + self._jittered()
+            _settle()
         elif self.reconciler.retry_at is not None and now >= self.reconciler.retry_at:
             status = self.reconciler.reconcile_once(None)
         elif self.reconciler.due():
@@ -409,8 +411,19 @@ class Watch:
         return True
 
     def run(self) -> None:
-        while self.step():
-            pass
+        try:
+            while self.step():
+                pass
+        finally:
+            gc.unfreeze()
+
+
+def _settle() -> None:
+    """After a full pass: what it left alive (the loaded documents, the source's state) lives on,
+    so the cyclic collector stops walking it at every later pass (``gc.freeze``), once what was
+    garbage is collected. Frozen objects are still freed when nothing refers to them."""
+    gc.collect()
+    gc.freeze()
 
 
 class FileEvents:

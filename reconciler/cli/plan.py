@@ -7,6 +7,7 @@ wait), and prints. Our errors become one line and exit 1; ``--detailed-exitcode`
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import time
@@ -131,6 +132,19 @@ def _require_files(files: list[Path] | None) -> list[str]:
     return [str(f) for f in files]
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused: a plan's documents (many small trees, no cycles) are
+    garbage only once it is printed, and the collector would walk them again and again."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
 def plan(
     files: Files = None,
     template: Template = None,
@@ -167,30 +181,37 @@ def plan(
     from ..plan import plan_to_json, render_plan
     from ..reconcile import plan_source
 
-    paths = _require_files(files)
-    with failures():
-        s = setup(
-            paths,
-            source=source,
-            state=state,
-            server=server,
-            token=token,
-            template=template,
-            sets=sets,
-            prune=prune,
-            allow_empty=allow_empty,
+    with _collector_paused():
+        paths = _require_files(files)
+        with failures():
+            s = setup(
+                paths,
+                source=source,
+                state=state,
+                server=server,
+                token=token,
+                template=template,
+                sets=sets,
+                prune=prune,
+                allow_empty=allow_empty,
+            )
+            _, made = plan_source(s.source, s.cluster, s.store, time.time(), cache=default_cache())
+        data = plan_to_json(made)
+        # the JSON text only when it is wanted: every noop carries its documents, and with many runs
+        # writing it would cost more than the plan
+        text = (
+            json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+            if out is not None or output is PlanOutput.json
+            else ""
         )
-        _, made = plan_source(s.source, s.cluster, s.store, time.time(), cache=default_cache())
-    data = plan_to_json(made)
-    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    if out is not None:
-        out.write_text(text, encoding="utf-8")
-    if output is PlanOutput.json:
-        sys.stdout.write(text)
-    else:
-        sys.stdout.write(render_plan(data, verbose=verbose))
         if out is not None:
-            echo(f"Saved the plan to {out}: 'astra apply {out}' carries out exactly this plan.")
+            out.write_text(text, encoding="utf-8")
+        if output is PlanOutput.json:
+            sys.stdout.write(text)
+        else:
+            sys.stdout.write(render_plan(data, verbose=verbose))
+            if out is not None:
+                echo(f"Saved the plan to {out}: 'astra apply {out}' carries out exactly this plan.")
     raise typer.Exit(2 if detailed_exitcode and made.has_changes else 0)
 
 

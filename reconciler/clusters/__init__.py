@@ -13,8 +13,10 @@ from .base import (
     LiveRun,
     NotFound,
     Rejected,
+    RunSummary,
     Unreachable,
     WorkerInfo,
+    summaries,
 )
 
 __all__ = [
@@ -24,6 +26,8 @@ __all__ = [
     "LiveRun",
     "NotFound",
     "Rejected",
+    "RunSummary",
     "Unreachable",
     "WorkerInfo",
+    "summaries",
 ]

@@ -8,6 +8,11 @@ Slurm cluster), and ``FakeCluster`` here, in memory, for tests.
 Runs cross this boundary as plain documents (``{"metadata": …, "spec": …}``, the shape of the
 seeds' run.json), so a cluster needs nothing of ours but the spec layer.
 
+``summaries(cluster)`` lists every run as a ``RunSummary`` (its status and the digest of its
+normalised document, no document): by the cluster's own ``list_run_summaries()`` when it has
+one (``http``: ``GET /runs?view=summary``), else derived from ``list_runs()``. The protocol
+itself stays as it is.
+
 Exceptions::
 
     ClusterError              the cluster could not do what was asked (mapped from httpx, subprocess …)
@@ -29,8 +34,10 @@ __all__ = [
     "LiveRun",
     "NotFound",
     "Rejected",
+    "RunSummary",
     "Unreachable",
     "WorkerInfo",
+    "summaries",
 ]
 
 #: Run states that will not change again by themselves.
@@ -94,6 +101,71 @@ class LiveRun:
     @property
     def final(self) -> bool:
         return self.state in FINAL_STATES
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One run without its document: its status, and ``spec_digest``, the digest of its
+    normalised document (``reconciler.spec.normalize.spec_digest``; ``None``: not known)."""
+
+    name: str
+    resource_version: int
+    state: str
+    spec_digest: str | None
+    reason: str = ""
+    task_counts: dict[str, int] = field(default_factory=dict)
+    created_at: float | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    workers_running: int = 0
+    gpus_held: int = 0
+
+    @property
+    def final(self) -> bool:
+        return self.state in FINAL_STATES
+
+    def live(self) -> LiveRun:
+        """A ``LiveRun`` of this status with an empty document (for what needs no document)."""
+        return LiveRun(
+            name=self.name,
+            document={},
+            resource_version=self.resource_version,
+            state=self.state,
+            reason=self.reason,
+            task_counts=self.task_counts,
+            created_at=self.created_at,
+            started_at=self.started_at,
+            finished_at=self.finished_at,
+            workers_running=self.workers_running,
+            gpus_held=self.gpus_held,
+        )
+
+    @classmethod
+    def of(cls, run: LiveRun) -> RunSummary:
+        from ..spec.normalize import spec_digest
+
+        return cls(
+            name=run.name,
+            resource_version=run.resource_version,
+            state=run.state,
+            spec_digest=spec_digest(run.document),
+            reason=run.reason,
+            task_counts=run.task_counts,
+            created_at=run.created_at,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+            workers_running=run.workers_running,
+            gpus_held=run.gpus_held,
+        )
+
+
+def summaries(cluster: Any) -> list[RunSummary]:
+    """Every run as a ``RunSummary``: the cluster's ``list_run_summaries()`` when it has one,
+    else derived from ``list_runs()`` (the digests computed here)."""
+    fast = getattr(cluster, "list_run_summaries", None)
+    if callable(fast):
+        return fast()
+    return [RunSummary.of(r) for r in cluster.list_runs()]
 
 
 @runtime_checkable

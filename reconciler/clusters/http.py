@@ -22,6 +22,9 @@ in ``reconciler.state``'s docstring): one small call per write (an inventory ent
 an apply record), and a conditional GET (``If-None-Match``) to read. A source name is
 percent-encoded whole in the path (``/`` too): one path segment.
 
+``list_run_summaries()`` is ``GET /runs?view=summary``: each run's status and the digest of its
+normalised document, without the documents (``clusters.base.summaries`` uses it).
+
 Pass ``transport=`` (``httpx.MockTransport``, ``httpx.ASGITransport`` of an app) to talk to a
 server in-process: the same code path as over a socket.
 """
@@ -45,7 +48,16 @@ from ..state import (
     SourceState,
     StateError,
 )
-from .base import ClusterError, Conflict, LiveRun, NotFound, Rejected, Unreachable, WorkerInfo
+from .base import (
+    ClusterError,
+    Conflict,
+    LiveRun,
+    NotFound,
+    Rejected,
+    RunSummary,
+    Unreachable,
+    WorkerInfo,
+)
 
 __all__ = ["ApiSourceStore", "HttpCluster", "api_base"]
 
@@ -122,6 +134,18 @@ class HttpCluster:
     def list_runs(self) -> list[LiveRun]:
         data = self._json(self.request("GET", "/runs"))
         return sorted((_live(r) for r in _items(data, "runs")), key=lambda r: r.name)
+
+    def list_run_summaries(self) -> list[RunSummary]:
+        """``GET /runs?view=summary``: every run's status and spec digest, without documents. A
+        server that ignores ``view`` answers with whole runs: their digests are computed here."""
+        data = self._json(self.request("GET", "/runs", params={"view": "summary"}))
+        out = []
+        for item in _items(data, "runs"):
+            if isinstance(item, dict) and "metadata" in item and "spec_digest" not in item:
+                out.append(RunSummary.of(_live(item)))
+            else:
+                out.append(_summary(item))
+        return sorted(out, key=lambda r: r.name)
 
     def get_run(self, name: str) -> LiveRun | None:
         try:
@@ -208,6 +232,11 @@ class ApiSourceStore:
         else:
             self._known.pop(name, None)
         return _copy(state)
+
+    def tag(self, name: str) -> str | None:
+        """The ETag of ``name`` as this store last read or wrote it (``None``: not known)."""
+        known = self._known.get(name)
+        return known[0] if known else None
 
     def sources(self) -> list[SourceState]:
         data = self._call("GET", "/sources").json()
@@ -424,6 +453,26 @@ def _live(data: Any) -> LiveRun:
         finished_at=_time(status.get("finished_at")),
         workers_running=int(status.get("workers_running", counts.get("Running", 0)) or 0),
         gpus_held=int(status.get("gpus_held", 0) or 0),
+    )
+
+
+def _summary(data: Any) -> RunSummary:
+    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+        raise ClusterError("the cluster answered with something that is not a run summary")
+    counts = data.get("task_counts") or {}
+    digest = data.get("spec_digest")
+    return RunSummary(
+        name=data["name"],
+        resource_version=int(data.get("resource_version") or 0),
+        state=str(data.get("state", "Pending")),
+        spec_digest=digest if isinstance(digest, str) and digest else None,
+        reason=str(data.get("reason") or ""),
+        task_counts={str(k): int(v) for k, v in counts.items()},
+        created_at=_time(data.get("created_at")),
+        started_at=_time(data.get("started_at")),
+        finished_at=_time(data.get("finished_at")),
+        workers_running=int(data.get("workers_running", counts.get("Running", 0)) or 0),
+        gpus_held=int(data.get("gpus_held", 0) or 0),
     )
 
 

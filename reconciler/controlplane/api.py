@@ -20,6 +20,9 @@ Runs (``/runs`` = ``/jobs``)::
                                    409 {"detail"} when the name exists
                                    422 [{"path", "message"}]: exactly validate_data's messages
     GET    /runs                   200 {"items": [RUN, ...]} (in submission order)
+    GET    /runs?view=summary      200 {"items": [SUMMARY, ...]} (in submission order): no documents,
+                                   so a plan that finds nothing changed moves little
+                                   (?view=full: as without it; any other view: 422)
     GET    /runs/{name}            200 RUN | 404 {"detail"}
     PUT    /runs/{name}            body: a run document with metadata.resource_version (the one
                                    read; left out: unconditional) → 200 RUN | 409 when stale | 422
@@ -39,6 +42,11 @@ Runs (``/runs`` = ``/jobs``)::
                          seconds or null), "workers", "workers_running", "gpus_held", "restarts",
                          "readout", "workspace", "url"},
               "task_counts": {"Completed": 41, "Pending": 51, "Running": 8}}
+    SUMMARY = {"name", "resource_version", "state", "reason", "task_counts", "created_at",
+               "started_at", "finished_at", "workers_running", "gpus_held",
+               "spec_digest": "n1:" + sha256 hex of the canonical JSON (keys sorted, no spaces, UTF-8)
+                              of reconciler.spec.normalize.normalize({"metadata", "spec"}) of the
+                              stored document, or null when it has none}
     WORKER = {"name", "run", "rank", "group", "state", "reason", "machine", "exit_code",
               "restarts", "attempts", "gpus", "cpu_cores", "memory_bytes", "placed_at",
               "started_at", "ended_at", "image"}
@@ -111,6 +119,7 @@ from urllib.parse import unquote
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
+from reconciler.spec.normalize import spec_digest
 from reconciler.spec.validate import validate_data
 
 from .clock import Clock
@@ -307,10 +316,50 @@ def create_app(
             held = spec_texts[name] = (meta.resource_version, _compact(meta.document["spec"]))
         return held[1]
 
+    #: each run's spec digest (``spec_digest`` of its stored document), at its resource_version
+    spec_digests: dict[str, tuple[int, str | None]] = {}
+
+    def digest_of(name: str) -> str | None:
+        meta = engine.meta[name]
+        held = spec_digests.get(name)
+        if held is None or held[0] != meta.resource_version:
+            doc = meta.document
+            held = spec_digests[name] = (
+                meta.resource_version,
+                spec_digest({"metadata": doc["metadata"], "spec": doc["spec"]}),
+            )
+        return held[1]
+
+    def summary_json(name: str) -> dict[str, Any]:
+        """A SUMMARY: what a RUN says but its document, and the digest of its normalised document."""
+        body = run_json(name, request=None, root="")  # type: ignore[arg-type]
+        status = body["status"]
+        return {
+            "name": name,
+            "resource_version": body["metadata"]["resource_version"],
+            "state": status["state"],
+            "reason": status["reason"],
+            "task_counts": body["task_counts"],
+            "created_at": status["created_at"],
+            "started_at": status["started_at"],
+            "finished_at": status["finished_at"],
+            "workers_running": status["workers_running"],
+            "gpus_held": status["gpus_held"],
+            "spec_digest": digest_of(name),
+        }
+
     @route(["/runs", "/jobs"], ["GET"])
     async def list_runs(request: Request):
         runs = engine.state.runs
         order = sorted(runs.values(), key=lambda r: r.seq)
+        view = request.query_params.get("view")
+        if view == "summary":
+            items = [summary_json(r.name) for r in order]
+            for name in [n for n in spec_digests if n not in runs]:
+                del spec_digests[name]
+            return _json_text(_compact({"items": items}))
+        if view not in (None, "", "full"):
+            raise _detail(422, f"unknown view '{view}': 'summary' or 'full'")
         root = run_url(request, "")
         parts = []
         for r in order:

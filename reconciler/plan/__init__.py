@@ -1,9 +1,12 @@
 """Diff and plan: pure functions from desired, live and last-applied runs to a ``Plan``.
 
-* ``normalize``: the comparable form of a run document (defaults filled, server fields dropped);
+* ``normalize``: the comparable form of a run document (defaults filled, server fields dropped),
+  and ``digest``, its canonical digest; both live in ``reconciler.spec.normalize``, where the
+  control plane digests the documents it holds with them (``GET /runs?view=summary``);
 * ``pair``, ``compare``: match runs by name; the three-way diff of one run;
 * ``action_for``, ``Action``, ``Change``, ``Plan``: what a plan is, and its JSON form;
-* ``build_plan``: the plan for one source;
+* ``build_plan``: the plan for one source (``unchanged``: runs whose three digests are one,
+  noops without ``compare``);
 * ``render_plan``, ``render_apply``: text, read from the JSON forms only.
 
 Nothing here reads a file, a clock or a cluster: time and inventory come in as arguments.
@@ -30,7 +33,7 @@ from .model import (
     plan_to_json,
     same,
 )
-from .normalize import normalize
+from .normalize import digest, normalize, spec_digest
 from .render import SYMBOLS, render_apply, render_plan, summary_line
 
 __all__ = [
@@ -51,6 +54,7 @@ __all__ = [
     "compare",
     "cost_of",
     "describe_cost",
+    "digest",
     "duration_words",
     "forces_replace",
     "normalize",
@@ -60,6 +64,7 @@ __all__ = [
     "render_apply",
     "render_plan",
     "same",
+    "spec_digest",
     "stopping",
     "summary_line",
 ]

@@ -23,7 +23,7 @@ is never an empty desired set. Pure: no I/O; ``now`` is passed in.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..clusters.base import LiveRun, WorkerInfo
@@ -49,6 +49,13 @@ class DesiredItem:
     name: str
     document: dict[str, Any]
     file: str | None = None
+    #: ``normalize(document)`` and its ``digest``, when known already (the load cache keeps them)
+    normalized: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    digest: str | None = field(default=None, compare=False, repr=False)
+
+    def after(self) -> dict[str, Any]:
+        """The normalised document: the one kept, else computed now."""
+        return self.normalized if self.normalized is not None else normalize(self.document)
 
 
 class Applied(Protocol):
@@ -92,9 +99,16 @@ def build_plan(
     files: Mapping[str, str] | None = None,
     workers: Mapping[str, Sequence[WorkerInfo]] | None = None,
     scope: Collection[str] | None = None,
+    unchanged: Collection[str] = (),
 ) -> Plan:
-    """The plan for one source; see the module docstring."""
+    """The plan for one source; see the module docstring.
+
+    ``unchanged``: runs whose desired, last-applied and live documents have one digest
+    (``reconciler.spec.normalize.digest``): each is a noop without ``compare``, its live document
+    is not needed (its ``LiveRun`` may come from a summary), and ``before`` is ``after``.
+    """
     workers = workers or {}
+    unchanged = unchanged if isinstance(unchanged, set | frozenset | dict) else set(unchanged)
     names = set(desired) | set(inventory)
     if scope is not None:
         names &= set(scope)
@@ -104,7 +118,10 @@ def build_plan(
     for name in sorted(names):
         want, have, applied = desired.get(name), live.get(name), inventory.get(name)
         if want is not None:
-            changes.append(_for_desired(want, have, applied, workers.get(name), now))
+            if have is not None and applied is not None and name in unchanged:
+                changes.append(_unchanged(want, have))
+            else:
+                changes.append(_for_desired(want, have, applied, workers.get(name), now))
         elif have is None:
             if prune:
                 forget.append(name)
@@ -143,6 +160,22 @@ def build_plan(
     )
 
 
+def _unchanged(want: DesiredItem, have: LiveRun) -> Change:
+    """The noop ``_for_desired`` gives when the three digests are one: equal canonical JSON, so
+    ``compare`` finds no field change and its ``before`` (live through the managed fields: all of
+    them, as live has exactly the desired fields) equals ``after``."""
+    after = want.after()
+    return Change(
+        address=want.name,
+        action=Action.noop,
+        before=after,
+        after=after,
+        reason=f"finished ({have.state}) and unchanged: it stays" if have.final else "",
+        file=want.file,
+        resource_version=have.resource_version,
+    )
+
+
 def _for_desired(
     want: DesiredItem,
     have: LiveRun | None,
@@ -150,7 +183,7 @@ def _for_desired(
     workers: Sequence[WorkerInfo] | None,
     now: float,
 ) -> Change:
-    after = normalize(want.document)
+    after = want.after()
     if have is None:
         return Change(
             address=want.name,

@@ -1,0 +1,246 @@
+"""The plan's fast path: the canonical digest of a normalised document, and plans by digest that
+are the plans by comparison (every scenario of ``World.plan`` checks the second; this file the first,
+and that the fast path is taken)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reconciler.clusters.base import RunSummary, summaries
+from reconciler.load import load_source
+from reconciler.plan import build, compare, normalize
+from reconciler.reconcile import applied_digests, make_plan
+from reconciler.spec.normalize import DIGEST_VERSION, digest, spec_digest
+from reconciler.state import InventoryEntry
+
+from .conftest import RUN, as_json
+
+
+def doc(**spec):
+    return {"metadata": {"name": "r"}, "spec": {"task_template": {"image": "i"}, **spec}}
+
+
+# ---- the digest ----------------------------------------------------------------------------------
+
+
+def test_digest_is_of_the_normalised_canonical_json():
+    n = normalize(doc(priority=3))
+    text = json.dumps(n, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert digest(n).startswith(f"{DIGEST_VERSION}:")
+    assert digest(n) == spec_digest(doc(priority=3))
+    assert digest(n) == digest(json.loads(text))  # the same after a trip through JSON
+    assert digest(dict(reversed(list(n.items())))) == digest(n)  # key order is not part of it
+
+
+def test_same_meaning_same_digest_and_no_field_change():
+    a = doc(task_template={"image": "i", "requested_resources": {"memory_bytes": "1Gi"}}, policy="Gang")
+    b = doc(
+        lifetime="Batch",
+        start="Gang",
+        task_template={
+            "image": "i",
+            "restart_policy": "OnFailure",
+            "requested_resources": {"memory_bytes": 1073741824.0},
+        },
+    )
+    b["status"] = {"state": "Running"}
+    b["metadata"]["resource_version"] = 7
+    assert spec_digest(a) == spec_digest(b)
+    assert compare(normalize(a), normalize(b), normalize(a))[1] == []
+
+
+@pytest.mark.parametrize(
+    "x, y",
+    [
+        (1, True),
+        (1, "1"),
+        (0, False),
+        (None, 0),
+        ([], {}),
+        ([1, 2], [2, 1]),
+        (1.5, "1.5"),
+    ],
+)
+def test_values_that_compare_tells_apart_have_other_digests(x, y):
+    a, b = normalize(doc(priority=x)), normalize(doc(priority=y))
+    assert compare(a, b, a)[1] != [] or compare(b, a, b)[1] != []
+    assert digest(a) != digest(b)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [math.nan, math.inf, {1: "a"}, (1, 2), object()],
+    ids=["nan", "inf", "int-key", "tuple", "object"],
+)
+def test_no_canonical_form_no_digest(bad):
+    n = normalize(doc())
+    n["spec"]["x"] = bad
+    assert digest(n) is None  # never "unchanged": the fast path compares such a run in full
+
+
+json_leaf = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**40), 2**40)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=4)
+)
+json_tree = st.recursive(
+    json_leaf,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=4), json_tree, max_size=4), json_tree)
+def test_equal_digests_mean_compare_finds_nothing(spec, other):
+    """By construction: equal digests are equal canonical JSON, which compare reads as equal."""
+    a = normalize({"metadata": {"name": "r"}, "spec": spec})
+    b = json.loads(json.dumps(a))  # what the other side holds: the same document through JSON
+    assert digest(a) == digest(b)
+    before, fields = compare(a, b, a)
+    assert fields == [] and json.dumps(before, sort_keys=True) == json.dumps(a, sort_keys=True)
+    c = normalize({"metadata": {"name": "r"}, "spec": {**spec, "zz": other}})
+    if digest(c) == digest(a):
+        assert compare(a, c, a)[1] == []
+
+
+SEEDS = Path(__file__).resolve().parents[2] / "examples" / "seeds"
+
+
+def test_examples_digest_alike_from_yaml_and_json():
+    """The seeds' YAML and JSON forms of one run are one document: one digest."""
+    loaded = load_source([str(SEEDS)])  # each name twice: a clash, but every file loads
+    by_name: dict[str, set[str]] = {}
+    for f in loaded.files.values():
+        for run in f.runs:
+            assert run.digest == spec_digest(run.document)
+            by_name.setdefault(run.name, set()).add(run.digest)
+    assert len(by_name) == 2 and all(len(d) == 1 for d in by_name.values())
+
+
+# ---- the fast path is taken, and gives the slow path's plan -----------------------------------
+
+#: what the fake cluster fills in when left out (a cluster default): said in the files, so that
+#: the live document is the desired one and the digests can agree (the Astraeus API keeps a
+#: document as given: there, they agree without it)
+EXPLICIT = "  start: Gang\n  on_failure: RestartJob\n"
+
+
+def explicit_run(world, name: str, image: str = "python:3.12") -> None:
+    world.write(f"{name}.yaml", RUN.format(name=name, image=image, gpus=1) + EXPLICIT)
+
+
+def test_a_warm_plan_of_an_unchanged_source_compares_nothing(world, monkeypatch):
+    for i in range(5):
+        explicit_run(world, f"r{i}")
+    world.converge()
+    calls = []
+    real = build.compare
+    monkeypatch.setattr(build, "compare", lambda *a: calls.append(a[0]) or real(*a))
+    source = world.source()
+    loaded = load_source(source.paths, cache=world.cache)  # from the cache: digests kept
+    assert all(r.digest and r.normalized for r in loaded.runs.values())
+    world.cluster.calls.clear()
+    fast = make_plan(source, loaded, world.cluster, world.store, world.now, cache=world.cache, fast=True)
+    assert calls == [] and not fast.has_changes
+    assert not [c for c in world.cluster.calls if c[0] in ("get", "workers")]
+    slow = make_plan(source, loaded, world.cluster, world.store, world.now, fast=False)
+    assert len(calls) == 5 and as_json(fast) == as_json(slow)
+
+
+def test_only_the_runs_that_differ_are_fetched_and_compared(world, monkeypatch):
+    for i in range(4):
+        explicit_run(world, f"r{i}")
+    world.converge()
+    explicit_run(world, "r2", image="python:3.13")
+    calls = []
+    real = build.compare
+    monkeypatch.setattr(build, "compare", lambda *a: calls.append(a[0]["metadata"]["name"]) or real(*a))
+    world.cluster.calls.clear()
+    source = world.source()
+    loaded = load_source(source.paths, cache=world.cache)
+    plan = make_plan(source, loaded, world.cluster, world.store, world.now, cache=world.cache, fast=True)
+    assert calls == ["r2"]
+    assert [c for c in world.cluster.calls if c[0] == "get"] == [("get", "r2")]
+    assert [c.address for c in plan.changes if c.action.value != "noop"] == ["r2"]
+
+
+def test_summaries_of_a_cluster_without_the_fast_call_come_from_list_runs(world):
+    world.run("a")
+    world.converge()
+    (s,) = summaries(world.cluster)
+    live = world.cluster.get_run("a")
+    assert s == RunSummary.of(live)
+    assert s.spec_digest == spec_digest(live.document) is not None
+    assert s.live().resource_version == live.resource_version and s.live().state == live.state
+
+
+def test_applied_digests_are_kept_by_tag_and_checked_by_entry(tmp_path):
+    from reconciler.load import FileCache
+
+    cache = FileCache(tmp_path / "cache")
+    spec = normalize(doc(priority=1))
+    entries = {"r": InventoryEntry(spec, 5.0, "r.yaml")}
+    assert applied_digests("s", entries, tag="t1", cache=cache) == {"r": digest(spec)}
+    # another process: nothing in memory; the file answers for the same tag and entry
+    other = {"r": InventoryEntry(json.loads(json.dumps(spec)), 5.0, "r.yaml")}
+    assert applied_digests("s", other, tag="t1", cache=cache) == {"r": digest(spec)}
+    # an entry applied again (another applied_at) is digested again, whatever the file says
+    changed = normalize(doc(priority=2))
+    again = {"r": InventoryEntry(changed, 6.0, "r.yaml")}
+    assert applied_digests("s", again, tag="t1", cache=cache) == {"r": digest(changed)}
+
+
+def test_a_cold_load_on_every_core_is_the_load_in_one_process(world, monkeypatch):
+    from reconciler import load as load_module
+    from reconciler.load import FileCache
+
+    for i in range(7):
+        world.run(f"r{i}")
+    world.write("bad.yaml", "metadata: {name: bad}\nspec: {task_template: {image: 1}}\n")
+    alone = load_source(["runs"], cache=FileCache(None))
+    monkeypatch.setattr(load_module, "PARALLEL_FROM", 2)
+    monkeypatch.setattr(load_module, "_forkable", lambda n: n >= 2)
+    forked = load_source(["runs"], cache=FileCache(world.root / "cold"))
+    assert [str(e) for e in forked.errors] == [str(e) for e in alone.errors] != []
+    assert forked.hashes() == alone.hashes()
+    for name, f in alone.files.items():
+        g = forked.files[name]
+        assert [(d.index, r.document, r.digest) for d, r in g.entries] == [
+            (d.index, r.document, r.digest) for d, r in f.entries
+        ]
+    assert len(list((world.root / "cold").rglob("*.json"))) == 7  # the bad file is never cached
+
+
+def test_a_cold_load_of_many_files_writes_one_pack_that_a_warm_load_reads(world, monkeypatch):
+    from reconciler import load as load_module
+    from reconciler.load import FileCache
+
+    monkeypatch.setattr(load_module, "PACK_FROM", 3)
+    for i in range(4):
+        world.run(f"r{i}")
+    folder = world.root / "packed"
+    cold = load_source(["runs"], cache=FileCache(folder))
+    packs = list((folder / "packs").glob("*.json"))
+    assert len(packs) == 1 and [p for p in folder.rglob("*.json") if p not in packs] == []
+    warm_cache = FileCache(folder)
+    warm = load_source(["runs"], cache=warm_cache)
+    assert warm_cache._packs and {n: r.digest for n, r in warm.runs.items()} == {
+        n: r.digest for n, r in cold.runs.items()
+    }
+    for k in range(3):  # other sets of files: new packs; only the newest PACKS_KEPT stay
+        world.run(f"s{k}")
+        load_source(["runs"], cache=FileCache(folder))  # one miss: one file, no pack
+        world.run(f"t{k}a"), world.run(f"t{k}b"), world.run(f"t{k}c")
+        load_source(["runs"], cache=FileCache(folder))
+    assert len(list((folder / "packs").glob("*.json"))) == load_module.PACKS_KEPT
+    again = load_source(["runs"], cache=FileCache(folder))
+    assert again.ok and len(again.runs) == 4 + 3 + 9
