@@ -42,11 +42,22 @@ import json
 from typing import Any
 
 from .quantities import parse_bytes, parse_duration
+from .validate import published_schema
 
 __all__ = ["DIGEST_VERSION", "digest", "normalize", "spec_digest"]
 
 #: Part of every digest: bump it when ``normalize`` changes what it yields.
 DIGEST_VERSION = "n1"
+
+def _default(definition: str, field: str) -> Any:
+    """A fixed default, as the published schema (generated from the models) states it."""
+    return published_schema("run")["definitions"][definition]["properties"][field]["default"]
+
+
+LIFETIME = _default("Spec", "lifetime")
+REPLICAS = _default("TaskGroup", "replicas")
+RESTART_POLICY = _default("TaskTemplate", "restart_policy")
+VOLUME_MODE = _default("DataVolumeRef", "mode")
 
 _BYTES_FIELDS = frozenset({"memory_bytes"})
 _SECONDS_FIELDS = frozenset({"time_limit_seconds"})
@@ -90,13 +101,13 @@ def _spec(spec: dict[str, Any]) -> dict[str, Any]:
     out = _clean(spec) or {}
     if "policy" in out and "start" not in out:
         out["start"] = out.pop("policy")
-    out.setdefault("lifetime", "Batch")
+    out.setdefault("lifetime", LIFETIME)
     template = out.get("task_template")
     if isinstance(template, dict):
         _worker(template)
     for group in out.get("task_groups") or []:
         if isinstance(group, dict):
-            group.setdefault("replicas", 1)
+            group.setdefault("replicas", REPLICAS)
             if isinstance(group.get("task_template"), dict):
                 _worker(group["task_template"])
             _resort(group)
@@ -105,10 +116,10 @@ def _spec(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def _worker(template: dict[str, Any]) -> None:
-    template.setdefault("restart_policy", "OnFailure")
+    template.setdefault("restart_policy", RESTART_POLICY)
     for ref in template.get("datavolume_refs") or []:
         if isinstance(ref, dict):
-            ref.setdefault("mode", "ReadWrite")
+            ref.setdefault("mode", VOLUME_MODE)
             _resort(ref)
     _resort(template)
 
