@@ -49,8 +49,10 @@ def check(
         from multiprocessing import get_context
 
         chunks = [files[i::jobs] for i in range(jobs)]
-        with ProcessPoolExecutor(jobs, mp_context=get_context("fork")) as pool:
-            parts = list(pool.map(_check, chunks, [None] * jobs, [()] * jobs))
+        # the others go to forked processes; this one checks the first share meanwhile
+        with ProcessPoolExecutor(jobs - 1, mp_context=get_context("fork")) as pool:
+            others = [pool.submit(_check, chunk, None, ()) for chunk in chunks[1:]]
+            parts = [_check(chunks[0], None, ()), *(f.result() for f in others)]
         done = Checked([e for part in parts for e in part.errors])
         for part in parts:
             done.documents += part.documents

@@ -102,9 +102,12 @@ def load_file(
     name = display or os.fspath(path)
     try:
         with open(path, "rb") as f:
-            data = f.read(msg.MAX_FILE_BYTES + 1)  # never more than the limit in memory
+            size = os.fstat(f.fileno()).st_size
+            # never more than the limit in memory; a plain read() of a regular file allocates
+            # its size once (read(limit) would allocate the whole limit for every file)
+            data = f.read() if 0 < size <= msg.MAX_FILE_BYTES else f.read(msg.MAX_FILE_BYTES + 1)
             if len(data) > msg.MAX_FILE_BYTES:
-                size = os.fstat(f.fileno()).st_size
+                size = max(size, len(data))
                 text = (
                     f"the file is {size} bytes; a spec file may be at most {msg.MAX_FILE_BYTES} bytes "
                     f"({msg.MAX_FILE_BYTES // 2**20} MiB): split it into several files"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from functools import cache
 from pathlib import Path
@@ -82,14 +83,17 @@ def find_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], lis
     """Files as given, and folders searched recursively for ``*.yaml *.yml *.json``, sorted."""
     files, errors = [], []
     for given in paths:
-        p = Path(given)
-        if p.is_dir():
+        try:
+            is_dir = stat.S_ISDIR(os.stat(given).st_mode)  # one stat: a folder, or a file given
+        except OSError:
+            is_dir = None
+        if is_dir:
             found: list[str] = []
-            _walk(str(p), found)
+            _walk(os.fspath(given), found)
             found.sort(key=lambda f: f.split(os.sep))  # the order of sorted(Path)s, on strings
             files += map(Path, found)
-        elif p.exists():
-            files.append(p)
+        elif is_dir is not None:
+            files.append(Path(given))
         else:
             errors.append(
                 FieldError(ErrorType.file, FieldPath.root(), "no such file or folder", str(given), None, None)
