@@ -49,6 +49,7 @@ __all__ = ["DIGEST_VERSION", "digest", "normalize", "spec_digest"]
 #: Part of every digest: bump it when ``normalize`` changes what it yields.
 DIGEST_VERSION = "n1"
 
+
 def _default(definition: str, field: str) -> Any:
     """A fixed default, as the published schema (generated from the models) states it."""
     return published_schema("run")["definitions"][definition]["properties"][field]["default"]
