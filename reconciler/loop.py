@@ -411,9 +411,11 @@ class Watch:
         return True
 
     def run(self) -> None:
+        """Step until the events end (a test's scripted events, or a stop)."""
         try:
-            while self.step():
-                pass
+            running = True
+            while running:
+                running = self.step()
         finally:
             gc.unfreeze()
 

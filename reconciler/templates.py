@@ -26,7 +26,6 @@ No exception leaves this module for a problem in a file or a value: every proble
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -35,6 +34,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from .spec import messages as msg
 from .spec.errors import ErrorType, FieldError
 from .spec.loading import Document, Source, load_file
 from .spec.paths import FieldPath
@@ -337,22 +337,6 @@ _TYPE_WORDS = {
 }
 
 
-def _describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"the boolean {json.dumps(value)}"
-    if isinstance(value, int | float):
-        return f"the number {value}"
-    if isinstance(value, str):
-        return f"the string {json.dumps(value)}"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a map"
-    return type(value).__name__
-
-
 def type_error(parameter: Parameter, value: Any) -> str | None:
     """Why ``value`` is not of the parameter's type, or ``None``. A boolean is not a number."""
     t = parameter.type
@@ -366,7 +350,7 @@ def type_error(parameter: Parameter, value: Any) -> str | None:
     }[t]
     if ok:
         return None
-    text = f"parameter '{parameter.name}' must be {parameter.kind}, not {_describe(value)}"
+    text = f"parameter '{parameter.name}' must be {parameter.kind}, not {msg.describe(value)}"
     if t == "string" and isinstance(value, int | float | bool):
         text += " (quote it)"
     if t == "integer" and isinstance(value, float) and value.is_integer():

@@ -7,6 +7,9 @@ the document when the message is shown, so that the editor and the CLI share one
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 __all__ = [
     "ARRAY_ENGINE",
     "ARRAY_MAX_PARALLEL",
@@ -104,3 +107,20 @@ ENV_NAME = "environment variable names are letters, digits and '_', not starting
 ENV_VALUE = 'must be a string: quote the value ("8080", "true")'
 MOUNT_PATH = "must be an absolute path, starting with '/'"
 LABEL_VALUE = "must be a string: quote the value"
+
+
+def describe(value: Any) -> str:
+    """A value in words, for messages: ``the string "10"``, ``the number 3``, ``a list``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {json.dumps(value)}"
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {json.dumps(value)}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__

@@ -211,31 +211,15 @@ _TYPE_WORDS = {
 }
 
 
-def _describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"the boolean {json.dumps(value)}"
-    if isinstance(value, int | float):
-        return f"the number {value}"
-    if isinstance(value, str):
-        return f"the string {json.dumps(value)}"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
-
-
 def _default(kind: Any, instance: Any) -> str:
     name = kind.name
     if name == "type":
         wanted = " or ".join(_TYPE_WORDS.get(t, t) for t in kind.types)
         hint = " (quote it)" if kind.types == ["string"] and isinstance(instance, int | float | bool) else ""
-        return f"must be {wanted}, not {_describe(instance)}{hint}"
+        return f"must be {wanted}, not {msg.describe(instance)}{hint}"
     if name == "enum":
         options = [str(o) for o in kind.options]
-        text = f"must be one of {', '.join(options)}, not {_describe(instance)}"
+        text = f"must be one of {', '.join(options)}, not {msg.describe(instance)}"
         if isinstance(instance, str):
             folded = {o.lower(): o for o in options}
             close = folded.get(instance.lower()) or next(
