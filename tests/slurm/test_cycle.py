@@ -110,3 +110,25 @@ def test_plan_apply_noop_update_replace_prune_on_slurm(astra, tmp_path: Path):
     assert "Plan: 0 to create, 0 to update, 0 to replace, 1 to delete." in out
     assert "cycle-one" not in {r.name for r in cluster.list_runs()}
     assert "cycle-sweep" in {r.name for r in cluster.list_runs()}
+
+
+def test_the_laptop_examples_apply_unchanged_on_slurm(astra, tmp_path: Path):
+    """The examples the README's first line runs on the embedded default, here on Slurm."""
+    import json
+    import shutil
+
+    from .test_integration import ROOT_EXAMPLES
+
+    shutil.copytree(ROOT_EXAMPLES, tmp_path / "laptop")
+    code, out = astra("apply", "-f", "laptop", "--yes", "--wait")
+    assert code == 0, out
+    assert "Plan: 2 to create, 0 to update, 0 to replace, 0 to delete." in out
+    results = sorted((tmp_path / "results").glob("sweep-*.json"))
+    assert [json.loads(p.read_text())["index"] for p in results] == list(range(8))
+    assert {json.loads(p.read_text())["size"] for p in results} == {8}
+    # one Slurm array, capped at the spec's max_parallel
+    rows = [j for j in squeue_rows() if j["name"] == "laptop-sweep"]
+    assert len({j["array_job_id"] for j in rows}) == 1
+    assert {j.get("array_max_tasks") for j in rows} == {4}
+    code, out = astra("plan", "-f", "laptop", "--detailed-exitcode")
+    assert code == 0, out

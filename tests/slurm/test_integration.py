@@ -22,6 +22,7 @@ from reconciler.clusters import Conflict, LiveRun, Rejected
 from reconciler.clusters.slurm import SlurmCluster
 
 T = TypeVar("T")
+ROOT_EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "laptop"
 UP_HINT = "run `task slurm:up` (bash scripts/slurm-local-up.sh) as root first"
 
 
