@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from .hotpath import profile_validate
-from .measure import Run, Sample, run_cold
+from .measure import Run, Sample, grid, run_cold
 from .specs import MAX_LINES, MIN_LINES, write_specs
 from .startup import not_needed, parse_importtime, top_level
 
@@ -305,7 +305,7 @@ def _table(samples: dict[str, Sample], n: int) -> str:
             )
         )
     notes = [f"  {s.name}: {s.command}" for s in samples.values()]
-    return "\n" + _grid(rows, right=range(1, 6)) + "\n" + "\n".join(notes)
+    return "\n" + grid(rows, right=range(1, 6)) + "\n" + "\n".join(notes)
 
 
 def _ratio_table(ratios: list[dict]) -> str:
@@ -313,20 +313,20 @@ def _ratio_table(ratios: list[dict]) -> str:
         return "\nratios: n/a (run the validate, floor and check-jsonschema parts together)"
     rows = [("ratio (same run)", "measured", "target", "verdict")]
     rows += [(r["ratio"], f"{r['value']:.2f}x", r["target"], r["verdict"]) for r in ratios]
-    return "\n" + _grid(rows, right=(1,))
+    return "\n" + grid(rows, right=(1,))
 
 
 def _startup_text(s: dict) -> str:
     rows = [("start-up (one file)", "median ms", "over bare ms", "peak RSS MiB")]
     for name, c in s["commands"].items():
         rows.append((name, f"{c['median_ms']:.1f}", f"{c['over_bare_ms']:+.1f}", f"{c['peak_rss_mib']:.1f}"))
-    out = [f"\nmedian of {s['runs']} runs each", _grid(rows, right=(1, 2, 3))]
+    out = [f"\nmedian of {s['runs']} runs each", grid(rows, right=(1, 2, 3))]
     rows = [("top-level import (astra validate ONEFILE)", "cumulative ms")]
     rows += [(i["module"], f"{i['cumulative_ms']:.1f}") for i in s["top_imports"]]
     out += [
         "",
         f"-X importtime: {s['importtime_total_ms']:.1f} ms of imports in all",
-        _grid(rows, right=(1,)),
+        grid(rows, right=(1,)),
     ]
     if s["not_needed"]:
         out.append("\nimported but not needed by validate:")
@@ -355,20 +355,7 @@ def _profile_text(p: dict) -> str:
         f"\nprofile: {p['documents']} documents; {p['unprofiled_s']:.3f} s unprofiled, "
         f"{p['profiled_s']:.3f} s under cProfile; top 10 by own time"
     )
-    return head + "\n" + _grid(rows, right=(1, 2, 3, 4))
-
-
-def _grid(rows: list[tuple[str, ...]], right=()) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    right = set(right)
-
-    def line(r: tuple[str, ...]) -> str:
-        cells = [
-            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
-        ]
-        return "  ".join(cells).rstrip()
-
-    return "\n".join([line(rows[0]), "  ".join("-" * w for w in widths), *map(line, rows[1:])])
+    return head + "\n" + grid(rows, right=(1, 2, 3, 4))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["Run", "Sample", "run_cold"]
+__all__ = ["Run", "Sample", "grid", "run_cold"]
 
 
 @dataclass
@@ -88,3 +88,17 @@ def _drain(proc: subprocess.Popen) -> tuple[bytes, bytes]:
                 sel.unregister(key.fileobj)
                 key.fileobj.close()
     return b"".join(chunks["out"]), b"".join(chunks["err"])
+
+
+def grid(rows: list[tuple[str, ...]], right=()) -> str:
+    """Rows as a text table: the first row is the header, ``right`` the right-aligned columns."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    right = set(right)
+
+    def line(r: tuple[str, ...]) -> str:
+        cells = [
+            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        ]
+        return "  ".join(cells).rstrip()
+
+    return "\n".join([line(rows[0]), "  ".join("-" * w for w in widths), *map(line, rows[1:])])

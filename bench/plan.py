@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .measure import Run, Sample, run_cold
+from .measure import Run, Sample, grid, run_cold
 
 __all__ = ["main"]
 
@@ -611,7 +611,7 @@ def _table(samples: dict[str, Sample], n: int) -> str:
             )
         )
     notes = [f"  {s.name}: {s.command}" for s in samples.values()]
-    return "\n" + _grid(rows, right=range(1, 5)) + "\n" + "\n".join(notes)
+    return "\n" + grid(rows, right=range(1, 5)) + "\n" + "\n".join(notes)
 
 
 def _profile_text(p: dict[str, Any]) -> str:
@@ -631,7 +631,7 @@ def _profile_text(p: dict[str, Any]) -> str:
                     f"{r['cumtime_s']:.3f}",
                 )
             )
-        out += ["", _grid(rows, right=(1, 2, 3, 4))]
+        out += ["", grid(rows, right=(1, 2, 3, 4))]
     return "\n".join(out)
 
 
@@ -640,20 +640,7 @@ def _ratio_text(ratios: list[dict[str, Any]]) -> str:
     for r in ratios:
         value = f"{r['value']:.0f} ms" if r["unit"] == "ms" else f"{r['value']:.2f}x"
         rows.append((r["ratio"], value, r["target"], r["verdict"]))
-    return "\n" + _grid(rows, right=(1,))
-
-
-def _grid(rows: list[tuple[str, ...]], right=()) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    right = set(right)
-
-    def line(r: tuple[str, ...]) -> str:
-        cells = [
-            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
-        ]
-        return "  ".join(cells).rstrip()
-
-    return "\n".join([line(rows[0]), "  ".join("-" * w for w in widths), *map(line, rows[1:])])
+    return "\n" + grid(rows, right=(1,))
 
 
 if __name__ == "__main__":
