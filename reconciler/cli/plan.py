@@ -104,6 +104,16 @@ def setup(
     return Setup(src, retrying(cluster), open_store(state, cluster))
 
 
+def _plan_files(paths: list[str], **options: Any) -> tuple[Setup, Any]:
+    """``setup`` with the options, then the plan of the files (the local cache used)."""
+    from ..load import default_cache
+    from ..reconcile import plan_source
+
+    s = setup(paths, **options)
+    _, made = plan_source(s.source, s.cluster, s.store, time.time(), cache=default_cache())
+    return s, made
+
+
 @contextmanager
 def failures() -> Iterator[None]:
     """Our errors as one line and exit 1 (the files' problems one per line first)."""
@@ -177,14 +187,12 @@ def plan(
 
         astra plan -f runs/ --prune --out plan.json --detailed-exitcode
     """
-    from ..load import default_cache
     from ..plan import plan_to_json, render_plan
-    from ..reconcile import plan_source
 
     with _collector_paused():
         paths = _require_files(files)
         with failures():
-            s = setup(
+            _, made = _plan_files(
                 paths,
                 source=source,
                 state=state,
@@ -195,7 +203,6 @@ def plan(
                 prune=prune,
                 allow_empty=allow_empty,
             )
-            _, made = plan_source(s.source, s.cluster, s.store, time.time(), cache=default_cache())
         data = plan_to_json(made)
         # the JSON text only when it is wanted: every noop carries its documents, and with many runs
         # writing it would cost more than the plan
@@ -254,7 +261,7 @@ def apply(
     """
     from ..apply import apply_plan, preflight
     from ..plan import plan_from_json, plan_to_json, render_apply, render_plan
-    from ..reconcile import StalePlan, check_fresh, plan_source
+    from ..reconcile import StalePlan, check_fresh
     from ..state import git_commit, owner
 
     if planfile is not None and files:
@@ -271,9 +278,7 @@ def apply(
             paths = sorted(made.files) or [str(planfile.parent)]
         else:
             paths = _require_files(files)
-            from ..load import default_cache
-
-            s = setup(
+            s, made = _plan_files(
                 paths,
                 source=source,
                 state=state,
@@ -284,7 +289,6 @@ def apply(
                 prune=prune,
                 allow_empty=allow_empty,
             )
-            _, made = plan_source(s.source, s.cluster, s.store, time.time(), cache=default_cache())
         sys.stdout.write(render_plan(plan_to_json(made), verbose=verbose))
         if dry_run:
             problems = preflight(made)
