@@ -60,8 +60,8 @@ REPLICAS = _default("TaskGroup", "replicas")
 RESTART_POLICY = _default("TaskTemplate", "restart_policy")
 VOLUME_MODE = _default("DataVolumeRef", "mode")
 
-_BYTES_FIELDS = frozenset({"memory_bytes"})
-_SECONDS_FIELDS = frozenset({"time_limit_seconds"})
+#: Fields whose strings are quantities, and how each is read as an integer.
+_QUANTITIES = {"memory_bytes": parse_bytes, "time_limit_seconds": parse_duration}
 
 
 def normalize(doc: Any) -> dict[str, Any]:
@@ -138,29 +138,32 @@ def _clean(value: Any, key: str | None = None) -> Any:
     """A deep copy without nulls and empty maps, with quantities as integers, maps' keys sorted.
 
     One pass: the copy is made in key order, so that nothing has to be sorted again after.
+    Exact types are tested first (a document is dicts, lists, strings and numbers): this runs
+    for every value of every document a plan reads.
     """
-    if isinstance(value, dict):
+    kind = type(value)
+    if kind is str:
+        parse = _QUANTITIES.get(key) if key is not None else None
+        if parse is None:
+            return value
+        try:
+            return parse(value)
+        except ValueError:
+            return value
+    if kind is dict or (kind is not list and isinstance(value, dict)):
         out = {}
         for k in sorted(value):
             cleaned = _clean(value[k], k)
-            if cleaned is None or (isinstance(cleaned, dict) and not cleaned):
+            if cleaned is None or (type(cleaned) is dict and not cleaned):
                 continue
             out[k] = cleaned
         return out
-    if isinstance(value, list):
+    if kind is list or isinstance(value, list):
         return [_clean(v) for v in value]
-    if isinstance(value, float) and not isinstance(value, bool) and value.is_integer():
-        value = int(value)
-    if key in _BYTES_FIELDS and isinstance(value, str):
-        try:
-            return parse_bytes(value)
-        except ValueError:
-            return value
-    if key in _SECONDS_FIELDS and isinstance(value, str):
-        try:
-            return parse_duration(value)
-        except ValueError:
-            return value
+    if kind is float and value.is_integer():
+        return int(value)
+    if isinstance(value, str):  # a subclass of str: as a string
+        return _clean(str(value), key)
     return value
 
 
