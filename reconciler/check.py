@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from functools import partial
 
+from .cores import forkable, on_every_core, split
 from .spec.errors import FieldError
 from .spec.validate import find_files
 
@@ -36,23 +37,15 @@ def check(
     *,
     template: str | None = None,
     sets: Sequence[str] = (),
-    jobs: int | None = None,
+    parallel: bool = True,
 ) -> Checked:
-    """Every problem of the files and folders, sorted; how many documents and files were read."""
+    """Every problem of the files and folders, sorted; how many documents and files were read
+    (``parallel=False``: in this process only)."""
     files, errors = find_files(paths)
-    if jobs is None:
-        jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    if template or sets or jobs < 2 or len(files) < PARALLEL_FROM or not hasattr(os, "fork"):
-        done = _check(files, template, tuple(sets))
+    if template or sets or not parallel or not forkable(len(files), PARALLEL_FROM):
+        done = _check(0, files, template, tuple(sets))
     else:
-        from concurrent.futures import ProcessPoolExecutor
-        from multiprocessing import get_context
-
-        chunks = [files[i::jobs] for i in range(jobs)]
-        # the others go to forked processes; this one checks the first share meanwhile
-        with ProcessPoolExecutor(jobs - 1, mp_context=get_context("fork")) as pool:
-            others = [pool.submit(_check, chunk, None, ()) for chunk in chunks[1:]]
-            parts = [_check(chunks[0], None, ()), *(f.result() for f in others)]
+        parts = on_every_core(partial(_check, template=None, sets=()), split(files))
         done = Checked([e for part in parts for e in part.errors])
         for part in parts:
             done.documents += part.documents
@@ -61,7 +54,7 @@ def check(
     return done
 
 
-def _check(files: list[Path], template: str | None, sets: tuple[str, ...]) -> Checked:
+def _check(_share: int, files: list[str], template: str | None, sets: tuple[str, ...]) -> Checked:
     from .desired import load_desired
 
     desired = load_desired(files, template=template, sets=sets)
