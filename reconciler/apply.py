@@ -174,7 +174,7 @@ def _apply_one(
     match change.action:
         case Action.noop:
             held = inventory.get(name)
-            if held is not None and held.spec == change.after and held.file == change.file:
+            if change.after is None or (held is not None and held.records(change.after, change.file)):
                 return "unchanged", ""
             remember()
             return "recorded", ""

@@ -10,12 +10,23 @@ empty (or partial) desired set, so nothing is ever pruned because a file did not
 
 ``refresh(loaded, changed)`` reloads only the changed files (the watch loop's fast path).
 
-The cache (``FileCache``, under ``.astra/cache`` or ``$ASTRA_HOME/cache``): one JSON file per
-content hash, holding that file's final run documents, each with its normalised form and that
-form's digest (``reconciler.spec.normalize``), so that a warm plan neither parses nor
-normalises a file that did not change. An entry of a file that uses templates
-also holds a fingerprint of every template on the search path and is used only while that
-fingerprint holds. Only files without problems are cached; ``--set`` bypasses the cache.
+The cache (``FileCache``, under ``.astra/cache`` or ``$ASTRA_HOME/cache``) keeps, by a file's
+content hash, its *meta* (the template used, and each run's document index, name and the
+digest of its normalised document, ``reconciler.spec.normalize``) apart from its *documents*
+(each run's final document and normalised form). A warm load reads only metas: each run comes
+with its digest, and its documents are read the first time the plan needs them (a run whose
+digests all agree never needs them). An entry of a file that uses templates also holds a
+fingerprint of every template on the search path and is used only while that fingerprint
+holds. Only files without problems are cached; ``--set`` bypasses the cache.
+
+On disk: a load that misses fewer than ``PACK_FROM`` files writes one JSON file per file
+content (``ab/<key>.json``: meta and documents); a larger one (a cold plan) writes a *pack*:
+``packs/<gen>.json``, the index (each content hash → its meta and where its documents are), and
+``packs/<gen>-<part>.docs``, the documents of each one after the other (each JSON text at an
+offset, so one run's documents are read without the rest). On every core, each process writes
+the documents of its share and the parent writes the one index. Only the newest
+``PACKS_KEPT`` packs are kept. Beside them, ``stat.json`` remembers each file's content hash by
+its stat (``reconciler.hashes``): a warm load reads no file that did not change.
 """
 
 from __future__ import annotations
@@ -23,15 +34,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from .atomic import write_atomically
+from .cores import forkable, on_every_core, split
 from .desired import load_desired
+from .hashes import StatHashes
 from .plan.build import DesiredItem
+from .plan.model import PlanError
 from .spec.errors import ErrorType, FieldError
-from .spec.loading import Document, Source
+from .spec.loading import Source
 from .spec.normalize import digest as doc_digest
 from .spec.normalize import normalize
 from .spec.paths import FieldPath
@@ -40,102 +57,133 @@ from .spec.validate import SPEC_SUFFIXES, find_files, published_schema
 __all__ = ["CACHE_VERSION", "FileCache", "Loaded", "LoadedFile", "default_cache", "load_source", "refresh"]
 
 #: Bump when what a cache entry holds changes.
-CACHE_VERSION = "2"
+CACHE_VERSION = "3"
 _NAME = FieldPath.root().child("metadata", "name")
 
 
-#: From this many entries written at once (a cold load), they go into one pack file.
+#: From this many entries written at once (a cold load), they go into one pack.
 PACK_FROM = 200
 #: Packs kept (the newest): older ones are deleted when a new one is written.
 PACKS_KEPT = 2
 
+#: A file's cached runs: their meta, and their documents ([[document, normalised], …]) in order.
+Fresh = dict[str, tuple[dict[str, Any], list[list[Any]]]]
+
+
+@dataclass
+class Hit:
+    """What the cache holds for one file's content: its meta, and how to read its documents."""
+
+    meta: dict[str, Any]
+    documents: Callable[[], Any]
+
 
 class FileCache:
-    """Final run documents by content hash, one JSON file each, or many in one pack (``packs/``,
-    written by a load that missed ``PACK_FROM`` or more: one write instead of thousands, and one
-    read); ``folder=None`` caches nothing."""
+    """Metas and documents by content hash (see the module docstring); ``folder=None`` caches
+    nothing."""
 
     def __init__(self, folder: str | os.PathLike[str] | None):
         self.folder = Path(folder) if folder is not None else None
-        self._salt = _salt()
-        self._packs: dict[str, Any] | None = None
+        self._salt = _salt() if folder is not None else ""
+        self._index: dict[str, Any] | None = None
+        #: the files' content hashes, remembered by their stat
+        self.hashes = StatHashes(self.folder / "stat.json" if self.folder is not None else None)
+
+    @property
+    def _packs(self) -> Path:
+        assert self.folder is not None
+        return self.folder / "packs"
 
     def _pack_index(self) -> dict[str, Any]:
-        """Every pack's entries by key, read once (the newest pack last)."""
-        if self._packs is None:
-            self._packs = {}
-            assert self.folder is not None
+        """Every pack's index rows by content hash, read once (the newest pack last)."""
+        if self._index is None:
+            self._index = {}
             for path in self._pack_files():
                 try:
                     data = json.loads(path.read_bytes())
                 except (OSError, ValueError):
                     continue
                 if isinstance(data, dict) and data.get("salt") == self._salt:
-                    self._packs.update(data.get("entries") or {})
-        return self._packs
+                    self._index.update(data.get("entries") or {})
+        return self._index
 
     def _pack_files(self) -> list[Path]:
-        assert self.folder is not None
         try:
-            found = [(p.stat().st_mtime_ns, p) for p in (self.folder / "packs").glob("*.json")]
+            found = [(p.stat().st_mtime_ns, p) for p in self._packs.glob("*.json")]
         except OSError:
             return []
         return [p for _, p in sorted(found)]
 
     def _path(self, digest: str) -> Path:
         assert self.folder is not None
-        return self.folder / digest[:2] / f"{digest}.json"
+        key = hashlib.sha256(f"{self._salt}:{digest}".encode()).hexdigest()
+        return self.folder / key[:2] / f"{key}.json"
 
-    def key(self, digest: str) -> str:
-        return hashlib.sha256(f"{self._salt}:{digest}".encode()).hexdigest()
-
-    def get(self, digest: str) -> dict[str, Any] | None:
+    def get(self, digest: str) -> Hit | None:
         if self.folder is None:
             return None
-        key = self.key(digest)
-        packed = self._pack_index().get(key)
-        if packed is not None:
-            return packed
+        row = self._pack_index().get(digest)
+        if row is not None:
+            meta, docs, offset, length = row
+            return Hit(meta, partial(self._read_docs, docs, offset, length))
         try:
-            with open(self._path(key), encoding="utf-8") as f:
-                return json.load(f)
+            with open(self._path(digest), encoding="utf-8") as f:
+                data = json.load(f)
         except (OSError, ValueError):
             return None
+        if not isinstance(data, dict) or "meta" not in data:
+            return None
+        return Hit(data["meta"], lambda: data["documents"])
 
-    def put(self, digest: str, entry: dict[str, Any]) -> None:
-        if self.folder is None:
-            return
-        path = self._path(self.key(digest))
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(entry, separators=(",", ":")), encoding="utf-8")
-            os.replace(tmp, path)
-        except OSError:
-            pass  # a cache that cannot be written is only slower
+    def _read_docs(self, name: str, offset: int, length: int) -> Any:
+        with open(self._packs / name, "rb") as f:
+            f.seek(offset)
+            return json.loads(f.read(length))
 
-    def put_many(self, entries: dict[str, dict[str, Any]]) -> None:
-        """``put`` each; from ``PACK_FROM`` entries, one pack file holding them all."""
+    def put_many(self, entries: Fresh) -> None:
+        """Each entry in a file of its own; from ``PACK_FROM`` entries, one pack holding them all."""
         if self.folder is None or not entries:
             return
-        if len(entries) < PACK_FROM:
-            for digest, entry in entries.items():
-                self.put(digest, entry)
+        if len(entries) >= PACK_FROM:
+            gen = new_generation()
+            self.write_index(gen, self.write_documents(entries, gen, 0))
             return
-        keyed = {self.key(d): e for d, e in entries.items()}
-        name = hashlib.sha256("\n".join(sorted(keyed)).encode()).hexdigest()
-        path = self.folder / "packs" / f"{name}.json"
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"salt": self._salt, "entries": keyed}, separators=(",", ":")), "utf-8")
-            os.replace(tmp, path)
-            for old in self._pack_files()[:-PACKS_KEPT]:
-                old.unlink(missing_ok=True)
-        except OSError:
+        for digest, (meta, documents) in entries.items():
+            write_atomically(
+                self._path(digest), json.dumps({"meta": meta, "documents": documents}, separators=(",", ":"))
+            )
+
+    def write_documents(self, entries: Fresh, gen: str, part: int) -> dict[str, Any]:
+        """The documents of ``entries`` in pack ``gen``'s file ``part``; its index rows (none when
+        it cannot be written: the cache is only slower)."""
+        assert self.folder is not None
+        name = f"{gen}-{part}.docs"
+        rows, chunks, offset = {}, [], 0
+        for digest, (meta, documents) in entries.items():
+            text = json.dumps(documents, separators=(",", ":")).encode()
+            rows[digest] = [meta, name, offset, len(text)]
+            chunks.append(text)
+            offset += len(text)
+        return rows if write_atomically(self._packs / name, b"".join(chunks)) else {}
+
+    def write_index(self, gen: str, rows: dict[str, Any]) -> None:
+        """Pack ``gen``'s index; then only the newest ``PACKS_KEPT`` packs are kept."""
+        if not rows:
             return
-        if self._packs is not None:
-            self._packs.update(keyed)
+        text = json.dumps({"salt": self._salt, "entries": rows}, separators=(",", ":"))
+        if not write_atomically(self._packs / f"{gen}.json", text):
+            return
+        for old in self._pack_files()[:-PACKS_KEPT]:
+            old.unlink(missing_ok=True)
+            for docs in self._packs.glob(f"{old.stem}-*.docs"):
+                docs.unlink(missing_ok=True)
+        if self._index is not None:
+            self._index.update(rows)
+
+
+def new_generation() -> str:
+    """A new pack's name: its time, then the process (two loads at once never share one)."""
+    return f"{time.time_ns():x}-{os.getpid()}"
 
 
 def _salt() -> str:
@@ -146,17 +194,27 @@ def _salt() -> str:
 
 @dataclass
 class LoadedFile:
-    """One file: its hash, its valid runs (each with the document it came from), its problems."""
+    """One file: its hash, its valid runs (each with its document's index in the file), its
+    problems; ``source``: its text, when it was parsed here (not for a file from the cache)."""
 
     path: str
     sha256: str
-    entries: list[tuple[Document, DesiredItem]] = field(default_factory=list)
+    entries: list[tuple[int, DesiredItem]] = field(default_factory=list)
     errors: list[FieldError] = field(default_factory=list)
     templated: bool = False
+    source: Source | None = field(default=None, repr=False)
 
     @property
     def runs(self) -> list[DesiredItem]:
         return [r for _, r in self.entries]
+
+    def text(self) -> Source:
+        """The file's text (read again when it came from the cache), for positions."""
+        if self.source is None:
+            with open(self.path, "rb") as f:
+                text = f.read().decode("utf-8-sig", errors="replace")
+            self.source = Source(self.path, text, json=self.path.endswith(".json"))
+        return self.source
 
 
 @dataclass
@@ -217,7 +275,7 @@ def load_source(
     loaded = Loaded([os.fspath(p) for p in paths], template, tuple(sets))
     loaded.templates = _template_fingerprint()
     files, loaded.base_errors = find_files(paths)
-    _load_files(loaded, [os.fspath(f) for f in files], cache)
+    _load_files(loaded, files, cache)
     _finish(loaded)
     return loaded
 
@@ -270,102 +328,129 @@ def _display(changed: str | os.PathLike[str], loaded: Loaded) -> str | None:
 PARALLEL_FROM = 500
 
 
-def _from_cache(loaded: Loaded, name: str, data: bytes, sha: str, entry: dict[str, Any] | None) -> bool:
-    """Take ``name``'s runs from its cache entry, when it has one that holds here."""
-    if (
-        entry is None
-        or entry.get("template") != loaded.template
-        or (entry.get("templated") and entry.get("templates") != loaded.templates)
+class _Documents:
+    """A cached file's documents, read from the cache once, when the first is wanted."""
+
+    def __init__(self, path: str, count: int, read: Callable[[], Any]):
+        self.path, self.count, self._read = path, count, read
+        self._documents: list[Any] | None = None
+
+    def at(self, k: int) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        if self._documents is None:
+            try:
+                documents = self._read()
+            except (OSError, ValueError):
+                documents = None
+            if not isinstance(documents, list) or len(documents) != self.count:
+                raise PlanError(
+                    f"{self.path}: its documents are gone from the load cache (cleared while planning?): "
+                    "plan again"
+                )
+            self._documents = documents
+        document, normalized = self._documents[k]
+        return document, normalized
+
+
+def _from_cache(loaded: Loaded, name: str, sha: str, hit: Hit | None) -> bool:
+    """Take ``name``'s runs from the cache, when it has an entry for them that holds here."""
+    if hit is None:
+        return False
+    meta = hit.meta
+    if meta.get("template") != loaded.template or (
+        meta.get("templated") and meta.get("templates") != loaded.templates
     ):
         return False
-    source = Source(name, data.decode("utf-8-sig"), json=name.endswith(".json"))
+    runs = meta["runs"]
+    documents = _Documents(name, len(runs), hit.documents)
     entries = [
-        (Document(source, i, d), DesiredItem(d["metadata"]["name"], d, name, n, h))
-        for i, d, n, h in entry["documents"]
+        (index, DesiredItem(run, None, name, None, digest, fetch=partial(documents.at, k)))
+        for k, (index, run, digest) in enumerate(runs)
     ]
-    loaded.files[name] = LoadedFile(name, sha, entries, [], bool(entry.get("templated")))
+    loaded.files[name] = LoadedFile(name, sha, entries, [], bool(meta.get("templated")))
     return True
 
 
-def _forkable(missing: int) -> bool:
-    import threading
-
-    jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    # fork only a process without other threads (a fork copies none of them, nor their locks)
-    return missing >= PARALLEL_FROM and jobs > 1 and hasattr(os, "fork") and threading.active_count() == 1
-
-
 def _fill_cache(loaded: Loaded, names: list[str], cache: FileCache) -> None:
-    """Load ``names`` on every core, each process writing its files' cache entries."""
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
-
-    jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    chunks = [names[i::jobs] for i in range(jobs)]
-    entries: dict[str, dict[str, Any]] = {}
+    """Load ``names`` on every core into the cache: each process writes its share's documents
+    (in one pack when there are ``PACK_FROM`` or more, whose index is written here)."""
+    gen = new_generation() if len(names) >= PACK_FROM else None
+    work = partial(_cache_share, loaded.template, loaded.templates, cache.folder, gen)
+    rows: dict[str, Any] = {}
     try:
-        with ProcessPoolExecutor(jobs, mp_context=get_context("fork")) as pool:
-            args = [loaded.template] * jobs, [loaded.templates] * jobs, chunks, [cache] * jobs
-            for part in pool.map(_cache_chunk, *args):
-                entries.update(part)
+        for part in on_every_core(work, split(names)):
+            rows.update(part)
     except Exception:
         pass  # whatever is not in the cache now is loaded in this process
-    cache.put_many(entries)
+    if gen is not None:
+        cache.write_index(gen, rows)
 
 
-def _cache_chunk(
-    template: str | None, templates: dict[str, str], names: list[str], cache: FileCache
-) -> dict[str, dict[str, Any]]:
-    """One process's share: its files' cache entries (by content hash), written by the parent."""
-    part = Loaded([], template, (), templates=templates)
-    return _load_files(part, names, cache, parallel=False, write=False)
-
-
-def _load_files(
-    loaded: Loaded, names: list[str], cache: FileCache | None, *, parallel: bool = True, write: bool = True
-) -> dict[str, dict[str, Any]]:
-    """Load ``names`` into ``loaded``, from the cache where it holds them; the new cache entries
-    (by content hash), written to the cache unless ``write`` is false."""
-    use_cache = cache is not None and not loaded.sets
-    fresh: dict[str, dict[str, Any]] = {}
-    missed: list[str] = []
+def _cache_share(
+    template: str | None,
+    templates: dict[str, str],
+    folder: Path,
+    gen: str | None,
+    part: int,
+    names: list[str],
+) -> dict[str, Any]:
+    """One process's share, loaded and written to the cache; its pack index rows (if a pack)."""
+    share = Loaded([], template, (), templates=templates)
     for name in names:
         try:
             with open(name, "rb") as f:
-                data = f.read()
+                share.files[name] = LoadedFile(name, hashlib.sha256(f.read()).hexdigest())
+        except OSError:
+            share.files[name] = LoadedFile(name, "")
+    fresh = _load_here(share, names)
+    cache = FileCache(folder)
+    if gen is None:
+        cache.put_many(fresh)
+        return {}
+    return cache.write_documents(fresh, gen, part)
+
+
+def _load_files(loaded: Loaded, names: list[str], cache: FileCache | None, *, parallel: bool = True) -> None:
+    """Load ``names`` into ``loaded``: from the cache where it holds them, else here (on every
+    core when many), the new ones written to the cache."""
+    use_cache = cache is not None and cache.folder is not None and not loaded.sets
+    hashes = cache.hashes if cache is not None else StatHashes(None)
+    missed: list[str] = []
+    for name in names:
+        try:
+            digest, _ = hashes.sha256(name)
         except OSError:
             loaded.files[name] = LoadedFile(name, "")
             missed.append(name)  # load_desired says what is wrong with it
             continue
-        digest = hashlib.sha256(data).hexdigest()
-        entry = cache.get(digest) if use_cache and cache is not None else None
-        if not _from_cache(loaded, name, data, digest, entry):
+        if not (use_cache and cache is not None and _from_cache(loaded, name, digest, cache.get(digest))):
             loaded.files[name] = LoadedFile(name, digest)
             missed.append(name)
-    if not missed:
-        return fresh
-    if parallel and use_cache and cache is not None and cache.folder is not None and _forkable(len(missed)):
+    hashes.save()
+    if not missed or cache is None:
+        if missed:
+            _load_here(loaded, missed)
+        return
+    if parallel and use_cache and forkable(len(missed), PARALLEL_FROM):
         # many files not in the cache (a cold plan): loaded into the cache on every core, then
-        # read from it here as a warm load would; what is still missing is loaded below
+        # taken from it here as a warm load would; what is still missing is loaded below
         _fill_cache(loaded, missed, cache)
-        still = []
-        for name in missed:
-            f = loaded.files[name]
-            try:
-                with open(name, "rb") as fh:
-                    data = fh.read()
-            except OSError:
-                still.append(name)
-                continue
-            if hashlib.sha256(data).hexdigest() != f.sha256 or not _from_cache(
-                loaded, name, data, f.sha256, cache.get(f.sha256)
-            ):
-                still.append(name)
-        missed = still
+        missed = [
+            n
+            for n in missed
+            if not (sha := loaded.files[n].sha256) or not _from_cache(loaded, n, sha, cache.get(sha))
+        ]
         if not missed:
-            return fresh
-    desired = load_desired(missed, template=loaded.template, sets=loaded.sets)
-    by_file = {n: loaded.files[n] for n in missed}
+            return
+    fresh = _load_here(loaded, missed)
+    if use_cache:
+        cache.put_many(fresh)
+
+
+def _load_here(loaded: Loaded, names: list[str]) -> Fresh:
+    """Load, render and validate ``names`` (each already in ``loaded.files`` with its hash) in
+    this process; the cache entries of those without problems, by content hash."""
+    desired = load_desired(names, template=loaded.template, sets=loaded.sets)
+    by_file = {n: loaded.files[n] for n in names}
     for run in desired.runs:
         f = by_file.get(run.document.source.name)
         if f is not None:
@@ -373,7 +458,8 @@ def _load_files(
             h = doc_digest(normalized)
             # kept only when it reads back from JSON as it is (``h`` is None otherwise)
             item = DesiredItem(run.name or "", run.data, f.path, normalized if h else None, h)
-            f.entries.append((run.document, item))
+            f.entries.append((run.document.index, item))
+            f.source = run.document.source
             f.templated = f.templated or run.template is not None
     leftover = []
     for e in desired.errors:
@@ -381,45 +467,46 @@ def _load_files(
             by_file[e.file].errors.append(e)
         else:
             leftover.append(e)  # the command line's, or a template file's
+    fresh: Fresh = {}
     for f in by_file.values():
         f.errors += leftover  # each file of the batch keeps them, so a refresh cannot lose them
-        if use_cache and cache is not None and not f.errors and f.sha256:
-            fresh[f.sha256] = {
+        if not f.errors and f.sha256:
+            meta = {
                 "template": loaded.template,
                 "templated": f.templated,
                 "templates": loaded.templates if f.templated else None,
-                "documents": [[d.index, r.document, r.normalized, r.digest] for d, r in f.entries],
+                "runs": [[i, r.name, r.digest] for i, r in f.entries],
             }
-    if write and cache is not None:
-        cache.put_many(fresh)
+            fresh[f.sha256] = (meta, [[r.document, r.normalized] for _, r in f.entries])
     return fresh
 
 
 def _finish(loaded: Loaded) -> None:
     """Gather every problem and check that run names are unique across the source."""
     errors = list(loaded.base_errors)
-    runs: dict[str, tuple[DesiredItem, Document]] = {}
+    runs: dict[str, tuple[DesiredItem, LoadedFile, int]] = {}
     for f in loaded.files.values():
         errors += f.errors
-        for doc, run in f.entries:
+        for index, run in f.entries:
             first = runs.get(run.name)
             if first is None:
-                runs[run.name] = (run, doc)
+                runs[run.name] = (run, f, index)
                 continue
+            _, other, at = first
             text = (
-                f"run name '{run.name}' is also used in {_where(first[1])}: "
+                f"run name '{run.name}' is also used in {_where(other, at)}: "
                 "run names must be unique in a source"
             )
-            line, column = doc.source.locate(doc.index, _NAME)
-            errors.append(FieldError(ErrorType.duplicate, _NAME, text, doc.source.name, line, column))
+            line, column = f.text().locate(index, _NAME)
+            errors.append(FieldError(ErrorType.duplicate, _NAME, text, f.path, line, column))
     unique = {(e.file, e.line, e.column, str(e.path), e.message): e for e in errors}
     loaded.errors = sorted(unique.values(), key=lambda e: e.sort_key())
-    loaded.runs = {} if loaded.errors else {n: r for n, (r, _) in sorted(runs.items())}
+    loaded.runs = {} if loaded.errors else {n: r for n, (r, _, _) in sorted(runs.items())}
 
 
-def _where(doc: Document) -> str:
-    line, column = doc.source.locate(doc.index, _NAME)
-    return f"{doc.source.name}:{line}:{column}"
+def _where(f: LoadedFile, index: int) -> str:
+    line, column = f.text().locate(index, _NAME)
+    return f"{f.path}:{line}:{column}"
 
 
 def default_cache() -> FileCache:

@@ -296,7 +296,10 @@ class Reconciler:
     def _apply(self, plan: Plan) -> ApplyResult:
         if not plan.has_changes and all(c.action is Action.noop for c in plan.changes):
             inventory = self._read().inventory
-            if all(c.address in inventory and inventory[c.address].spec == c.after for c in plan.changes):
+            if all(
+                c.after is None or (c.address in inventory and inventory[c.address].records(c.after, c.file))
+                for c in plan.changes
+            ):
                 return ApplyResult(plan.source)
         result = apply_plan(
             plan,

@@ -5,18 +5,16 @@ observes the runs it is concerned with (``observe``; the workers of runs it migh
 the cost), and calls the pure ``build_plan``. It refuses a failed load (``LoadFailed``): a
 failed load is never an empty desired set.
 
-The fast path (``FAST_PATH``, on unless a test turns it off; same plans as without it): the
-live runs are listed as summaries (``clusters.base.summaries``: ``GET /runs?view=summary`` over
-http), each with the digest of its normalised document; the desired digests come with the load
-cache, the last-applied ones from ``applied_digests``. A run whose three digests are one is a
-noop without ``compare`` and without its live document; the documents of the others (and of
-runs a prune would delete) are fetched, one by one when few, else in one list, and planned in
-full. Workers are fetched only for the runs that may be stopped among those.
-
-``applied_digests(source, entries, tag=, cache=)``: the digest of each inventory entry's
-normalised spec; remembered in this process (by entry), and on disk under the cache folder
-(``applied/``) keyed by the source's name and tag (its ETag, else its resource_version): an
-entry's digest is reused when the tag and the entry's ``applied_at`` and ``file`` match.
+The fast path (``FAST_PATH``, on unless a test turns it off; same plans as without it): three
+digests of each run's normalised document are compared, and a run whose three are one is a noop
+without ``compare`` and without any of its documents. The desired digests come with the load
+cache (``reconciler.load``), the last-applied ones with the inventory read without its specs
+(``store.inventory(name, specs=False)``: the store keeps each entry's digest), the live ones
+with the runs listed as summaries (``clusters.base.summaries``: ``GET /runs?view=summary`` over
+http). Only the runs that differ get their live document (one by one when few, else in one
+list), their last-applied spec (``store.inventory(name, runs)``) and their desired document
+(read from the cache when first used), and are planned in full; so do runs a prune would
+delete. Workers are fetched only for the runs that may be stopped among those.
 
 ``check_fresh(plan, cluster)`` says why a plan no longer holds: a file it was made from
 changed (sha256), or a run it looked at changed on the cluster (resource version).
@@ -35,8 +33,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import json
-import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,16 +43,13 @@ from .clusters.base import Cluster, LiveRun, Unreachable, WorkerInfo, summaries
 from .load import FileCache, Loaded, load_source
 from .plan import Plan, build_plan, stopping
 from .spec.errors import FieldError
-from .spec.normalize import digest as doc_digest
-from .spec.normalize import normalize
-from .state import InventoryEntry, SourceState, SourceStore
+from .state import InventoryEntry, SourceStore
 
 __all__ = [
     "LoadFailed",
     "ReconcileError",
     "Source",
     "StalePlan",
-    "applied_digests",
     "check_fresh",
     "make_plan",
     "observe",
@@ -123,30 +116,33 @@ def make_plan(
     now: float,
     *,
     scope: Collection[str] | None = None,
-    inventory: dict[str, InventoryEntry] | None = None,
-    cache: FileCache | None = None,
+    inventory: Mapping[str, InventoryEntry] | None = None,
     fast: bool | None = None,
 ) -> Plan:
     """The plan for ``source`` now (see the module docstring). ``inventory``: the source's, when
-    the caller has just read it (else it is read here). ``cache``: where the last-applied digests
-    are kept between processes. ``fast``: the fast path (default ``FAST_PATH``)."""
+    the caller has just read it (else it is read here). ``fast``: the fast path (default
+    ``FAST_PATH``)."""
     if not loaded.ok:
         raise LoadFailed(loaded.errors)
-    tag = None
+    use_fast = FAST_PATH if fast is None else fast
     if inventory is None:
-        state = store.read(source.name)
-        inventory = state.inventory
-        tag = _tag(store, state)
+        inventory = store.inventory(source.name, specs=not use_fast)
     concerned = set(loaded.runs) | set(inventory)
     if scope is not None:
         concerned &= set(scope)
-    use_fast = FAST_PATH if fast is None else fast
     unchanged: set[str] = set()
     if use_fast and (scope is None or len(concerned) > _GET_EACH_LIMIT):
-        live, unchanged = _observe_fast(source, loaded, cluster, inventory, concerned, tag, cache)
+        live, unchanged = _observe_fast(source, loaded, cluster, inventory, concerned)
     else:
         live = observe(cluster, concerned if scope is not None else None)
         live = {n: r for n, r in live.items() if n in concerned}
+    compared = [
+        n
+        for n in concerned
+        if n in loaded.runs and n in inventory and n not in unchanged and inventory[n].spec is None
+    ]
+    if compared:  # the last-applied specs of the runs to compare: only theirs are read
+        inventory = {**inventory, **store.inventory(source.name, compared)}
     workers: dict[str, list[WorkerInfo]] = {}
     full = {n: r for n, r in live.items() if n not in unchanged}
     for name in stopping(loaded.runs, full, inventory, prune=source.prune, scope=scope):
@@ -177,12 +173,9 @@ def _observe_fast(
     cluster: Cluster,
     inventory: Mapping[str, InventoryEntry],
     concerned: set[str],
-    tag: str | None,
-    cache: FileCache | None,
 ) -> tuple[dict[str, LiveRun], set[str]]:
     """The live runs (from summaries where no document is needed) and the unchanged runs."""
     listed = {s.name: s for s in summaries(cluster) if s.name in concerned}
-    last = applied_digests(source.name, inventory, tag=tag, cache=cache)
     live: dict[str, LiveRun] = {}
     unchanged: set[str] = set()
     need: list[str] = []
@@ -195,7 +188,8 @@ def _observe_fast(
                 live[name] = summary.live()  # only listed as not pruned
             continue
         known = want.digest
-        if known is not None and name in inventory and known == summary.spec_digest == last.get(name):
+        applied = inventory.get(name)
+        if known is not None and applied is not None and known == summary.spec_digest == applied.digest:
             unchanged.add(name)
             live[name] = summary.live()
         else:
@@ -209,75 +203,6 @@ def _observe_fast(
             if run is not None:
                 live[name] = run
     return live, unchanged
-
-
-def _tag(store: SourceStore, state: SourceState) -> str:
-    """What names this reading of the source: the store, and its ETag or resource_version."""
-    tag_of = getattr(store, "tag", None)
-    etag = tag_of(state.name) if callable(tag_of) else None
-    where = getattr(store, "address", None) or getattr(store, "url", None) or type(store).__name__
-    return f"{where}|{etag or state.resource_version}"
-
-
-#: last-applied digests of this process, by entry: (the spec, its digest); the spec is kept so
-#: that its id is not reused
-_MEMO: dict[int, tuple[dict[str, Any], str | None]] = {}
-_MEMO_MAX = 200_000
-
-
-def applied_digests(
-    source: str,
-    entries: Mapping[str, InventoryEntry],
-    *,
-    tag: str | None = None,
-    cache: FileCache | None = None,
-) -> dict[str, str | None]:
-    """The digest of each entry's normalised spec (see the module docstring)."""
-    path = None
-    stored: dict[str, Any] = {}
-    if tag is not None and cache is not None and cache.folder is not None:
-        key = hashlib.sha256(source.encode()).hexdigest()
-        path = cache.folder / "applied" / f"{key}.json"
-        try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-            if isinstance(data, dict) and data.get("tag") == tag and data.get("version") == _APPLIED_VERSION:
-                stored = data.get("runs") or {}
-        except (OSError, ValueError):
-            stored = {}
-    if len(_MEMO) > _MEMO_MAX:
-        _MEMO.clear()
-    out: dict[str, str | None] = {}
-    computed = False
-    for name, entry in entries.items():
-        held = _MEMO.get(id(entry.spec))
-        if held is not None and held[0] is entry.spec:
-            out[name] = held[1]
-            continue
-        kept = stored.get(name)
-        if isinstance(kept, list) and len(kept) == 3 and kept[:2] == [entry.applied_at, entry.file]:
-            h = kept[2]
-        else:
-            h = doc_digest(normalize(entry.spec))
-            computed = True
-        _MEMO[id(entry.spec)] = (entry.spec, h)
-        out[name] = h
-    if path is not None and (computed or set(stored) != set(entries)):
-        runs = {n: [e.applied_at, e.file, out[n]] for n, e in entries.items()}
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(
-                json.dumps({"version": _APPLIED_VERSION, "tag": tag, "runs": runs}, separators=(",", ":")),
-                encoding="utf-8",
-            )
-            os.replace(tmp, path)
-        except OSError:
-            pass  # only slower next time
-    return out
-
-
-_APPLIED_VERSION = "1"
 
 
 def check_fresh(plan: Plan, cluster: Cluster) -> list[str]:
@@ -294,9 +219,12 @@ def check_fresh(plan: Plan, cluster: Cluster) -> list[str]:
     if plan.cluster != cluster.address:
         reasons.append(f"the plan is for {plan.cluster}, not {cluster.address}")
         return reasons
-    live = observe(cluster, list(plan.live))
+    if len(plan.live) > _GET_EACH_LIMIT:
+        versions = {s.name: s.resource_version for s in summaries(cluster)}
+    else:
+        versions = {n: r.resource_version for n, r in observe(cluster, list(plan.live)).items()}
     for name, version in sorted(plan.live.items()):
-        current = live[name].resource_version if name in live else None
+        current = versions.get(name)
         if current != version:
             what = (
                 "was created"
@@ -358,7 +286,7 @@ def plan_source(
     gc.disable()
     try:
         loaded = load_source(source.paths, template=source.template, sets=source.sets, cache=cache)
-        return loaded, make_plan(source, loaded, cluster, store, now, cache=cache)
+        return loaded, make_plan(source, loaded, cluster, store, now)
     finally:
         if collecting:
             gc.enable()

@@ -31,9 +31,13 @@ control plane keeps a source as its own row and one row per run of its inventory
                     "summary": {"create": 1, "update": 0, "replace": 0, "delete": 0, "noop": 3},
                     "result": "applied" | "failed: …"}]}      (oldest first, at most 100 kept)
       ENTRY = {"spec": {metadata, spec: normalised}, "applied_at": 1700000000.0,
-               "file": "examples/sweep.yaml" | null}
+               "file": "examples/sweep.yaml" | null,
+               "digest": "n1:…"}  (answers only: the server's digest of the normalised spec,
+                                   reconciler.spec.normalize; computed here when missing)
     GET /sources         → 200 {"items": [the same objects, one per source, sorted by name]}
     GET /sources/{name}/runs     → 200 {"name", "resource_version", "items": {"RUN": ENTRY}}
+                         ?view=digest: each ENTRY without "spec"; ?run=A&run=B: only those runs
+                         (a server that ignores either answers more: the client filters)
     PUT /sources/{name}/runs/{run}   body ENTRY, X-Astra-Lock: LOCK_ID → 200 {"name", "resource_version"}
     DELETE /sources/{name}/runs/{run}  X-Astra-Lock: LOCK_ID → 200 {…} | 404 not in the inventory
     PUT /sources/{name}/status   body the status → 200 {"name", "resource_version"}
@@ -66,7 +70,7 @@ import os
 import socket
 import subprocess
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -120,18 +124,48 @@ class StaleState(StateError):
 
 @dataclass(frozen=True)
 class InventoryEntry:
-    """A run this source applied: the document it last applied (normalised), when, from which file."""
+    """A run this source applied: the document it last applied (normalised), when, from which
+    file, and that document's digest (``reconciler.spec.normalize.digest``).
 
-    spec: dict[str, Any]
+    Every store fills ``digest`` when it reads (an entry made to be recorded may leave it out: the
+    store computes it); read with ``inventory(…, specs=False)``, ``spec`` is ``None`` and the
+    digest stands for it.
+    """
+
+    spec: dict[str, Any] | None
     applied_at: float
     file: str | None = None
+    digest: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"spec": self.spec, "applied_at": self.applied_at, "file": self.file}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> InventoryEntry:
-        return cls(data["spec"], float(data.get("applied_at") or 0.0), data.get("file"))
+        spec, given = data.get("spec"), data.get("digest")
+        return cls(spec, float(data.get("applied_at") or 0.0), data.get("file"), given or _digest_of(spec))
+
+    def records(self, after: dict[str, Any], file: str | None) -> bool:
+        """Whether this entry already records the normalised document ``after``, from ``file``."""
+        if self.file != file:
+            return False
+        if self.spec is not None:
+            return self.spec == after
+        from .spec.normalize import digest
+
+        return self.digest is not None and self.digest == digest(after)
+
+    def without_spec(self) -> InventoryEntry:
+        return InventoryEntry(None, self.applied_at, self.file, self.digest or _digest_of(self.spec))
+
+
+def _digest_of(spec: dict[str, Any] | None) -> str | None:
+    """The digest of a last-applied spec (``None`` without one)."""
+    if spec is None:
+        return None
+    from .spec.normalize import spec_digest
+
+    return spec_digest(spec)
 
 
 @dataclass(frozen=True)
@@ -214,6 +248,13 @@ class SourceStore(Protocol):
 
     def read(self, name: str) -> SourceState: ...
 
+    def inventory(
+        self, name: str, runs: Collection[str] | None = None, *, specs: bool = True
+    ) -> dict[str, InventoryEntry]:
+        """The source's inventory (only ``runs``, when given), each entry with its digest; with
+        ``specs=False`` without the specs (``spec`` is ``None``), which a plan that finds a run
+        unchanged by digest never reads."""
+
     def sources(self) -> list[SourceState]: ...
 
     def record(self, name: str, run: str, entry: InventoryEntry | None) -> None:
@@ -260,6 +301,13 @@ class MemorySourceStore:
     def read(self, name: str) -> SourceState:
         data = self._data.get(name)
         return SourceState(name) if data is None else SourceState.from_json(_copied(data))
+
+    def inventory(
+        self, name: str, runs: Collection[str] | None = None, *, specs: bool = True
+    ) -> dict[str, InventoryEntry]:
+        held = self.read(name).inventory
+        wanted = held if runs is None else {r: held[r] for r in sorted(runs) if r in held}
+        return wanted if specs else {r: e.without_spec() for r, e in wanted.items()}
 
     def sources(self) -> list[SourceState]:
         return [self.read(n) for n in sorted(self._data)]
@@ -330,6 +378,7 @@ def _tables():
         Column("spec", Text, nullable=False),
         Column("applied_at", Float, nullable=False),
         Column("file", String, nullable=True),
+        Column("digest", String, nullable=True),  # added later: NULL in older files, filled on read
     )
     history = Table(
         "astra_history",
@@ -359,8 +408,19 @@ class SqlSourceStore:
         try:
             self.engine = create_engine(url)
             self._meta.create_all(self.engine)
+            self._add_digest_column()
         except SQLAlchemyError as exc:
             raise StateError(f"cannot open the state database {url}: {exc}") from exc
+
+    def _add_digest_column(self) -> None:
+        """A state file from before inventory digests gets the column (its rows' digests are
+        computed when read)."""
+        from sqlalchemy import inspect, text
+
+        columns = {c["name"] for c in inspect(self.engine).get_columns(self._inventory.name)}
+        if "digest" not in columns:
+            with self.engine.begin() as conn:
+                conn.execute(text(f"ALTER TABLE {self._inventory.name} ADD COLUMN digest VARCHAR"))
 
     def _tx(self):
         return _Tx(self.engine)
@@ -378,15 +438,12 @@ class SqlSourceStore:
     def read(self, name: str) -> SourceState:
         from sqlalchemy import select
 
-        s, i, h = self._sources, self._inventory, self._history
+        s, h = self._sources, self._history
         with self._tx() as conn:
             row = conn.execute(select(s).where(s.c.name == name)).mappings().first()
             if row is None:
                 return SourceState(name)
-            inventory = {
-                r["run"]: InventoryEntry(json.loads(r["spec"]), r["applied_at"], r["file"])
-                for r in conn.execute(select(i).where(i.c.source == name).order_by(i.c.run)).mappings()
-            }
+            inventory = self._entries(conn, name, None, specs=True)
             history = [
                 HistoryEntry(r["who"], r["at"], r["git_commit"], json.loads(r["summary"]), r["result"])
                 for r in conn.execute(
@@ -396,6 +453,40 @@ class SqlSourceStore:
         return SourceState(
             name, row["resource_version"], inventory, _lock_of(row), json.loads(row["status"]), history
         )
+
+    def inventory(
+        self, name: str, runs: Collection[str] | None = None, *, specs: bool = True
+    ) -> dict[str, InventoryEntry]:
+        with self._tx() as conn:
+            return self._entries(conn, name, runs, specs=specs)
+
+    def _entries(
+        self, conn, name: str, runs: Collection[str] | None, *, specs: bool
+    ) -> dict[str, InventoryEntry]:
+        from sqlalchemy import select
+
+        i = self._inventory
+        columns = [i.c.run, i.c.applied_at, i.c.file, i.c.digest]
+        if specs:
+            columns.append(i.c.spec)
+        query = select(*columns).where(i.c.source == name).order_by(i.c.run)
+        wanted = None if runs is None else set(runs)
+        out = {}
+        for r in conn.execute(query).mappings():
+            if wanted is not None and r["run"] not in wanted:
+                continue
+            spec = json.loads(r["spec"]) if specs else None
+            given = r["digest"]
+            if given is None:  # a row from before digests: its spec digested now
+                given = _digest_of(spec if specs else json.loads(self._spec_text(conn, name, r["run"])))
+            out[r["run"]] = InventoryEntry(spec, r["applied_at"], r["file"], given)
+        return out
+
+    def _spec_text(self, conn, name: str, run: str) -> str:
+        from sqlalchemy import select
+
+        i = self._inventory
+        return conn.execute(select(i.c.spec).where(i.c.source == name, i.c.run == run)).scalar_one()
 
     def sources(self) -> list[SourceState]:
         from sqlalchemy import select
@@ -417,6 +508,7 @@ class SqlSourceStore:
                         spec=json.dumps(entry.spec, sort_keys=True),
                         applied_at=entry.applied_at,
                         file=entry.file,
+                        digest=entry.digest or _digest_of(entry.spec),
                     )
                 )
             self._bump(conn, name)

@@ -33,11 +33,9 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 from urllib.parse import quote, urlsplit
-
-import httpx
 
 from ..state import (
     HISTORY_KEEP,
@@ -58,10 +56,13 @@ from .base import (
     Unreachable,
     WorkerInfo,
 )
+from .httpx_lean import httpx
 
 __all__ = ["ApiSourceStore", "HttpCluster", "api_base"]
 
 _TRANSIENT = frozenset({502, 503, 504})
+#: Up to this many runs, an inventory read names them (``?run=…``); more: the whole inventory.
+_RUNS_BY_NAME = 50
 
 
 def api_base(server: str) -> str:
@@ -232,6 +233,24 @@ class ApiSourceStore:
         else:
             self._known.pop(name, None)
         return _copy(state)
+
+    def inventory(
+        self, name: str, runs: Collection[str] | None = None, *, specs: bool = True
+    ) -> dict[str, InventoryEntry]:
+        """``GET /sources/{name}/runs`` (``?view=digest`` without specs; ``?run=…`` for a few runs)."""
+        params: list[tuple[str, str]] = [] if specs else [("view", "digest")]
+        if runs is not None and len(runs) <= _RUNS_BY_NAME:
+            params += [("run", r) for r in sorted(runs)]
+        try:
+            response = self._call("GET", f"{self._path(name)}/runs", params=params)
+        except NotFound:
+            return {}
+        try:
+            items = response.json()["items"]
+            out = {r: InventoryEntry.from_json(e) for r, e in items.items() if runs is None or r in runs}
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise StateError(f"{self.address} answered with something that is not an inventory") from exc
+        return out if specs else {r: e.without_spec() for r, e in out.items()}
 
     def tag(self, name: str) -> str | None:
         """The ETag of ``name`` as this store last read or wrote it (``None``: not known)."""

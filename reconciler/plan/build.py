@@ -22,8 +22,7 @@ is never an empty desired set. Pure: no I/O; ``now`` is passed in.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol
 
 from ..clusters.base import LiveRun, WorkerInfo
@@ -42,30 +41,76 @@ REASON_PRUNE = "no longer in the files (--prune)"
 REASON_DRIFT = "changed outside astra: set back to the files"
 
 
-@dataclass(frozen=True)
 class DesiredItem:
-    """One run the files ask for: its final document and the file it came from."""
+    """One run the files ask for: its final document and the file it came from.
 
-    name: str
-    document: dict[str, Any]
-    file: str | None = None
-    #: ``normalize(document)`` and its ``digest``, when known already (the load cache keeps them)
-    normalized: dict[str, Any] | None = field(default=None, compare=False, repr=False)
-    digest: str | None = field(default=None, compare=False, repr=False)
+    ``normalized`` (``normalize(document)``) and ``digest`` (its digest) when known already: the
+    load cache keeps them. An item from the cache may come with its digest only and ``fetch``,
+    which gives ``(document, normalized)`` the first time either is read: a plan that finds the
+    run unchanged by its digest never reads its document.
+    """
+
+    __slots__ = ("_document", "_fetch", "_normalized", "digest", "file", "name")
+
+    def __init__(
+        self,
+        name: str,
+        document: dict[str, Any] | None = None,
+        file: str | None = None,
+        normalized: dict[str, Any] | None = None,
+        digest: str | None = None,
+        *,
+        fetch: Callable[[], tuple[dict[str, Any], dict[str, Any] | None]] | None = None,
+    ):
+        if document is None and fetch is None:
+            raise TypeError("a DesiredItem needs its document or a way to fetch it")
+        self.name, self.file, self.digest = name, file, digest
+        self._document, self._normalized, self._fetch = document, normalized, fetch
+
+    def _load(self) -> None:
+        if self._document is None and self._fetch is not None:
+            self._document, self._normalized = self._fetch()
+            self._fetch = None
+
+    @property
+    def document(self) -> dict[str, Any]:
+        self._load()
+        assert self._document is not None
+        return self._document
+
+    @property
+    def normalized(self) -> dict[str, Any] | None:
+        self._load()
+        return self._normalized
 
     def after(self) -> dict[str, Any]:
         """The normalised document: the one kept, else computed now."""
-        return self.normalized if self.normalized is not None else normalize(self.document)
+        kept = self.normalized
+        return kept if kept is not None else normalize(self.document)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DesiredItem):
+            return NotImplemented
+        return (self.name, self.file, self.document) == (other.name, other.file, other.document)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"DesiredItem(name={self.name!r}, file={self.file!r})"
 
 
 class Applied(Protocol):
-    """An inventory entry as the plan needs it: the last-applied document and its file."""
+    """An inventory entry as the plan needs it: the last-applied document and its file (``spec``
+    may be ``None`` for a run the plan finds unchanged by digest: it is not read)."""
 
     @property
-    def spec(self) -> dict[str, Any]: ...
+    def spec(self) -> dict[str, Any] | None: ...
 
     @property
     def file(self) -> str | None: ...
+
+    def records(self, after: dict[str, Any], file: str | None) -> bool:
+        """Whether the entry records exactly the normalised document ``after``, from ``file``."""
 
 
 def stopping(
@@ -119,7 +164,7 @@ def build_plan(
         want, have, applied = desired.get(name), live.get(name), inventory.get(name)
         if want is not None:
             if have is not None and applied is not None and name in unchanged:
-                changes.append(_unchanged(want, have))
+                changes.append(_unchanged(want, have, applied))
             else:
                 changes.append(_for_desired(want, have, applied, workers.get(name), now))
         elif have is None:
@@ -160,11 +205,13 @@ def build_plan(
     )
 
 
-def _unchanged(want: DesiredItem, have: LiveRun) -> Change:
+def _unchanged(want: DesiredItem, have: LiveRun, applied: Applied) -> Change:
     """The noop ``_for_desired`` gives when the three digests are one: equal canonical JSON, so
     ``compare`` finds no field change and its ``before`` (live through the managed fields: all of
-    them, as live has exactly the desired fields) equals ``after``."""
-    after = want.after()
+    them, as live has exactly the desired fields) equals ``after``. When the inventory names the
+    same file too, apply has nothing to send or record: the noop carries no documents (its
+    ``before`` and ``after`` are ``None``), and the run's document is never read."""
+    after = None if applied.file == want.file else want.after()
     return Change(
         address=want.name,
         action=Action.noop,
@@ -193,6 +240,8 @@ def _for_desired(
             reason=REASON_PLANNED_BACK if applied is not None else "",
             file=want.file,
         )
+    if applied is not None and applied.spec is None:
+        raise PlanError(f"the inventory entry of {want.name} came without its spec: it cannot be compared")
     last = normalize(applied.spec) if applied is not None else None
     before, fields = compare(after, normalize(have.document), last)
     # no field changes is exactly a noop (compare's contract): spare the second deep comparison
@@ -213,8 +262,11 @@ def _for_desired(
             reason = REASON_ADOPT
         elif not reason and all(f.drift for f in fields):
             reason = REASON_DRIFT
-    elif action is Action.noop and have.final:
-        reason = f"finished ({have.state}) and unchanged: it stays"
+    elif action is Action.noop:
+        if have.final:
+            reason = f"finished ({have.state}) and unchanged: it stays"
+        if applied is not None and applied.records(after, want.file):
+            before = after = None  # nothing to send or record: as ``_unchanged`` gives it
     return Change(
         address=want.name,
         action=action,

@@ -33,8 +33,11 @@ __all__ = [
     "same",
 ]
 
-#: The version of the plan's JSON form; ``plan_from_json`` refuses any other.
-FORMAT_VERSION = "1"
+#: The version of the plan's JSON form. "2": a noop may carry no documents (``before`` and
+#: ``after`` null). ``plan_from_json`` reads ``READS`` (a "1" plan is a "2" plan whose noops all
+#: carry theirs) and refuses any other.
+FORMAT_VERSION = "2"
+READS = ("1", "2")
 
 #: Fields a running run can take in place; every other field forces a replace (unknown → replace).
 IN_PLACE_FIELDS: tuple[tuple[str, ...], ...] = (
@@ -144,7 +147,9 @@ class Change:
     update    live         desired
     replace   live         desired
     delete    live         None
-    noop      live         desired (equal)
+    noop      live         desired (equal); or both ``None`` when the live run, the last
+                           apply and the files agree by digest and file: nothing to
+                           send or record (``build._unchanged``)
     ========  ===========  ===========
 
     ``before`` is the live document as normalised, seen through the fields this source manages.
@@ -246,9 +251,10 @@ def plan_from_json(data: Any) -> Plan:
     """A plan read back from its JSON form; ``PlanError`` if it is not one this version reads."""
     if not isinstance(data, dict) or "format_version" not in data:
         raise PlanError("not a saved plan: no format_version")
-    if data["format_version"] != FORMAT_VERSION:
+    if data["format_version"] not in READS:
         raise PlanError(
-            f"the plan's format_version is {data['format_version']!r}; this astra reads {FORMAT_VERSION!r}"
+            f"the plan's format_version is {data['format_version']!r}; this astra reads "
+            + " and ".join(repr(v) for v in READS)
         )
     try:
         changes = tuple(

@@ -95,7 +95,7 @@ def both(cluster, store, source, cache, transport=None):
     slow = make_plan(source, loaded, cluster, store, 1.0, fast=False)
     if transport is not None:
         transport.clear()  # what follows: the fast path's calls
-    fast = make_plan(source, loaded, cluster, store, 1.0, cache=cache, fast=True)
+    fast = make_plan(source, loaded, cluster, store, 1.0, fast=True)
     assert json.dumps(plan_to_json(fast), sort_keys=True) == json.dumps(plan_to_json(slow), sort_keys=True)
     return fast
 

@@ -86,7 +86,7 @@ class World:
         source = self.source(**kwargs)
         loaded = load_source(source.paths, cache=self.cache)
         slow = make_plan(source, loaded, self.cluster, self.store, self.now, fast=False)
-        fast = make_plan(source, loaded, self.cluster, self.store, self.now, cache=self.cache, fast=True)
+        fast = make_plan(source, loaded, self.cluster, self.store, self.now, fast=True)
         assert as_json(fast) == as_json(slow)
         return fast
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pytest
 
@@ -42,11 +43,23 @@ def test_json_output_and_saved_plan(world, cli):
     code, out, _ = cli("plan", "-f", "runs", "--source", "s", "-o", "json", "--out", "plan.json")
     assert code == 0
     assert json.loads(out) == json.loads((world.root / "plan.json").read_text())
-    assert json.loads(out)["format_version"] == "1"
+    assert json.loads(out)["format_version"] == "2"
     code, out, _ = cli("apply", "plan.json", "--yes")
     assert code == 0 and "a: created" in out
     code, _, err = cli("apply", "plan.json", "--yes")
     assert code == 1 and "stale" in err and "run a was created" in err
+
+
+def test_a_plan_of_format_1_is_still_applied_and_another_refused(world, cli):
+    world.run("a")
+    code, out, _ = cli("plan", "-f", "runs", "--source", "s", "-o", "json")
+    saved = json.loads(out)
+    (world.root / "old.json").write_text(json.dumps({**saved, "format_version": "1"}))
+    (world.root / "new.json").write_text(json.dumps({**saved, "format_version": "3"}))
+    code, _, err = cli("apply", "new.json", "--yes")
+    assert code == 1 and "format_version is '3'; this astra reads '1' and '2'" in err
+    code, out, _ = cli("apply", "old.json", "--yes")
+    assert code == 0 and "a: created" in out
 
 
 def test_apply_asks_and_refuses_without_a_terminal(world, cli):
@@ -86,3 +99,58 @@ def test_no_cluster_is_one_clear_line(world, monkeypatch, capsys):
     world.run("a")
     assert run(["plan", "-f", "runs"]) == 1
     assert capsys.readouterr().err == f"astra: error: {NO_CLUSTER}\n"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("plan", "-f", "runs", "--source", "s"),
+        ("plan", "--file=runs", "--source=s", "-ojson"),
+        ("plan", "-f", "runs", "--source", "s", "-v", "--detailed-exitcode"),
+        ("plan", "-f", "runs", "--source", "s", "--out", "p.json", "--prune"),
+        ("plan", "--source", "s"),
+    ],
+)
+def test_plan_with_plain_arguments_runs_without_typer_and_alike(world, cli, capsys, args):
+    from reconciler import cli as cli_package
+
+    world.run("a")
+    command, _ = cli_package._fast_call(list(args))
+    assert command.__module__ == "reconciler.cli.planning"
+    with pytest.raises(SystemExit) as fast:
+        cli_package.main(list(args))
+    fast_out, fast_err = capsys.readouterr()
+    typer_code, typer_out, typer_err = cli(*args)
+
+    def timeless(text: str) -> str:  # a plan's JSON holds the time it was made
+        return re.sub(r'"created_at": [0-9.]+', '"created_at": T', text)
+
+    assert fast.value.code == typer_code and fast_err == typer_err
+    assert timeless(fast_out) == timeless(typer_out) and (fast_out or "give the run specs" in fast_err)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("plan", "--help"),
+        ("plan", "-f", "runs", "--sourse", "s"),
+        ("plan", "-f", "runs", "-o", "yaml"),
+        ("plan", "-f"),
+        ("plan", "--prune=yes"),
+        ("plan", "runs"),
+        ("apply", "-f", "runs"),
+    ],
+)
+def test_anything_but_plain_arguments_goes_to_typer(args):
+    from reconciler import cli as cli_package
+
+    assert cli_package._fast_call(list(args)) is None
+
+
+def test_the_server_and_token_come_from_the_environment_on_both_routes(monkeypatch):
+    from reconciler import cli as cli_package
+
+    monkeypatch.setenv("ASTRA_SERVER", "http://example:1")
+    monkeypatch.setenv("ASTRA_TOKEN", "t")
+    _, arguments = cli_package._fast_call(["plan", "-f", "runs", "--token", "mine"])
+    assert arguments == {"files": ["runs"], "server": "http://example:1", "token": "mine"}

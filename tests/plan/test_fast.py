@@ -12,12 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reconciler import cores
+from reconciler import load as load_module
 from reconciler.clusters.base import RunSummary, summaries
 from reconciler.load import load_source
 from reconciler.plan import build, compare, normalize
-from reconciler.reconcile import applied_digests, make_plan
+from reconciler.reconcile import make_plan
 from reconciler.spec.normalize import DIGEST_VERSION, digest, spec_digest
-from reconciler.state import InventoryEntry
+from reconciler.state import InventoryEntry, MemorySourceStore, SqlSourceStore
 
 from .conftest import RUN, as_json
 
@@ -145,15 +147,27 @@ def test_a_warm_plan_of_an_unchanged_source_compares_nothing(world, monkeypatch)
     calls = []
     real = build.compare
     monkeypatch.setattr(build, "compare", lambda *a: calls.append(a[0]) or real(*a))
+    read_documents, inventory_reads = [], []
+    real_at = load_module._Documents.at
+    monkeypatch.setattr(
+        load_module._Documents, "at", lambda self, k: read_documents.append(k) or real_at(self, k)
+    )
+    real_inventory = world.store.inventory
+    monkeypatch.setattr(
+        world.store, "inventory", lambda *a, **k: inventory_reads.append((a, k)) or real_inventory(*a, **k)
+    )
     source = world.source()
     loaded = load_source(source.paths, cache=world.cache)  # from the cache: digests kept
-    assert all(r.digest and r.normalized for r in loaded.runs.values())
     world.cluster.calls.clear()
-    fast = make_plan(source, loaded, world.cluster, world.store, world.now, cache=world.cache, fast=True)
+    fast = make_plan(source, loaded, world.cluster, world.store, world.now, fast=True)
     assert calls == [] and not fast.has_changes
     assert not [c for c in world.cluster.calls if c[0] in ("get", "workers")]
+    # no document was read: not one from the files (the cache), nor one last-applied spec
+    assert read_documents == [] and inventory_reads == [(("test",), {"specs": False})]
+    assert all(c.before is None and c.after is None for c in fast.changes)
     slow = make_plan(source, loaded, world.cluster, world.store, world.now, fast=False)
     assert len(calls) == 5 and as_json(fast) == as_json(slow)
+    assert len(read_documents) == 5 and all(r.digest and r.normalized for r in loaded.runs.values())
 
 
 def test_only_the_runs_that_differ_are_fetched_and_compared(world, monkeypatch):
@@ -167,7 +181,7 @@ def test_only_the_runs_that_differ_are_fetched_and_compared(world, monkeypatch):
     world.cluster.calls.clear()
     source = world.source()
     loaded = load_source(source.paths, cache=world.cache)
-    plan = make_plan(source, loaded, world.cluster, world.store, world.now, cache=world.cache, fast=True)
+    plan = make_plan(source, loaded, world.cluster, world.store, world.now, fast=True)
     assert calls == ["r2"]
     assert [c for c in world.cluster.calls if c[0] == "get"] == [("get", "r2")]
     assert [c.address for c in plan.changes if c.action.value != "noop"] == ["r2"]
@@ -183,24 +197,45 @@ def test_summaries_of_a_cluster_without_the_fast_call_come_from_list_runs(world)
     assert s.live().resource_version == live.resource_version and s.live().state == live.state
 
 
-def test_applied_digests_are_kept_by_tag_and_checked_by_entry(tmp_path):
-    from reconciler.load import FileCache
+@pytest.mark.parametrize("kind", ["memory", "sql"])
+def test_a_store_reads_the_inventory_with_digests_and_without_specs(kind, tmp_path):
+    store = MemorySourceStore() if kind == "memory" else SqlSourceStore(f"sqlite:///{tmp_path}/state.db")
+    specs = {"a": normalize(doc(priority=1)), "b": normalize(doc(priority=2))}
+    for run, spec in specs.items():
+        store.record("s", run, InventoryEntry(spec, 5.0, f"{run}.yaml"))
+    bare = store.inventory("s", specs=False)
+    assert {r: (e.spec, e.digest, e.file) for r, e in bare.items()} == {
+        r: (None, digest(spec), f"{r}.yaml") for r, spec in specs.items()
+    }
+    assert store.inventory("s", ["b", "zzz"]) == {
+        "b": InventoryEntry(specs["b"], 5.0, "b.yaml", digest(specs["b"]))
+    }
+    assert store.inventory("s") == store.read("s").inventory
+    assert store.inventory("never-written", specs=False) == {}
 
-    cache = FileCache(tmp_path / "cache")
-    spec = normalize(doc(priority=1))
-    entries = {"r": InventoryEntry(spec, 5.0, "r.yaml")}
-    assert applied_digests("s", entries, tag="t1", cache=cache) == {"r": digest(spec)}
-    # another process: nothing in memory; the file answers for the same tag and entry
-    other = {"r": InventoryEntry(json.loads(json.dumps(spec)), 5.0, "r.yaml")}
-    assert applied_digests("s", other, tag="t1", cache=cache) == {"r": digest(spec)}
-    # an entry applied again (another applied_at) is digested again, whatever the file says
-    changed = normalize(doc(priority=2))
-    again = {"r": InventoryEntry(changed, 6.0, "r.yaml")}
-    assert applied_digests("s", again, tag="t1", cache=cache) == {"r": digest(changed)}
+
+def test_a_state_file_from_before_digests_gets_them(tmp_path):
+    import sqlalchemy
+
+    url = f"sqlite:///{tmp_path}/state.db"
+    engine = sqlalchemy.create_engine(url)
+    spec = normalize(doc(priority=3))
+    with engine.begin() as conn:  # the table as astra wrote it before digests
+        conn.exec_driver_sql(
+            "CREATE TABLE astra_inventory (source VARCHAR NOT NULL, run VARCHAR NOT NULL, spec TEXT NOT NULL,"
+            " applied_at FLOAT NOT NULL, file VARCHAR, PRIMARY KEY (source, run))"
+        )
+        conn.exec_driver_sql(
+            "INSERT INTO astra_inventory VALUES ('s', 'r', ?, 1.0, 'r.yaml')", (json.dumps(spec),)
+        )
+    store = SqlSourceStore(url)
+    assert store.inventory("s", specs=False)["r"].digest == digest(spec)
+    store.record("s", "q", InventoryEntry(spec, 2.0, "q.yaml"))
+    assert store.inventory("s", ["q"])["q"].digest == digest(spec)
 
 
 def test_a_cold_load_on_every_core_is_the_load_in_one_process(world, monkeypatch):
-    from reconciler import load as load_module
+
     from reconciler.load import FileCache
 
     for i in range(7):
@@ -208,20 +243,21 @@ def test_a_cold_load_on_every_core_is_the_load_in_one_process(world, monkeypatch
     world.write("bad.yaml", "metadata: {name: bad}\nspec: {task_template: {image: 1}}\n")
     alone = load_source(["runs"], cache=FileCache(None))
     monkeypatch.setattr(load_module, "PARALLEL_FROM", 2)
-    monkeypatch.setattr(load_module, "_forkable", lambda n: n >= 2)
+    monkeypatch.setattr(load_module, "forkable", lambda n, minimum: n >= 2)
+    monkeypatch.setattr(cores, "cores", lambda: 2)  # two shares, whatever this machine has
     forked = load_source(["runs"], cache=FileCache(world.root / "cold"))
     assert [str(e) for e in forked.errors] == [str(e) for e in alone.errors] != []
     assert forked.hashes() == alone.hashes()
     for name, f in alone.files.items():
         g = forked.files[name]
-        assert [(d.index, r.document, r.digest) for d, r in g.entries] == [
-            (d.index, r.document, r.digest) for d, r in f.entries
+        assert [(i, r.document, r.digest) for i, r in g.entries] == [
+            (i, r.document, r.digest) for i, r in f.entries
         ]
     assert len(list((world.root / "cold").rglob("*.json"))) == 7  # the bad file is never cached
 
 
 def test_a_cold_load_of_many_files_writes_one_pack_that_a_warm_load_reads(world, monkeypatch):
-    from reconciler import load as load_module
+
     from reconciler.load import FileCache
 
     monkeypatch.setattr(load_module, "PACK_FROM", 3)

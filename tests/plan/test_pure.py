@@ -250,7 +250,7 @@ def test_json_round_trip_and_renderer_reads_only_json():
     old = doc(priority=1)
     p = plan([doc(priority=2), doc("new")], [live(old)], {"train": entry(old)})
     data = plan_to_json(p)
-    assert data["format_version"] == "1"
+    assert data["format_version"] == "2"
     again = plan_from_json(data)
     assert plan_to_json(again) == data
     assert render_plan(data) == render_plan(plan_to_json(again))
