@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 __all__ = ["app", "main", "validate_command"]
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    fast = _validate_args(args)
-    if fast is not None:  # the common case, without typer: typer imports pydantic (70+ ms)
-        code = _guarded(validate_command, *fast)
+    fast = _fast_call(args)
+    if fast is not None:  # plain arguments, without typer: typer imports pydantic (100+ ms)
+        code = _guarded(*fast)
     else:
         from .app import run
 
@@ -65,33 +66,103 @@ def validate_command(
     return 1 if errors else 0
 
 
-def _validate_args(args: list[str]) -> tuple[list[str], bool] | None:
-    """``validate PATH... [-o text|json]`` as (paths, as_json); None for anything else (typer's job)."""
-    if not args or args[0] != "validate":
+#: The commands that run without typer when their arguments are plain: each option's parameter
+#: and kind (a flag; a value; a value that may repeat, gathered in a list), the parameter that
+#: takes the positional arguments, and the parameters read from the environment when not given.
+#: Anything else (``--help``, ``--``, an unknown option, a value out of its choices) goes to
+#: typer, which answers as for any command; both routes call the same function.
+_FAST: dict[str, tuple[dict[str, tuple[str, str]], str | None, dict[str, str]]] = {
+    "validate": (
+        {
+            "-o": ("output", "value"),
+            "--output": ("output", "value"),
+            "--template": ("template", "value"),
+            "--set": ("sets", "list"),
+        },
+        "paths",
+        {},
+    ),
+    "plan": (
+        {
+            "-f": ("files", "list"),
+            "--file": ("files", "list"),
+            "--template": ("template", "value"),
+            "--set": ("sets", "list"),
+            "--prune": ("prune", "flag"),
+            "--allow-empty": ("allow_empty", "flag"),
+            "-o": ("output", "value"),
+            "--output": ("output", "value"),
+            "--out": ("out", "value"),
+            "--detailed-exitcode": ("detailed_exitcode", "flag"),
+            "-v": ("verbose", "flag"),
+            "--verbose": ("verbose", "flag"),
+            "--source": ("source", "value"),
+            "--state": ("state", "value"),
+            "--server": ("server", "value"),
+            "--token": ("token", "value"),
+        },
+        None,
+        {"server": "ASTRA_SERVER", "token": "ASTRA_TOKEN"},
+    ),
+}
+_CHOICES = {"output": ("text", "json")}
+
+
+def _fast_call(args: list[str]) -> tuple[Any, dict[str, Any]] | None:
+    """The command and its arguments when ``args`` are plain (see ``_FAST``); else ``None``."""
+    if not args or args[0] not in _FAST:
         return None
-    paths, output, rest = [], "text", iter(args[1:])
+    options, positional, environ = _FAST[args[0]]
+    given: dict[str, Any] = {}
+    rest = iter(args[1:])
     for arg in rest:
-        if arg in ("-o", "--output"):
-            output = next(rest, "")
-        elif arg.startswith("--output="):
-            output = arg.partition("=")[2]
-        elif arg.startswith("-o") and len(arg) > 2:
-            output = arg[2:]
-        elif arg.startswith("-"):
-            return None  # --help, --, a typo: typer answers
-        else:
-            paths.append(arg)
-        if output not in ("text", "json"):
+        name, eq, inline = arg.partition("=") if arg.startswith("--") else (arg[:2], "", arg[2:])
+        if not arg.startswith("-") or arg == "-":
+            if positional is None:
+                return None
+            given.setdefault(positional, []).append(arg)
+            continue
+        if name not in options:
             return None
-    return (paths, output == "json") if paths else None
+        param, kind = options[name]
+        if kind == "flag":
+            if eq or inline:
+                return None
+            given[param] = True
+            continue
+        value = inline if (eq or inline) else next(rest, None)
+        if value is None or value not in _CHOICES.get(param, (value,)):
+            return None
+        if kind == "list":
+            given.setdefault(param, []).append(value)
+        else:
+            given[param] = value
+    for param, variable in environ.items():
+        if param not in given and os.environ.get(variable):
+            given[param] = os.environ[variable]
+    if args[0] == "validate":
+        if not given.get("paths"):
+            return None
+        return validate_command, {
+            "paths": given["paths"],
+            "as_json": given.get("output") == "json",
+            "template": given.get("template"),
+            "sets": given.get("sets", ()),
+        }
+    from .planning import plan_command
+
+    return plan_command, given
 
 
-def _guarded(command, *args) -> int:
+def _guarded(command: Any, arguments: dict[str, Any]) -> int:
     """As ``app.run`` does for typer's commands: one line and exit code 1, never a traceback."""
     from .output import error
+    from .planning import Exit
 
     try:
-        return command(*args)
+        return command(**arguments)
+    except Exit as exc:
+        return exc.code
     except KeyboardInterrupt:
         error("interrupted")
         return 130

@@ -14,6 +14,7 @@ except ImportError:  # pragma: no cover - older typer
     from click import exceptions as cx
 
 from .output import echo, error
+from .planning import Exit
 
 app = typer.Typer(
     name="astra",
@@ -128,6 +129,8 @@ def run(argv: list[str]) -> int:
     except cx.ClickException as exc:
         error(exc.format_message())
         return 1
+    except Exit as exc:
+        return exc.code
     except (getattr(cx, "Abort", typer.Abort), typer.Abort):
         error("aborted")
         return 1

@@ -7,13 +7,10 @@ wait), and prints. Our errors become one line and exit 1; ``--detailed-exitcode`
 
 from __future__ import annotations
 
-import gc
 import json
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,6 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from .output import echo, error
+from .planning import Exit, failures, plan_command, plan_files, require_files, setup
 
 __all__ = [
     "AllowEmpty",
@@ -74,87 +72,6 @@ Token = Annotated[str | None, typer.Option("--token", envvar="ASTRA_TOKEN", help
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Show unchanged runs (=) too.")]
 
 
-@dataclass
-class Setup:
-    source: Any
-    cluster: Any
-    store: Any
-
-
-def setup(
-    paths: list[str],
-    *,
-    source: str | None,
-    state: str | None,
-    server: str | None,
-    token: str | None,
-    template: str | None = None,
-    sets: list[str] | None = None,
-    prune: bool = False,
-    allow_empty: bool = False,
-) -> Setup:
-    """The source, the cluster (with retries) and the store the options name."""
-    from ..clusters.connect import connect
-    from ..reconcile import Source, retrying
-    from ..state import default_source_name, open_store
-
-    cluster = connect(server, token)
-    name = source or default_source_name(paths)
-    src = Source(name, tuple(paths), template, tuple(sets or ()), prune, allow_empty)
-    return Setup(src, retrying(cluster), open_store(state, cluster))
-
-
-def _plan_files(paths: list[str], **options: Any) -> tuple[Setup, Any]:
-    """``setup`` with the options, then the plan of the files (the local cache used)."""
-    from ..load import default_cache
-    from ..reconcile import plan_source
-
-    s = setup(paths, **options)
-    _, made = plan_source(s.source, s.cluster, s.store, time.time(), cache=default_cache())
-    return s, made
-
-
-@contextmanager
-def failures() -> Iterator[None]:
-    """Our errors as one line and exit 1 (the files' problems one per line first)."""
-    from ..apply import ApplyFailed
-    from ..clusters.base import ClusterError
-    from ..plan import PlanError
-    from ..reconcile import LoadFailed, ReconcileError
-    from ..state import StateError
-
-    try:
-        yield
-    except LoadFailed as exc:
-        for e in exc.errors:
-            echo(e.format(), err=True)
-        error(str(exc))
-        raise typer.Exit(1) from None
-    except (ClusterError, StateError, PlanError, ReconcileError, ApplyFailed) as exc:
-        error(str(exc))
-        raise typer.Exit(1) from None
-
-
-def _require_files(files: list[Path] | None) -> list[str]:
-    if not files:
-        error("give the run specs: -f PATH (files or folders)")
-        raise typer.Exit(1)
-    return [str(f) for f in files]
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused: a plan's documents (many small trees, no cycles) are
-    garbage only once it is printed, and the collector would walk them again and again."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
-
-
 def plan(
     files: Files = None,
     template: Template = None,
@@ -187,39 +104,23 @@ def plan(
 
         astra plan -f runs/ --prune --out plan.json --detailed-exitcode
     """
-    from ..plan import plan_to_json, render_plan
-
-    with _collector_paused():
-        paths = _require_files(files)
-        with failures():
-            _, made = _plan_files(
-                paths,
-                source=source,
-                state=state,
-                server=server,
-                token=token,
-                template=template,
-                sets=sets,
-                prune=prune,
-                allow_empty=allow_empty,
-            )
-        data = plan_to_json(made)
-        # the JSON text only when it is wanted: every noop carries its documents, and with many runs
-        # writing it would cost more than the plan
-        text = (
-            json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-            if out is not None or output is PlanOutput.json
-            else ""
+    raise Exit(
+        plan_command(
+            files,
+            template,
+            sets,
+            prune,
+            allow_empty,
+            output.value,
+            out,
+            detailed_exitcode,
+            verbose,
+            source,
+            state,
+            server,
+            token,
         )
-        if out is not None:
-            out.write_text(text, encoding="utf-8")
-        if output is PlanOutput.json:
-            sys.stdout.write(text)
-        else:
-            sys.stdout.write(render_plan(data, verbose=verbose))
-            if out is not None:
-                echo(f"Saved the plan to {out}: 'astra apply {out}' carries out exactly this plan.")
-    raise typer.Exit(2 if detailed_exitcode and made.has_changes else 0)
+    )
 
 
 def apply(
@@ -266,19 +167,19 @@ def apply(
 
     if planfile is not None and files:
         error("give a saved plan or -f PATH, not both")
-        raise typer.Exit(1)
+        raise Exit(1)
     with failures():
         if planfile is not None:
             try:
                 made = plan_from_json(json.loads(planfile.read_text(encoding="utf-8")))
             except (OSError, ValueError) as exc:
                 error(f"cannot read the plan {planfile}: {exc}")
-                raise typer.Exit(1) from None
+                raise Exit(1) from None
             s = setup([str(planfile.parent)], source=made.source, state=state, server=server, token=token)
             paths = sorted(made.files) or [str(planfile.parent)]
         else:
-            paths = _require_files(files)
-            s, made = _plan_files(
+            paths = require_files(files)
+            s, made = plan_files(
                 paths,
                 source=source,
                 state=state,
@@ -298,7 +199,7 @@ def apply(
             for p in problems:
                 echo(p, err=True)
             echo("Dry run: nothing was applied.")
-            raise typer.Exit(1 if problems else 0)
+            raise Exit(1 if problems else 0)
         if made.has_changes and not yes:
             _confirm(made.source, made.cluster)
         progress = _progress(made)
@@ -315,16 +216,16 @@ def apply(
         if made.has_changes or not result.ok or verbose:
             sys.stdout.write(render_apply(result.to_json(), verbose=verbose))
         if not result.ok:
-            raise typer.Exit(1)
+            raise Exit(1)
         if wait:
-            names = [c.address for c in made.changes if c.after is not None]
-            raise typer.Exit(_wait(s.cluster, names))
+            names = [c.address for c in made.changes if c.action.value != "delete"]
+            raise Exit(_wait(s.cluster, names))
 
 
 def _confirm(source: str, cluster: str) -> None:
     if not sys.stdin.isatty():
         error("no terminal to ask on: give --yes to apply without asking")
-        raise typer.Exit(1)
+        raise Exit(1)
     echo(f"Apply these changes to source {source} on {cluster}? Only 'yes' goes on.")
     try:
         answer = input("Enter a value: ").strip().lower()
@@ -332,7 +233,7 @@ def _confirm(source: str, cluster: str) -> None:
         answer = ""
     if answer != "yes":
         error("not applied: the answer was not 'yes'")
-        raise typer.Exit(1)
+        raise Exit(1)
 
 
 class _Progress:

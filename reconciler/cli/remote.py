@@ -17,8 +17,7 @@ class CommandError(Exception):
 
 
 def call(method: str, path: str, *, server: str | None, token: str | None, json: Any = None):
-    import httpx
-
+    from ..clusters.httpx_lean import httpx
     from ..controlplane.embedded import api_base, ensure_server
     from ..controlplane.server import ServerError
 

@@ -34,7 +34,7 @@ def api_base(url: str) -> str:
 
 
 def _healthy(url: str) -> bool:
-    import httpx
+    from ..clusters.httpx_lean import httpx
 
     try:
         return httpx.get(url.rstrip("/") + "/healthz", timeout=2.0).status_code == 200
