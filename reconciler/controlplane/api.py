@@ -72,7 +72,12 @@ state::
                                    422 [{"path", "message"}] when inventory/status/history are not
                                    of the shapes below. "lock_id" (or X-Astra-Lock): as for the
                                    writes below, only when given.
-    GET    /sources/{name}/runs    200 {"name", "resource_version", "items": {RUN: ENTRY}} (by run) | 404
+    GET    /sources/{name}/runs    200 {"name", "resource_version", "items": {RUN: ENTRY}} (by run) | 404;
+                                   ETag and If-None-Match → 304 as for GET /sources/{name}
+                                   ?view=digest: {RUN: DIGEST} instead (no spec is read);
+                                   ?view=full, or none: ENTRY; any other view: 422 {"detail"}
+                                   ?run=A&run=B (repeatable, with either view): only those runs'
+                                   entries (a name not in the inventory is simply absent)
     PUT    /sources/{name}/runs/{run}     body ENTRY → 200 WRITTEN; 422 when not an ENTRY
     DELETE /sources/{name}/runs/{run}     → 200 WRITTEN | 404 when the run is not in the inventory
     PUT    /sources/{name}/status  body: an object → 200 WRITTEN
@@ -84,8 +89,13 @@ state::
 
     SOURCE  = {"name", "resource_version", "lock": LOCK or null, "status": {...}, "history": [...],
                "inventory": {RUN: ENTRY}, ...any other keys a whole PUT gave}
-    ENTRY   = {"spec": the last-applied run document (object), "applied_at": epoch seconds,
-               "file": "examples/sweep.yaml" or null}
+    ENTRY   = {"spec": the last-applied run document (object),
+               "digest": digest(normalize(spec)), made as SUMMARY's spec_digest is (equal
+                         documents, equal digests), or null when the spec has none (normalize
+                         fails on it, or it has no canonical form); made by the server when the
+                         entry is written (a "digest" in a written ENTRY is ignored),
+               "applied_at": epoch seconds, "file": "examples/sweep.yaml" or null}
+    DIGEST  = {"digest", "applied_at", "file"}: an ENTRY without its spec
     WRITTEN = {"name", "resource_version"}, ETag: the source's tag after the write
     LOCK    = {"id", "owner", "created_at" (epoch seconds)}
 
@@ -103,7 +113,8 @@ whole (astra does), it is one path segment and never read as a sub-resource; sen
 trailing /lock, /runs, /runs/RUN, /status or /history is read as the sub-resource.
 Large bodies (GET /runs, a SOURCE, its runs) are sent as JSON text put together from the stored
 texts (json.dumps, never FastAPI's jsonable_encoder); a spec is stored as JSON text and served
-as it is.
+as it is. Each run's SUMMARY is kept as JSON text and made again only when the run changed: a
+new resource_version, or a tick that changed it or its workers (the engine's ``RunMeta.changes``).
 """
 
 from __future__ import annotations
@@ -348,16 +359,31 @@ def create_app(
             "spec_digest": digest_of(name),
         }
 
+    #: each run's SUMMARY as JSON text, at the (resource_version, changes) it was made for: a
+    #: document change takes a new resource_version, and a tick that changes the run or its
+    #: workers bumps the engine's ``RunMeta.changes``; nothing else changes what a SUMMARY shows
+    summaries: dict[str, tuple[tuple[int, int], str]] = {}
+
+    def summary_text(name: str) -> str:
+        """A SUMMARY as JSON text: made again only when its run changed since it was last made."""
+        meta = engine.meta[name]
+        key = (meta.resource_version, meta.changes)
+        held = summaries.get(name)
+        if held is None or held[0] != key:
+            held = summaries[name] = (key, _compact(summary_json(name)))
+        return held[1]
+
     @route(["/runs", "/jobs"], ["GET"])
     async def list_runs(request: Request):
         runs = engine.state.runs
         order = sorted(runs.values(), key=lambda r: r.seq)
         view = request.query_params.get("view")
         if view == "summary":
-            items = [summary_json(r.name) for r in order]
-            for name in [n for n in spec_digests if n not in runs]:
-                del spec_digests[name]
-            return _json_text(_compact({"items": items}))
+            text = '{"items":[' + ",".join(summary_text(r.name) for r in order) + "]}"
+            for held in (spec_digests, summaries):
+                for name in [n for n in held if n not in runs]:  # runs deleted since
+                    del held[name]
+            return _json_text(text)
         if view not in (None, "", "full"):
             raise _detail(422, f"unknown view '{view}': 'summary' or 'full'")
         root = run_url(request, "")
@@ -483,12 +509,20 @@ def create_app(
             raise _detail(405, _no_route(request))
         return await handler(request, name, *sub[1:])
 
-    async def get_source(request: Request, name: str):
+    def not_modified(request: Request, name: str) -> Response | None:
+        """A 304 when ``If-None-Match`` names the source's tag (``None`` when it does not); 404
+        when the source was never written."""
         tag = store.source_tag(name)
         if tag is None:
             raise _detail(404, f"no source named {name}")
         if tag in _tags(request.headers.get("if-none-match")):
             return Response(status_code=304, headers={"ETag": tag})
+        return None
+
+    async def get_source(request: Request, name: str):
+        unchanged = not_modified(request, name)
+        if unchanged is not None:
+            return unchanged
         found = store.get_source_json(name)
         if found is None:  # pragma: no cover - removed between the two reads: sources are never removed
             raise _detail(404, f"no source named {name}")
@@ -517,8 +551,15 @@ def create_app(
         return _json_text(found[0], tag=found[1])
 
     async def get_source_runs(request: Request, name: str):
-        found = store.source_runs_json(name)
-        if found is None:
+        view = request.query_params.get("view")
+        if view not in (None, "", "full", "digest"):
+            raise _detail(422, f"unknown view '{view}': 'digest' or 'full'")
+        unchanged = not_modified(request, name)
+        if unchanged is not None:
+            return unchanged
+        runs = request.query_params.getlist("run") or None
+        found = store.source_runs_json(name, specs=view != "digest", runs=runs)
+        if found is None:  # pragma: no cover - removed between the two reads: sources are never removed
             raise _detail(404, f"no source named {name}")
         return _json_text(found[0], tag=found[1])
 

@@ -34,18 +34,20 @@ Exceptions::
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import bindparam, delete, event, func, insert, select, update
+from sqlalchemy import Index, bindparam, delete, event, func, insert, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlmodel import Column, Field, SQLModel, Text, create_engine
 
 from reconciler.spec.models import Run
+from reconciler.spec.normalize import digest, normalize
 
 from .inventory import Inventory, Machine
 from .scheduler import Ask, RunRecord, RunState, WorkerRecord, WorkerState
@@ -77,7 +79,8 @@ __all__ = [
 #: 2: the ``astra_sequences`` table (one resource_version counter for every run).
 #: 3: a source's inventory as one ``source_runs`` row per (source, run); its status and history
 #:    in columns of its ``sources`` row (migrated from the source's JSON when opened).
-SCHEMA_VERSION = 3
+#: 4: each ``source_runs`` row's ``digest`` of its normalised spec (filled when opened).
+SCHEMA_VERSION = 4
 
 #: How many apply records a source keeps (the newest).
 HISTORY_KEEP = 100
@@ -229,14 +232,19 @@ class SourceRow(SQLModel, table=True):
 
 
 class SourceRunRow(SQLModel, table=True):
-    """One run of a source's inventory: its last-applied spec (JSON text, served as is), when, which file."""
+    """One run of a source's inventory: its last-applied spec (JSON text, served as is), when, which
+    file, and the spec's digest (``_entry_digest``), computed once when the entry is written.
+
+    The index holds every column but the spec: an inventory read without specs reads only it."""
 
     __tablename__ = "source_runs"
+    __table_args__ = (Index("ix_source_runs_digests", "source", "run", "digest", "applied_at", "file"),)
     source: str = Field(primary_key=True)
     run: str = Field(primary_key=True)
     spec: str = Field(sa_column=Column(Text, nullable=False))
     applied_at: float
     file: str | None = None
+    digest: str | None = None
 
 
 _RUN_FIELDS = (
@@ -405,6 +413,8 @@ class Store:
             elif found < SCHEMA_VERSION:
                 if found < 3:
                     _split_sources(conn)
+                if found < 4:
+                    _digest_source_runs(conn)
                 conn.execute(update(table).values(version=SCHEMA_VERSION))
             _ensure_sequence(conn)
 
@@ -608,7 +618,8 @@ class Store:
     # A source is its own row (resource_version, lock, status, history, any other keys) and one
     # ``source_runs`` row per run of its inventory. Every write is one transaction and bumps the
     # source's resource_version (except the lock's, which the tag below covers). Reads assemble
-    # the JSON text from the stored texts, without parsing the specs again.
+    # the JSON text from the stored texts, without parsing the specs again; each entry's digest
+    # is computed once, when it is written, and kept beside its spec.
 
     def _source_row(self, conn: Any, name: str) -> Mapping[str, Any] | None:
         return conn.execute(select(self.sources).where(self.sources.c.name == name)).mappings().first()
@@ -643,23 +654,34 @@ class Store:
     def list_sources(self) -> list[dict[str, Any]]:
         return json.loads(self.list_sources_json())["items"]
 
-    def source_runs_json(self, name: str) -> tuple[str, str] | None:
-        """``{"name", "resource_version", "items": {RUN: ENTRY}}`` as JSON text, and the tag."""
+    def source_runs_json(
+        self, name: str, *, specs: bool = True, runs: Iterable[str] | None = None
+    ) -> tuple[str, str] | None:
+        """``{"name", "resource_version", "items": {RUN: ENTRY}}`` as JSON text, and the tag;
+        ``None`` when the source was never written. ``specs=False``: each ENTRY without its spec
+        (the spec column is not read); ``runs``: only those runs' entries."""
+        s = self.sources
         with self.engine.connect() as conn:
-            row = self._source_row(conn, name)
+            row = conn.execute(select(s.c.resource_version, s.c.lock).where(s.c.name == name)).first()
             if row is None:
                 return None
-            inventory = self._inventory_text(conn, name)
-        head = f'{{"name":{_str(name)},"resource_version":{row["resource_version"]},"items":'
-        return head + inventory + "}", _tag(row["resource_version"], row["lock"])
+            inventory = self._inventory_text(conn, name, specs=specs, runs=runs)
+        head = f'{{"name":{_str(name)},"resource_version":{row[0]},"items":'
+        return head + inventory + "}", _tag(row[0], row[1])
 
-    def _inventory_text(self, conn: Any, name: str) -> str:
+    def _inventory_text(
+        self, conn: Any, name: str, *, specs: bool = True, runs: Iterable[str] | None = None
+    ) -> str:
+        """``{RUN: ENTRY}`` (by run) as JSON text; ``specs=False``: no ``spec``; ``runs``: only those."""
         r = SourceRunRow.__table__
-        q = select(r.c.run, r.c.spec, r.c.applied_at, r.c.file).where(r.c.source == name).order_by(r.c.run)
-        parts = [
-            f'{_str(run)}:{{"spec":{spec},"applied_at":{_num(at)},"file":{"null" if f is None else _str(f)}}}'
-            for run, spec, at, f in conn.execute(q)
-        ]
+        spec = (r.c.spec,) if specs else ()
+        q = select(r.c.run, r.c.digest, r.c.applied_at, r.c.file, *spec).where(r.c.source == name)
+        if runs is not None:
+            q = q.where(r.c.run.in_(list(runs)))
+        parts = []
+        for run, d, at, f, *given in conn.execute(q.order_by(r.c.run)).all():
+            rest = f'"digest":{_str_or_null(d)},"applied_at":{_num(at)},"file":{_str_or_null(f)}}}'
+            parts.append(f'{_str(run)}:{{"spec":{given[0]},{rest}' if given else f"{_str(run)}:{{{rest}")
         return "{" + ",".join(parts) + "}"
 
     def _write_source(
@@ -737,7 +759,7 @@ class Store:
             done = conn.execute(
                 update(r)
                 .where(r.c.source == name, r.c.run == run)
-                .values(spec=values["spec"], applied_at=values["applied_at"], file=values["file"])
+                .values({k: values[k] for k in ("spec", "applied_at", "file", "digest")})
             ).rowcount
             if not done:
                 conn.execute(insert(r).values(**values))
@@ -827,7 +849,12 @@ _str = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
 
 
 def _num(x: float) -> str:
-    return json.dumps(x)
+    """A number as JSON text (what ``json.dumps`` writes: a finite float's ``repr``)."""
+    return repr(x) if math.isfinite(x) else json.dumps(x)
+
+
+def _str_or_null(x: str | None) -> str:
+    return "null" if x is None else _str(x)
 
 
 def _compact(data: Any) -> str:
@@ -847,7 +874,18 @@ def _run_row(source: str, run: str, entry: Mapping[str, Any]) -> dict[str, Any]:
         "spec": _compact(entry["spec"]),
         "applied_at": float(entry.get("applied_at") or 0.0),
         "file": entry.get("file"),
+        "digest": _entry_digest(entry["spec"]),
     }
+
+
+def _entry_digest(spec: Any) -> str | None:
+    """``digest(normalize(spec))`` of an inventory entry's spec (the last-applied run document): what
+    the client computes of a desired document and the server of a live one (``spec_digest``).
+    ``None`` when normalize fails on the spec (not of a run document's shape), or it has no digest."""
+    try:
+        return digest(normalize(spec))
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 def _source_text(row: Mapping[str, Any], inventory: str) -> str:
@@ -908,6 +946,31 @@ def _split_sources(conn: Any) -> None:
         conn.execute(delete(r).where(r.c.source == name))
         if rows:
             conn.execute(insert(r), rows)
+
+
+def _digest_source_runs(conn: Any) -> None:
+    """Bring ``source_runs`` written before schema 4 up to date: the ``digest`` column added,
+    filled for every row that has none (``_entry_digest`` of its spec), and its index made."""
+    from sqlalchemy import inspect, text
+
+    if "digest" not in {c["name"] for c in inspect(conn).get_columns("source_runs")}:
+        conn.execute(text("ALTER TABLE source_runs ADD COLUMN digest TEXT"))
+    r = SourceRunRow.__table__
+    rows = [
+        {"b_source": source, "b_run": run, "digest": _entry_digest(json.loads(spec))}
+        for source, run, spec in conn.execute(
+            select(r.c.source, r.c.run, r.c.spec).where(r.c.digest.is_(None))
+        )
+    ]
+    if rows:
+        stmt = (
+            update(r)
+            .where(r.c.source == bindparam("b_source"), r.c.run == bindparam("b_run"))
+            .values(digest=bindparam("digest"))
+        )
+        conn.execute(stmt, rows)
+    for index in r.indexes:
+        index.create(conn, checkfirst=True)
 
 
 def _machine_dict(m: Machine) -> dict[str, Any]:

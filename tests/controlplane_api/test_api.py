@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from reconciler.spec.normalize import spec_digest
 from reconciler.spec.validate import validate_data
 
 from .conftest import LONG, SEEDS
@@ -174,7 +175,8 @@ def test_a_source_is_404_until_written_then_kept_with_resource_versions(client):
     }
     r = client.put("/api/sources/repo", json={"resource_version": 0, **state})
     assert r.status_code == 200
-    assert r.json() == {**state, "name": "repo", "resource_version": 1, "lock": None}
+    served = {"a": {**state["inventory"]["a"], "digest": spec_digest(tiny("a"))}}
+    assert r.json() == {**state, "inventory": served, "name": "repo", "resource_version": 1, "lock": None}
     again = client.put("/api/sources/repo", json={"resource_version": 1, **state, "inventory": {}})
     assert again.json()["resource_version"] == 2 and again.json()["inventory"] == {}
     stale = client.put("/api/sources/repo", json={"resource_version": 1, **state})

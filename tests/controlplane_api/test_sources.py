@@ -20,6 +20,7 @@ from reconciler.controlplane.store import SCHEMA_VERSION, SchemaVersion, Store
 from reconciler.load import load_source
 from reconciler.loop import Reconciler
 from reconciler.reconcile import Source, make_plan
+from reconciler.spec.normalize import spec_digest
 
 from .conftest import LONG, TOKEN
 from .test_api import tiny
@@ -30,6 +31,11 @@ ENC = quote(GIT, safe="")
 
 def entry(name: str, at: float = 1.0) -> dict:
     return {"spec": tiny(name), "applied_at": at, "file": f"{name}.yaml"}
+
+
+def served(name: str, at: float = 1.0) -> dict:
+    """``entry(name, at)`` as the server answers it: with the digest of its spec."""
+    return {**entry(name, at), "digest": spec_digest(tiny(name))}
 
 
 def locked(client, name: str = "s", lock_id: str = "L1") -> str:
@@ -47,7 +53,7 @@ def test_an_inventory_entry_is_written_and_removed_alone_under_the_lock(client):
     assert r.headers["etag"] == '"1-L1"'
     client.put("/api/sources/s/runs/b", json=entry("b", 2.0), params={"lock": lock})  # the query form
     runs = client.get("/api/sources/s/runs").json()
-    assert runs == {"name": "s", "resource_version": 2, "items": {"a": entry("a"), "b": entry("b", 2.0)}}
+    assert runs == {"name": "s", "resource_version": 2, "items": {"a": served("a"), "b": served("b", 2.0)}}
     assert client.get("/api/sources/s").json()["inventory"] == runs["items"]
     assert (
         client.delete("/api/sources/s/runs/a", headers={"X-Astra-Lock": lock}).json()["resource_version"] == 3
@@ -129,7 +135,7 @@ def test_both_base_paths_serve_the_granular_routes(client):
     lock = locked(client)
     r = client.put(f"{LONG}/sources/s/runs/a", json=entry("a"), headers={"X-Astra-Lock": lock})
     assert r.status_code == 200
-    assert client.get("/api/sources/s/runs").json()["items"] == {"a": entry("a")}
+    assert client.get("/api/sources/s/runs").json()["items"] == {"a": served("a")}
 
 
 def test_a_name_sent_encoded_whole_is_never_read_as_a_sub_resource(client):
@@ -138,8 +144,8 @@ def test_a_name_sent_encoded_whole_is_never_read_as_a_sub_resource(client):
     r = client.put(f"/api/sources/{ENC}/runs/a", json=entry("a"), headers={"X-Astra-Lock": "L"})
     assert r.status_code == 200 and r.json()["name"] == GIT
     whole = client.get(f"/api/sources/{ENC}").json()
-    assert whole["name"] == GIT and whole["inventory"] == {"a": entry("a")}
-    assert client.get(f"/api/sources/{ENC}/runs").json()["items"] == {"a": entry("a")}
+    assert whole["name"] == GIT and whole["inventory"] == {"a": served("a")}
+    assert client.get(f"/api/sources/{ENC}/runs").json()["items"] == {"a": served("a")}
     assert [s["name"] for s in client.get("/api/sources").json()["items"]] == [GIT]
 
 
@@ -168,7 +174,7 @@ def test_a_whole_put_is_kept_as_rows_and_read_back_alike(client, plane):
         )
     assert rows == ["a", "b"]
     got = client.get("/api/sources/s").json()
-    assert {k: got[k] for k in state} == state
+    assert {k: got[k] for k in state} == {**state, "inventory": {"a": served("a"), "b": served("b")}}
 
 
 def test_a_schema_2_database_has_its_sources_split_into_rows_when_opened(tmp_path):
@@ -198,10 +204,11 @@ def test_a_schema_2_database_has_its_sources_split_into_rows_when_opened(tmp_pat
         )
     store.close()
     again = Store(url)
-    assert again.schema_version() == SCHEMA_VERSION == 3
+    assert again.schema_version() == SCHEMA_VERSION == 4
     got = again.get_source("s")
     assert got == {
         **old,
+        "inventory": {"a": served("a"), "b": served("b", 2.0)},
         "name": "s",
         "resource_version": 7,
         "lock": {"id": "L", "owner": "me", "created_at": 1.0},

@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy import event, text, update
 
 from reconciler.controlplane.store import SCHEMA_VERSION, SchemaTooNew, SchemaVersion, Store
+from reconciler.spec.normalize import spec_digest
 
 from .conftest import SEEDS, until
 from .test_api import tiny
@@ -79,7 +80,7 @@ def test_a_schema_1_database_gets_the_counter_above_every_version_it_holds(tmp_p
         conn.execute(text("UPDATE runs SET resource_version = 7"))
     plane.store.close()
     store = Store(f"sqlite:///{tmp_path / 'astra.db'}")
-    assert store.schema_version() == SCHEMA_VERSION == 3
+    assert store.schema_version() == SCHEMA_VERSION == 4
     assert store.resource_version() == 7
     assert store.update_run("a", tiny("a"), 7, 0.0) == 8
     store.close()
@@ -92,7 +93,7 @@ def test_reopening_keeps_runs_and_sources(tmp_path, plane, client):
     plane.store.close()
     again = Store(f"sqlite:///{tmp_path / 'astra.db'}")
     assert [r["name"] for r in again.run_rows()] == ["a"]
-    assert again.get_source("s")["inventory"] == {"a": entry}
+    assert again.get_source("s")["inventory"] == {"a": {**entry, "digest": spec_digest(tiny("a"))}}
 
 
 def test_a_tick_is_one_transaction_of_bulk_statements(plane):
