@@ -103,60 +103,27 @@ class LiveRun:
         return self.state in FINAL_STATES
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RunSummary:
-    """One run without its document: its status, and ``spec_digest``, the digest of its
-    normalised document (``reconciler.spec.normalize.spec_digest``; ``None``: not known)."""
+    """What a plan reads of a run whose digests agree: no document, and ``spec_digest``, the
+    digest of its normalised document (``reconciler.spec.normalize.spec_digest``; ``None``: not
+    known). It stands for the run's ``LiveRun`` where the plan needs no document (it has the
+    same ``name``, ``resource_version``, ``state`` and ``final``)."""
 
     name: str
     resource_version: int
     state: str
     spec_digest: str | None
-    reason: str = ""
-    task_counts: dict[str, int] = field(default_factory=dict)
-    created_at: float | None = None
-    started_at: float | None = None
-    finished_at: float | None = None
-    workers_running: int = 0
-    gpus_held: int = 0
 
     @property
     def final(self) -> bool:
         return self.state in FINAL_STATES
 
-    def live(self) -> LiveRun:
-        """A ``LiveRun`` of this status with an empty document (for what needs no document)."""
-        return LiveRun(
-            name=self.name,
-            document={},
-            resource_version=self.resource_version,
-            state=self.state,
-            reason=self.reason,
-            task_counts=self.task_counts,
-            created_at=self.created_at,
-            started_at=self.started_at,
-            finished_at=self.finished_at,
-            workers_running=self.workers_running,
-            gpus_held=self.gpus_held,
-        )
-
     @classmethod
     def of(cls, run: LiveRun) -> RunSummary:
         from ..spec.normalize import spec_digest
 
-        return cls(
-            name=run.name,
-            resource_version=run.resource_version,
-            state=run.state,
-            spec_digest=spec_digest(run.document),
-            reason=run.reason,
-            task_counts=run.task_counts,
-            created_at=run.created_at,
-            started_at=run.started_at,
-            finished_at=run.finished_at,
-            workers_running=run.workers_running,
-            gpus_held=run.gpus_held,
-        )
+        return cls(run.name, run.resource_version, run.state, spec_digest(run.document))
 
 
 def summaries(cluster: Any) -> list[RunSummary]:

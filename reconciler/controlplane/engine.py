@@ -71,11 +71,7 @@ class Executor(Protocol):
 
 @dataclass
 class RunMeta:
-    """What the API says about a run besides the scheduler's record.
-
-    ``changes`` counts the ticks that changed the run or any of its workers (the ticks that write
-    them): what the API shows of a run besides its document (state, reason, task counts, times,
-    workers running, GPUs held) changes only when it or ``resource_version`` does."""
+    """What the API says about a run besides the scheduler's record."""
 
     document: dict[str, Any]
     resource_version: int
@@ -83,7 +79,6 @@ class RunMeta:
     updated_at: float
     started_at: float | None = None
     finished_at: float | None = None
-    changes: int = 0
 
 
 class Engine:
@@ -323,7 +318,6 @@ class _TickLog:
             if m is None:
                 continue
             m.updated_at = self.now
-            m.changes += 1
             if r.running_since is not None and m.started_at is None:
                 m.started_at = r.running_since
             if r.state in RUN_DONE:

@@ -386,6 +386,9 @@ class Store:
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot open the database {_redact(url)}: {exc}") from exc
         self.runs = RunRow.__table__
+        #: each source's inventory without specs, as JSON text, at the resource_version it was
+        #: read at (every inventory write moves it): what a warm plan asks for every time
+        self._digest_texts: dict[str, tuple[int, str]] = {}
         self.workers = WorkerRow.__table__
         self.events = EventRow.__table__
         self.sources = SourceRow.__table__
@@ -665,7 +668,13 @@ class Store:
             row = conn.execute(select(s.c.resource_version, s.c.lock).where(s.c.name == name)).first()
             if row is None:
                 return None
-            inventory = self._inventory_text(conn, name, specs=specs, runs=runs)
+            held = self._digest_texts.get(name) if not specs and runs is None else None
+            if held is not None and held[0] == row[0]:
+                inventory = held[1]
+            else:
+                inventory = self._inventory_text(conn, name, specs=specs, runs=runs)
+                if not specs and runs is None:
+                    self._digest_texts[name] = (row[0], inventory)
         head = f'{{"name":{_str(name)},"resource_version":{row[0]},"items":'
         return head + inventory + "}", _tag(row[0], row[1])
 

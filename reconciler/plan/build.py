@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol
 
-from ..clusters.base import LiveRun, WorkerInfo
+from ..clusters.base import LiveRun, RunSummary, WorkerInfo
 from .cost import cost_of
 from .diff import compare
 from .model import Action, Change, Plan, PlanError, action_for
@@ -115,7 +115,7 @@ class Applied(Protocol):
 
 def stopping(
     desired: Mapping[str, DesiredItem],
-    live: Mapping[str, LiveRun],
+    live: Mapping[str, LiveRun | RunSummary],
     inventory: Mapping[str, Applied],
     *,
     prune: bool = False,
@@ -136,7 +136,7 @@ def build_plan(
     source: str,
     cluster: str,
     desired: Mapping[str, DesiredItem],
-    live: Mapping[str, LiveRun],
+    live: Mapping[str, LiveRun | RunSummary],
     inventory: Mapping[str, Applied],
     now: float,
     prune: bool = False,
@@ -150,7 +150,7 @@ def build_plan(
 
     ``unchanged``: runs whose desired, last-applied and live documents have one digest
     (``reconciler.spec.normalize.digest``): each is a noop without ``compare``, its live document
-    is not needed (its ``LiveRun`` may come from a summary), and ``before`` is ``after``.
+    is not needed (``live`` may hold its ``RunSummary``), and ``before`` is ``after``.
     """
     workers = workers or {}
     unchanged = unchanged if isinstance(unchanged, set | frozenset | dict) else set(unchanged)
@@ -205,7 +205,7 @@ def build_plan(
     )
 
 
-def _unchanged(want: DesiredItem, have: LiveRun, applied: Applied) -> Change:
+def _unchanged(want: DesiredItem, have: LiveRun | RunSummary, applied: Applied) -> Change:
     """The noop ``_for_desired`` gives when the three digests are one: equal canonical JSON, so
     ``compare`` finds no field change and its ``before`` (live through the managed fields: all of
     them, as live has exactly the desired fields) equals ``after``. When the inventory names the

@@ -75,6 +75,25 @@ def test_the_digest_view_has_no_spec_and_the_full_view_is_the_default(client):
     ]
 
 
+def test_the_digest_view_follows_every_write(client):
+    lock = locked(client)
+    headers = {"X-Astra-Lock": lock}
+    client.put("/api/sources/s/runs/a", json=entry("a"), headers=headers)
+    client.put("/api/sources/s/runs/b", json=entry("b"), headers=headers)
+    view = {"view": "digest"}
+    assert set(client.get("/api/sources/s/runs", params=view).json()["items"]) == {"a", "b"}
+    changed = tiny("a", command="false")
+    client.put("/api/sources/s/runs/a", json={**entry("a"), "spec": changed}, headers=headers)
+    client.delete("/api/sources/s/runs/b", headers=headers)
+    items = client.get("/api/sources/s/runs", params=view).json()["items"]
+    assert {n: e["digest"] for n, e in items.items()} == {"a": formula(changed)} != {"a": formula(tiny("a"))}
+    whole = {"resource_version": 4, "inventory": {"c": entry("c")}, "lock_id": lock}
+    assert client.put("/api/sources/s", json=whole).status_code == 200
+    assert client.get("/api/sources/s/runs", params=view).json()["items"] == {
+        "c": {"digest": formula(tiny("c")), "applied_at": 1.0, "file": "c.yaml"}
+    }
+
+
 def test_run_names_pick_entries_in_either_view(client):
     lock = locked(client)
     for name in ("a", "b", "c"):

@@ -17,19 +17,7 @@ from .conftest import LONG
 from .test_api import tiny
 from .test_sources import wire  # noqa: F401  (the fixture)
 
-FIELDS = {
-    "name",
-    "resource_version",
-    "state",
-    "reason",
-    "task_counts",
-    "created_at",
-    "started_at",
-    "finished_at",
-    "workers_running",
-    "gpus_held",
-    "spec_digest",
-}
+FIELDS = {"name", "resource_version", "state", "spec_digest"}
 
 
 @pytest.mark.parametrize("prefix", ["/api", LONG])
@@ -47,7 +35,7 @@ def test_summary_view_on_both_base_paths(client, prefix):
     for i in items:
         run = full[i["name"]]
         assert i["resource_version"] == run["metadata"]["resource_version"]
-        assert i["state"] == run["status"]["state"] and i["task_counts"] == run["task_counts"]
+        assert i["state"] == run["status"]["state"]
         # the digest of the normalised stored document: what the client computes from the full run
         assert i["spec_digest"] == spec_digest(run) == spec_digest({**run, "status": None})
     # one meaning, one digest: 1Gi is 1073741824

@@ -1,5 +1,5 @@
-"""``GET /runs?view=summary`` keeps each run's SUMMARY made once, and makes it again exactly when the
-run changed: a tick that touched it or its workers, or a new document. Simulated time, no sleeps."""
+"""``GET /runs?view=summary`` follows each run: its state after every tick, its resource_version and
+digest after a new document. Simulated time, no sleeps."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def summaries(client: Client) -> dict[str, dict]:
     return {i["name"]: i for i in r.json()["items"]}
 
 
-def test_a_summary_is_made_again_when_its_run_changes_and_only_then(sim):
+def test_a_summary_follows_every_tick_that_changes_its_run(sim):
     client = Client(sim)  # type: ignore[arg-type]
 
     def fresh() -> dict[str, dict]:
@@ -59,18 +59,13 @@ def test_a_summary_is_made_again_when_its_run_changes_and_only_then(sim):
     sim.step()  # placed and started (prepared at once)
     running = summaries(client)
     assert running == fresh()
-    gang = running["llama-ft"]
-    assert gang["state"] == "Running" and gang["gpus_held"] == 16
-    assert gang["task_counts"] == {"Running": gang["workers_running"]}
-    assert gang["started_at"] == sim.clock.now() and gang != queued["llama-ft"]
+    assert running["llama-ft"]["state"] == "Running" and running["llama-ft"] != queued["llama-ft"]
 
     sim.clock.advance(60.0)
-    sim.step()  # every worker exits 0: only the state, counts and times change
+    sim.step()  # every worker exits 0: only the state changes
     done = summaries(client)
     assert done == fresh()
-    assert done["llama-ft"]["state"] == "Completed" and done["llama-ft"]["finished_at"] == sim.clock.now()
-    assert done["llama-ft"]["gpus_held"] == 0 and done["llama-ft"]["workers_running"] == 0
-    assert done["llama-ft"]["resource_version"] == queued["llama-ft"]["resource_version"]
+    assert done["llama-ft"] == {**queued["llama-ft"], "state": "Completed"}
 
 
 def test_a_summary_follows_a_state_change_alone_and_a_new_document(sim):
@@ -78,7 +73,7 @@ def test_a_summary_follows_a_state_change_alone_and_a_new_document(sim):
     doc = tiny("b", array={"size": 3})
     client.post("/api/runs", json=doc)
     (before,) = summaries(client).values()
-    assert before["task_counts"] == {"Pending": 3} and before["spec_digest"] == spec_digest(doc)
+    assert before["state"] == "Pending" and before["spec_digest"] == spec_digest(doc)
 
     changed = tiny("b", command="false", array={"size": 4})
     changed["metadata"]["resource_version"] = before["resource_version"]
@@ -86,11 +81,10 @@ def test_a_summary_follows_a_state_change_alone_and_a_new_document(sim):
     (updated,) = summaries(client).values()
     assert updated["resource_version"] > before["resource_version"]
     assert updated["spec_digest"] == spec_digest(changed) != before["spec_digest"]
-    assert updated["task_counts"] == {"Pending": 4}
 
     sim.engine.cancel("b", sim.clock.now())  # the run's state, and nothing of its document
     (cancelled,) = summaries(client).values()
-    assert cancelled["state"] == "Cancelled" and cancelled["finished_at"] == sim.clock.now()
+    assert cancelled == {**updated, "state": "Cancelled"}
     assert cancelled["resource_version"] == updated["resource_version"]
     assert summaries(Client(sim)) == {"b": cancelled}  # type: ignore[arg-type]
 
@@ -99,18 +93,3 @@ def test_a_summary_follows_a_state_change_alone_and_a_new_document(sim):
     client.post("/api/runs", json=tiny("b"))  # the same name again: a new run, a new summary
     (again,) = summaries(client).values()
     assert again["state"] == "Pending" and again["resource_version"] > cancelled["resource_version"]
-
-
-def test_a_memoised_summary_is_served_without_being_made_again(sim, monkeypatch):
-    client = Client(sim)  # type: ignore[arg-type]
-    for name in ("a", "b"):
-        client.post("/api/runs", json=tiny(name))
-    summaries(client)
-    made: list[str] = []
-    real = sim.engine.state.task_counts
-    monkeypatch.setattr(sim.engine.state, "task_counts", lambda run: made.append(run) or real(run))
-    summaries(client)
-    assert made == []
-    sim.engine.meta["b"].changes += 1  # what a tick that touches b does
-    summaries(client)
-    assert made == ["b"]
