@@ -31,7 +31,6 @@ from typing import Any, assert_never
 from .clusters.base import Cluster, ClusterError, Conflict, LiveRun, NotFound, Unreachable
 from .plan import Action, Change, Plan, compare, normalize
 from .reconcile import StalePlan, check_fresh
-from .spec.validate import validate_data
 from .state import HistoryEntry, InventoryEntry, SourceStore
 
 __all__ = ["ApplyFailed", "ApplyResult", "Entry", "apply_plan", "settled", "wait_for_runs"]
@@ -85,6 +84,8 @@ def _order(change: Change) -> tuple[int, str]:
 
 def preflight(plan: Plan) -> list[str]:
     """Every problem of the documents the plan would send, before anything is sent."""
+    from .spec.validate import validate_data  # jsonschema-rs and the rules: only with something to send
+
     problems = []
     for change in plan.changes:
         if change.after is None or change.action is Action.noop:

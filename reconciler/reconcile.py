@@ -37,9 +37,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import stamina
-
-from .clusters.base import Cluster, LiveRun, Unreachable, WorkerInfo, summaries
+from .clusters.base import Cluster, LiveRun, RunSummary, Unreachable, WorkerInfo, summaries
 from .load import FileCache, Loaded, load_source
 from .plan import Plan, build_plan, stopping
 from .spec.errors import FieldError
@@ -173,10 +171,10 @@ def _observe_fast(
     cluster: Cluster,
     inventory: Mapping[str, InventoryEntry],
     concerned: set[str],
-) -> tuple[dict[str, LiveRun], set[str]]:
-    """The live runs (from summaries where no document is needed) and the unchanged runs."""
+) -> tuple[dict[str, LiveRun | RunSummary], set[str]]:
+    """The live runs (their summaries where no document is needed) and the unchanged runs."""
     listed = {s.name: s for s in summaries(cluster) if s.name in concerned}
-    live: dict[str, LiveRun] = {}
+    live: dict[str, LiveRun | RunSummary] = {}
     unchanged: set[str] = set()
     need: list[str] = []
     for name, summary in listed.items():
@@ -185,13 +183,13 @@ def _observe_fast(
             if source.prune:
                 need.append(name)  # a delete shows the live document
             else:
-                live[name] = summary.live()  # only listed as not pruned
+                live[name] = summary  # only listed as not pruned
             continue
         known = want.digest
         applied = inventory.get(name)
         if known is not None and applied is not None and known == summary.spec_digest == applied.digest:
             unchanged.add(name)
-            live[name] = summary.live()
+            live[name] = summary
         else:
             need.append(name)
     if len(need) > _GET_EACH_LIMIT:
@@ -238,16 +236,13 @@ def check_fresh(plan: Plan, cluster: Cluster) -> list[str]:
 
 
 class _Retrying:
-    """A cluster whose every call is retried on ``Unreachable`` (stamina: jittered, exponential)."""
+    """A cluster whose every call is retried on ``Unreachable`` (stamina: jittered, exponential).
 
-    def __init__(self, cluster: Cluster, attempts: int, timeout: float):
-        self._cluster = cluster
-        self.address = cluster.address
-        self._retry = stamina.retry(on=Unreachable, attempts=attempts, timeout=timeout)
+    stamina is imported at the first failure: a call that succeeds (nearly all) costs nothing
+    of its 20 ms import."""
 
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self._cluster, name)
-        if name in (
+    _RETRIED = frozenset(
+        {
             "list_runs",
             "list_run_summaries",
             "get_run",
@@ -256,9 +251,31 @@ class _Retrying:
             "delete_run",
             "workers",
             "logs",
-        ):
-            return self._retry(value)
-        return value
+        }
+    )
+
+    def __init__(self, cluster: Cluster, attempts: int, timeout: float):
+        self._cluster = cluster
+        self.address = cluster.address
+        self._attempts, self._timeout = attempts, timeout
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._cluster, name)
+        if name not in self._RETRIED:
+            return value
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return value(*args, **kwargs)
+            except Unreachable:
+                if self._attempts < 2:
+                    raise
+                import stamina
+
+                again = stamina.retry(on=Unreachable, attempts=self._attempts - 1, timeout=self._timeout)
+                return again(value)(*args, **kwargs)
+
+        return call
 
 
 def retrying(cluster: Cluster, *, attempts: int = 5, timeout: float = 60.0) -> Cluster:

@@ -64,12 +64,8 @@ Exceptions::
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
-import socket
-import subprocess
-import uuid
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -183,6 +179,8 @@ class Lock:
 
     @classmethod
     def new(cls, who: str, now: float) -> Lock:
+        import uuid
+
         return cls(uuid.uuid4().hex[:12], who, now)
 
 
@@ -625,6 +623,8 @@ def open_store(state: str | None, cluster: Any = None) -> SourceStore:
 
 
 def _git(folder: Path, *args: str) -> str | None:
+    import subprocess
+
     try:
         done = subprocess.run(
             ["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=10, check=False
@@ -664,6 +664,9 @@ def git_commit(paths: Iterable[str | os.PathLike[str]]) -> str | None:
 
 def owner() -> str:
     """``user@host:pid``: who holds a lock, who applied."""
+    import getpass
+    import socket
+
     try:
         user = getpass.getuser()
     except Exception:  # no user name in this environment

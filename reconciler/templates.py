@@ -38,7 +38,8 @@ from .spec import messages as msg
 from .spec.errors import ErrorType, FieldError
 from .spec.loading import Document, Source, load_file
 from .spec.paths import FieldPath
-from .spec.validate import SPEC_SUFFIXES, validate_data
+from .spec.validate import validate_data
+from .template_files import TEMPLATE_PATH_ENV, available, search_folders
 
 __all__ = [
     "COMMAND_LINE",
@@ -62,7 +63,6 @@ __all__ = [
 ]
 
 COMMAND_LINE = "<command line>"
-TEMPLATE_PATH_ENV = "ASTRA_TEMPLATE_PATH"
 PARAMETER_TYPES = ("string", "integer", "number", "boolean", "list", "map")
 NOT_ALLOWED = (
     "this expression is not allowed in a template: templates may use parameters, literals and filters only"
@@ -200,25 +200,6 @@ class Template:
 
     def origin(self, path: FieldPath) -> Origin:
         return Origin(self.document.source, self.document.index, path)
-
-
-def search_folders(environ: Mapping[str, str] | None = None) -> list[Path]:
-    """``templates/`` of the current directory, then each folder of ``ASTRA_TEMPLATE_PATH``."""
-    environ = os.environ if environ is None else environ
-    extra = [Path(p) for p in environ.get(TEMPLATE_PATH_ENV, "").split(os.pathsep) if p]
-    return [Path("templates"), *extra]
-
-
-def available(folders: Iterable[Path]) -> dict[str, Path]:
-    """Every template file by name (its file name without suffix); the first folder wins."""
-    found: dict[str, Path] = {}
-    for folder in folders:
-        if not folder.is_dir():
-            continue
-        for f in sorted(folder.iterdir()):
-            if f.suffix in SPEC_SUFFIXES and f.is_file() and not f.name.startswith("."):
-                found.setdefault(f.stem, f)
-    return dict(sorted(found.items()))
 
 
 def find_template(name: str, folders: list[Path]) -> tuple[Path | None, str]:

@@ -7,6 +7,7 @@ errors too, so that ``--detailed-exitcode``'s 2 always means "changes").
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from typing import Any
@@ -16,13 +17,22 @@ __all__ = ["app", "main", "validate_command"]
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    fast = _fast_call(args)
-    if fast is not None:  # plain arguments, without typer: typer imports pydantic (100+ ms)
-        code = _guarded(*fast)
-    else:
-        from .app import run
+    collecting = gc.isenabled()
+    if args and args[0] in _FAST:
+        # a short-lived command that keeps every document it reads (trees, no cycles): the cycle
+        # collector would walk them again and again, from the first import on
+        gc.disable()
+    try:
+        fast = _fast_call(args)
+        if fast is not None:  # plain arguments, without typer: typer imports pydantic (100+ ms)
+            code = _guarded(*fast)
+        else:
+            from .app import run
 
-        code = run(args)
+            code = run(args)
+    finally:
+        if collecting:
+            gc.enable()
     try:
         sys.stdout.flush()
     except BrokenPipeError:  # `astra … | head`: the reader left; say nothing more

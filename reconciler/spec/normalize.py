@@ -41,8 +41,8 @@ import hashlib
 import json
 from typing import Any
 
+from .files import published_schema
 from .quantities import parse_bytes, parse_duration
-from .validate import published_schema
 
 __all__ = ["DIGEST_VERSION", "digest", "normalize", "spec_digest"]
 
@@ -84,9 +84,14 @@ def digest(normalized: Any) -> str | None:
     """The canonical digest of an already normalised document (see the module docstring)."""
     try:
         text = json.dumps(
-            normalized, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+            normalized,
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+            allow_nan=False,
+            check_circular=False,
         )
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return None  # not a plain JSON document: it has no digest, and is never "unchanged"
     if json.loads(text) != normalized:
         return None  # a key that is not a string (``{1: …}`` reads back as ``{"1": …}``), a tuple

@@ -15,13 +15,13 @@ from __future__ import annotations
 import difflib
 import json
 import os
-import stat
 from collections.abc import Iterable, Iterator
 from functools import cache
 from typing import Any
 
 from . import messages as msg
 from .errors import ErrorType, FieldError
+from .files import SPEC_SUFFIXES, find_files, published_schema
 from .loading import Document, load_file
 from .paths import FieldPath
 from .rules import check_rules
@@ -34,21 +34,6 @@ __all__ = [
     "validate_documents",
     "validate_files",
 ]
-
-SPEC_SUFFIXES = (".yaml", ".yml", ".json")
-
-
-@cache
-def published_schema(kind: str = "run") -> dict[str, Any]:
-    """The schema shipped in the package: equal to ``schema/<kind>.schema.json`` (a test says so)."""
-    name = f"{kind}.schema.json"
-    try:  # beside this file: importlib.resources costs 15 ms of start-up (tempfile, zipfile, …)
-        with open(os.path.join(os.path.dirname(__file__), name), encoding="utf-8") as f:
-            return json.loads(f.read())
-    except OSError:  # not a plain folder (a zip import): ask importlib
-        from importlib import resources
-
-        return json.loads(resources.files(__package__).joinpath(name).read_text("utf-8"))
 
 
 @cache
@@ -78,29 +63,6 @@ def validate_documents(docs: Iterable[Document], kind: str = "run") -> list[Fiel
     return errors
 
 
-def find_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[str], list[FieldError]]:
-    """Files as given, and folders searched recursively for ``*.yaml *.yml *.json``, sorted (as
-    strings: a ``Path`` each would cost more than finding them)."""
-    files, errors = [], []
-    for given in paths:
-        try:
-            is_dir = stat.S_ISDIR(os.stat(given).st_mode)  # one stat: a folder, or a file given
-        except OSError:
-            is_dir = None
-        if is_dir:
-            found: list[str] = []
-            _walk(os.fspath(given), found)
-            found.sort(key=lambda f: f.split(os.sep))  # the order of sorted(Path)s, on strings
-            files += found
-        elif is_dir is not None:
-            files.append(os.fspath(given))
-        else:
-            errors.append(
-                FieldError(ErrorType.file, FieldPath.root(), "no such file or folder", str(given), None, None)
-            )
-    return files, errors
-
-
 def validate_files(
     paths: Iterable[str | os.PathLike[str]], kind: str = "run"
 ) -> tuple[list[Document], list[FieldError]]:
@@ -113,25 +75,6 @@ def validate_files(
         errors += validate_documents(docs, kind)
         documents += docs
     return documents, errors
-
-
-def _walk(folder: str, found: list[str]) -> None:
-    """Spec files under ``folder``, skipping hidden names (and never entering hidden folders).
-
-    One ``scandir`` per folder and no ``stat`` per file (the entry's type is known): what
-    ``rglob`` + ``is_file`` + a hidden check per file cost 14 µs per file for.
-    """
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return  # unreadable, as rglob skips it
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            _walk(entry.path, found)
-        elif os.path.splitext(entry.name)[1] in SPEC_SUFFIXES and entry.is_file():
-            found.append(entry.path)
 
 
 # ---- schema errors → FieldErrors -------------------------------------------------------------
