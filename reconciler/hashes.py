@@ -1,13 +1,14 @@
 """Content hashes of files, remembered by what ``stat`` says of them (as git's index does).
 
 ``StatHashes(path)`` keeps, for each file it hashed, its device, inode, size, modification
-and change times (nanoseconds) with the sha256 of its bytes, in one JSON file. ``sha256(name)``
-answers from there when all five still match, and otherwise reads and hashes the file (and
-gives its bytes too, so that the caller does not read it again). The change time cannot be set
-back by a user (``touch -d`` sets the modification time only), so a file written again has
-another. A file written within ``RACY_NS`` of being hashed is not remembered: another write
-in the same tick of a coarse clock would leave all five alike. ``save()`` writes the file when
-anything changed; a file that cannot be read or written only makes the next run slower.
+and change times (nanoseconds) with the sha256 of its bytes, in one JSON file (a map of the
+file's absolute name to ``"DEV:INO:SIZE:MTIME:CTIME SHA256"``). ``known(name)`` answers from
+there when all five still match; ``sha256(name)`` also reads and hashes the file when they do
+not. The change time cannot be set back by a user (``touch -d`` sets the modification time
+only), so a file written again has another. A file written within ``RACY_NS`` of being hashed
+is not remembered: another write in the same tick of a coarse clock would leave all five alike.
+``save()`` writes the file when anything changed; a file that cannot be read or written only
+makes the next run slower.
 """
 
 from __future__ import annotations
@@ -24,14 +25,15 @@ __all__ = ["RACY_NS", "StatHashes"]
 
 #: A file changed this recently (nanoseconds) is hashed again next time, not remembered.
 RACY_NS = 2_000_000_000
-_VERSION = 1
+_VERSION = 2
 
 
 class StatHashes:
     def __init__(self, path: str | os.PathLike[str] | None):
         self.path = Path(path) if path is not None else None
-        self._held: dict[str, list] = {}
+        self._held: dict[str, str] = {}
         self._changed = False
+        self._cwd = os.getcwd()  # a relative name is remembered under this folder
         if self.path is not None:
             try:
                 data = json.loads(self.path.read_bytes())
@@ -40,27 +42,49 @@ class StatHashes:
             except (OSError, ValueError):
                 pass
 
-    def sha256(self, name: str) -> tuple[str, bytes | None]:
-        """The sha256 of ``name``'s bytes, and the bytes when they had to be read (``OSError``
-        when the file cannot be read)."""
-        key = os.path.abspath(name)
+    def _key(self, name: str) -> str:
+        return name if name.startswith(os.sep) else f"{self._cwd}{os.sep}{name}"
+
+    def known(self, name: str) -> str | None:
+        """The sha256 remembered for ``name`` when its stat still matches, else ``None``
+        (``OSError`` when there is no such file)."""
         st = os.stat(name)
-        now = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        held = self._held.get(key)
-        if held is not None and tuple(held[:5]) == now:
-            return held[5], None
+        held = self._held.get(self._key(name))
+        if held is not None and held[:-65] == _seen(st):  # "SEEN SHA256": the hash is 64 characters
+            return held[-64:]
+        return None
+
+    def sha256(self, name: str) -> str:
+        """The sha256 of ``name``'s bytes: remembered, else read, hashed and remembered (unless it
+        changed within ``RACY_NS``); ``OSError`` when the file cannot be read."""
+        known = self.known(name)
+        if known is not None:
+            return known
+        key = self._key(name)
         with open(name, "rb") as f:
-            data = f.read()
-        digest = hashlib.sha256(data).hexdigest()
+            st = os.fstat(f.fileno())
+            digest = hashlib.sha256(f.read()).hexdigest()
         if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS:
-            self._held[key] = [*now, digest]
+            self._held[key] = f"{_seen(st)} {digest}"
             self._changed = True
-        elif held is not None:
-            del self._held[key]
+        elif self._held.pop(key, None) is not None:
             self._changed = True
-        return digest, data
+        return digest
+
+    def learn(self, held: dict[str, str]) -> None:
+        """Take what another ``StatHashes`` remembered (``remembered()``: a forked process's)."""
+        if held:
+            self._held.update(held)
+            self._changed = True
+
+    def remembered(self) -> dict[str, str]:
+        return dict(self._held)
 
     def save(self) -> None:
         if self.path is not None and self._changed:
             text = json.dumps({"version": _VERSION, "files": self._held}, separators=(",", ":"))
             self._changed = not write_atomically(self.path, text)
+
+
+def _seen(st: os.stat_result) -> str:
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"

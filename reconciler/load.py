@@ -11,22 +11,19 @@ empty (or partial) desired set, so nothing is ever pruned because a file did not
 ``refresh(loaded, changed)`` reloads only the changed files (the watch loop's fast path).
 
 The cache (``FileCache``, under ``.astra/cache`` or ``$ASTRA_HOME/cache``) keeps, by a file's
-content hash, its *meta* (the template used, and each run's document index, name and the
-digest of its normalised document, ``reconciler.spec.normalize``) apart from its *documents*
-(each run's final document and normalised form). A warm load reads only metas: each run comes
-with its digest, and its documents are read the first time the plan needs them (a run whose
-digests all agree never needs them). An entry of a file that uses templates also holds a
-fingerprint of every template on the search path and is used only while that fingerprint
-holds. Only files without problems are cached; ``--set`` bypasses the cache.
+content hash, what loading it found: each run's document index, name and the digest of its
+normalised document (``reconciler.spec.normalize``), and the template used. A warm load reads
+no file: each run comes with its digest, and its document is read again from its file (and
+rendered and validated again) only if the plan needs it, which a run whose digests all agree
+never does. An entry of a file that uses templates also holds a fingerprint of every template
+on the search path and is used only while that fingerprint holds. Only files without problems
+are cached; ``--set`` bypasses the cache.
 
 On disk: a load that misses fewer than ``PACK_FROM`` files writes one JSON file per file
-content (``ab/<key>.json``: meta and documents); a larger one (a cold plan) writes a *pack*:
-``packs/<gen>.json``, the index (each content hash → its meta and where its documents are), and
-``packs/<gen>-<part>.docs``, the documents of each one after the other (each JSON text at an
-offset, so one run's documents are read without the rest). On every core, each process writes
-the documents of its share and the parent writes the one index. Only the newest
-``PACKS_KEPT`` packs are kept. Beside them, ``stat.json`` remembers each file's content hash by
-its stat (``reconciler.hashes``): a warm load reads no file that did not change.
+content (``ab/<key>.json``); a larger one (a cold plan, loaded on every core) writes all of
+them in one *pack*, ``packs/<gen>.json``. Only the newest ``PACKS_KEPT`` packs are kept.
+Beside them, ``stat.json`` remembers each file's content hash by its stat
+(``reconciler.hashes``): a warm load does not even read a file that did not change.
 """
 
 from __future__ import annotations
@@ -35,24 +32,25 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .atomic import write_atomically
 from .cores import forkable, on_every_core, split
-from .desired import load_desired
 from .hashes import StatHashes
 from .plan.build import DesiredItem
 from .plan.model import PlanError
 from .spec.errors import ErrorType, FieldError
-from .spec.loading import Source
+from .spec.files import SPEC_SUFFIXES, find_files, published_text
 from .spec.normalize import digest as doc_digest
 from .spec.normalize import normalize
 from .spec.paths import FieldPath
-from .spec.validate import SPEC_SUFFIXES, find_files, published_schema
+
+if TYPE_CHECKING:
+    from .spec.loading import Source
 
 __all__ = ["CACHE_VERSION", "FileCache", "Loaded", "LoadedFile", "default_cache", "load_source", "refresh"]
 
@@ -66,26 +64,16 @@ PACK_FROM = 200
 #: Packs kept (the newest): older ones are deleted when a new one is written.
 PACKS_KEPT = 2
 
-#: A file's cached runs: their meta, and their documents ([[document, normalised], …]) in order.
-Fresh = dict[str, tuple[dict[str, Any], list[list[Any]]]]
-
-
-@dataclass
-class Hit:
-    """What the cache holds for one file's content: its meta, and how to read its documents."""
-
-    meta: dict[str, Any]
-    documents: Callable[[], Any]
-
 
 class FileCache:
-    """Metas and documents by content hash (see the module docstring); ``folder=None`` caches
+    """What loading each file content found (see the module docstring); ``folder=None`` caches
     nothing."""
 
     def __init__(self, folder: str | os.PathLike[str] | None):
         self.folder = Path(folder) if folder is not None else None
         self._salt = _salt() if folder is not None else ""
         self._index: dict[str, Any] | None = None
+        self._singles: set[str] | None = None
         #: the files' content hashes, remembered by their stat
         self.hashes = StatHashes(self.folder / "stat.json" if self.folder is not None else None)
 
@@ -95,7 +83,7 @@ class FileCache:
         return self.folder / "packs"
 
     def _pack_index(self) -> dict[str, Any]:
-        """Every pack's index rows by content hash, read once (the newest pack last)."""
+        """Every pack's entries by content hash, read once (the newest pack last)."""
         if self._index is None:
             self._index = {}
             for path in self._pack_files():
@@ -114,82 +102,60 @@ class FileCache:
             return []
         return [p for _, p in sorted(found)]
 
+    def _folders(self) -> set[str]:
+        """The folders of single entries there are (read once: a load adds its own only after)."""
+        if self._singles is None:
+            assert self.folder is not None
+            try:
+                self._singles = {n for n in os.listdir(self.folder) if len(n) == 2}
+            except OSError:
+                self._singles = set()
+        return self._singles
+
     def _path(self, digest: str) -> Path:
         assert self.folder is not None
         key = hashlib.sha256(f"{self._salt}:{digest}".encode()).hexdigest()
         return self.folder / key[:2] / f"{key}.json"
 
-    def get(self, digest: str) -> Hit | None:
+    def get(self, digest: str) -> dict[str, Any] | None:
         if self.folder is None:
             return None
-        row = self._pack_index().get(digest)
-        if row is not None:
-            meta, docs, offset, length = row
-            return Hit(meta, partial(self._read_docs, docs, offset, length))
+        found = self._pack_index().get(digest)
+        if found is not None:
+            return found
+        path = self._path(digest)
+        if path.parent.name not in self._folders():
+            return None  # a cold load: no file tried for each miss
         try:
-            with open(self._path(digest), encoding="utf-8") as f:
+            with open(path, encoding="utf-8") as f:
                 data = json.load(f)
         except (OSError, ValueError):
             return None
-        if not isinstance(data, dict) or "meta" not in data:
-            return None
-        return Hit(data["meta"], lambda: data["documents"])
+        return data if isinstance(data, dict) and "runs" in data else None
 
-    def _read_docs(self, name: str, offset: int, length: int) -> Any:
-        with open(self._packs / name, "rb") as f:
-            f.seek(offset)
-            return json.loads(f.read(length))
-
-    def put_many(self, entries: Fresh) -> None:
-        """Each entry in a file of its own; from ``PACK_FROM`` entries, one pack holding them all."""
+    def put_many(self, entries: dict[str, dict[str, Any]]) -> None:
+        """Each entry in a file of its own; from ``PACK_FROM`` entries, one pack holding them all
+        (then only the newest ``PACKS_KEPT`` packs are kept)."""
         if self.folder is None or not entries:
             return
-        if len(entries) >= PACK_FROM:
-            gen = new_generation()
-            self.write_index(gen, self.write_documents(entries, gen, 0))
+        if len(entries) < PACK_FROM:
+            for digest, entry in entries.items():
+                path = self._path(digest)
+                if write_atomically(path, json.dumps(entry, separators=(",", ":"))):
+                    self._folders().add(path.parent.name)
             return
-        for digest, (meta, documents) in entries.items():
-            write_atomically(
-                self._path(digest), json.dumps({"meta": meta, "documents": documents}, separators=(",", ":"))
-            )
-
-    def write_documents(self, entries: Fresh, gen: str, part: int) -> dict[str, Any]:
-        """The documents of ``entries`` in pack ``gen``'s file ``part``; its index rows (none when
-        it cannot be written: the cache is only slower)."""
-        assert self.folder is not None
-        name = f"{gen}-{part}.docs"
-        rows, chunks, offset = {}, [], 0
-        for digest, (meta, documents) in entries.items():
-            text = json.dumps(documents, separators=(",", ":")).encode()
-            rows[digest] = [meta, name, offset, len(text)]
-            chunks.append(text)
-            offset += len(text)
-        return rows if write_atomically(self._packs / name, b"".join(chunks)) else {}
-
-    def write_index(self, gen: str, rows: dict[str, Any]) -> None:
-        """Pack ``gen``'s index; then only the newest ``PACKS_KEPT`` packs are kept."""
-        if not rows:
-            return
-        text = json.dumps({"salt": self._salt, "entries": rows}, separators=(",", ":"))
-        if not write_atomically(self._packs / f"{gen}.json", text):
+        text = json.dumps({"salt": self._salt, "entries": entries}, separators=(",", ":"))
+        if not write_atomically(self._packs / f"{time.time_ns():x}-{os.getpid()}.json", text):
             return
         for old in self._pack_files()[:-PACKS_KEPT]:
             old.unlink(missing_ok=True)
-            for docs in self._packs.glob(f"{old.stem}-*.docs"):
-                docs.unlink(missing_ok=True)
         if self._index is not None:
-            self._index.update(rows)
-
-
-def new_generation() -> str:
-    """A new pack's name: its time, then the process (two loads at once never share one)."""
-    return f"{time.time_ns():x}-{os.getpid()}"
+            self._index.update(entries)
 
 
 def _salt() -> str:
     """What makes an old entry wrong: the cache's version and the published schema."""
-    schema = json.dumps(published_schema("run"), sort_keys=True)
-    return f"{CACHE_VERSION}:{hashlib.sha256(schema.encode()).hexdigest()[:16]}"
+    return f"{CACHE_VERSION}:{hashlib.sha256(published_text('run').encode()).hexdigest()[:16]}"
 
 
 @dataclass
@@ -210,6 +176,8 @@ class LoadedFile:
 
     def text(self) -> Source:
         """The file's text (read again when it came from the cache), for positions."""
+        from .spec.loading import Source
+
         if self.source is None:
             with open(self.path, "rb") as f:
                 text = f.read().decode("utf-8-sig", errors="replace")
@@ -253,10 +221,10 @@ class Loaded:
 
 
 def _template_fingerprint() -> dict[str, str]:
-    from .templates import TemplateLibrary
+    from .template_files import available, search_folders
 
     out = {}
-    for path in TemplateLibrary().names().values():
+    for path in available(search_folders()).values():
         try:
             out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
         except OSError:
@@ -328,127 +296,141 @@ def _display(changed: str | os.PathLike[str], loaded: Loaded) -> str | None:
 PARALLEL_FROM = 500
 
 
-class _Documents:
-    """A cached file's documents, read from the cache once, when the first is wanted."""
+class _Reloaded:
+    """A cached file's documents, loaded again from the file the first time one is wanted (what
+    loading it gives must be what the cache said it gave)."""
 
-    def __init__(self, path: str, count: int, read: Callable[[], Any]):
-        self.path, self.count, self._read = path, count, read
-        self._documents: list[Any] | None = None
+    def __init__(self, loaded: Loaded, path: str, sha: str, runs: list[list[Any]]):
+        self.template, self.path, self.sha, self.runs = loaded.template, path, sha, runs
+        self._found: dict[int, tuple[dict[str, Any], dict[str, Any]]] | None = None
 
     def at(self, k: int) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        if self._documents is None:
+        if self._found is None:
+            from .desired import load_desired
+
             try:
-                documents = self._read()
-            except (OSError, ValueError):
-                documents = None
-            if not isinstance(documents, list) or len(documents) != self.count:
-                raise PlanError(
-                    f"{self.path}: its documents are gone from the load cache (cleared while planning?): "
-                    "plan again"
-                )
-            self._documents = documents
-        document, normalized = self._documents[k]
-        return document, normalized
+                with open(self.path, "rb") as f:
+                    same = hashlib.sha256(f.read()).hexdigest() == self.sha
+            except OSError:
+                same = False
+            desired = load_desired([self.path], template=self.template) if same else None
+            found = {} if desired is None else {r.document.index: r.data for r in desired.runs}
+            self._found = {i: (found[i], normalize(found[i])) for i, _, _ in self.runs if i in found}
+            if (
+                desired is None
+                or desired.errors
+                or any(i not in self._found or doc_digest(self._found[i][1]) != h for i, _, h in self.runs)
+            ):
+                raise PlanError(f"{self.path} changed while it was being planned: plan again")
+        return self._found[self.runs[k][0]]
 
 
-def _from_cache(loaded: Loaded, name: str, sha: str, hit: Hit | None) -> bool:
+def _from_cache(loaded: Loaded, name: str, sha: str, entry: dict[str, Any] | None) -> bool:
     """Take ``name``'s runs from the cache, when it has an entry for them that holds here."""
-    if hit is None:
-        return False
-    meta = hit.meta
-    if meta.get("template") != loaded.template or (
-        meta.get("templated") and meta.get("templates") != loaded.templates
+    if (
+        entry is None
+        or entry.get("template") != loaded.template
+        or (entry.get("templated") and entry.get("templates") != loaded.templates)
     ):
         return False
-    runs = meta["runs"]
-    documents = _Documents(name, len(runs), hit.documents)
-    entries = [
-        (index, DesiredItem(run, None, name, None, digest, fetch=partial(documents.at, k)))
+    runs = entry["runs"]
+    again = _Reloaded(loaded, name, sha, runs)
+    items = [
+        (index, DesiredItem(run, None, name, None, digest, fetch=partial(again.at, k)))
         for k, (index, run, digest) in enumerate(runs)
     ]
-    loaded.files[name] = LoadedFile(name, sha, entries, [], bool(meta.get("templated")))
+    loaded.files[name] = LoadedFile(name, sha, items, [], bool(entry.get("templated")))
     return True
 
 
-def _fill_cache(loaded: Loaded, names: list[str], cache: FileCache) -> None:
-    """Load ``names`` on every core into the cache: each process writes its share's documents
-    (in one pack when there are ``PACK_FROM`` or more, whose index is written here)."""
-    gen = new_generation() if len(names) >= PACK_FROM else None
-    work = partial(_cache_share, loaded.template, loaded.templates, cache.folder, gen)
-    rows: dict[str, Any] = {}
+def _fill_cache(loaded: Loaded, names: list[str], cache: FileCache) -> dict[str, tuple[str, Any]]:
+    """Hash ``names`` on every core, and load the ones the cache does not know: each name's
+    content hash and cache entry (``None`` when it has problems). The new entries go into the
+    cache (one pack when many), and the hashes learned into ``cache.hashes``."""
+    work = partial(_cache_share, loaded.template, loaded.templates, cache.folder)
+    found: dict[str, tuple[str, Any]] = {}
+    fresh: dict[str, Any] = {}
     try:
-        for part in on_every_core(work, split(names)):
-            rows.update(part)
+        for part, new, learned in on_every_core(work, split(names)):
+            found.update(part)
+            fresh.update(new)
+            cache.hashes.learn(learned)
     except Exception:
-        pass  # whatever is not in the cache now is loaded in this process
-    if gen is not None:
-        cache.write_index(gen, rows)
+        pass  # whatever is not found now is loaded in this process
+    cache.put_many(fresh)
+    return found
 
 
 def _cache_share(
-    template: str | None,
-    templates: dict[str, str],
-    folder: Path,
-    gen: str | None,
-    part: int,
-    names: list[str],
-) -> dict[str, Any]:
-    """One process's share, loaded and written to the cache; its pack index rows (if a pack)."""
+    template: str | None, templates: dict[str, str], folder: Path, _share: int, names: list[str]
+) -> tuple[dict[str, tuple[str, Any]], dict[str, Any], dict[str, str]]:
+    """One process's share: each name's hash and cache entry (from the cache, else loaded), the
+    entries it made, and what its ``StatHashes`` remembered."""
     share = Loaded([], template, (), templates=templates)
+    cache, hashes = FileCache(folder), StatHashes(None)
+    found: dict[str, tuple[str, Any]] = {}
+    missed = []
     for name in names:
         try:
-            with open(name, "rb") as f:
-                share.files[name] = LoadedFile(name, hashlib.sha256(f.read()).hexdigest())
+            sha = hashes.sha256(name)
         except OSError:
-            share.files[name] = LoadedFile(name, "")
-    fresh = _load_here(share, names)
-    cache = FileCache(folder)
-    if gen is None:
-        cache.put_many(fresh)
-        return {}
-    return cache.write_documents(fresh, gen, part)
+            sha = ""
+        entry = cache.get(sha) if sha else None
+        if entry is not None and _from_cache(share, name, sha, entry):
+            found[name] = (sha, entry)
+        else:
+            share.files[name] = LoadedFile(name, sha)
+            missed.append(name)
+    fresh = _load_here(share, missed) if missed else {}
+    found.update((n, (share.files[n].sha256, fresh.get(share.files[n].sha256))) for n in missed)
+    return found, fresh, hashes.remembered()
 
 
 def _load_files(loaded: Loaded, names: list[str], cache: FileCache | None, *, parallel: bool = True) -> None:
     """Load ``names`` into ``loaded``: from the cache where it holds them, else here (on every
-    core when many), the new ones written to the cache."""
+    core when many), the new ones written to the cache. A file whose stat ``cache.hashes``
+    does not remember is hashed first (on every core, when many), then looked up."""
     use_cache = cache is not None and cache.folder is not None and not loaded.sets
     hashes = cache.hashes if cache is not None else StatHashes(None)
+
+    def cached(name: str, sha: str | None) -> bool:
+        return bool(sha) and use_cache and _from_cache(loaded, name, sha, cache.get(sha))  # type: ignore[union-attr,arg-type]
+
+    unknown: list[str] = []
     missed: list[str] = []
     for name in names:
         try:
-            digest, _ = hashes.sha256(name)
+            known = hashes.known(name)
         except OSError:
-            loaded.files[name] = LoadedFile(name, "")
-            missed.append(name)  # load_desired says what is wrong with it
-            continue
-        if not (use_cache and cache is not None and _from_cache(loaded, name, digest, cache.get(digest))):
-            loaded.files[name] = LoadedFile(name, digest)
+            known = ""  # load_desired says what is wrong with it
+        if known is None:
+            unknown.append(name)
+        elif not cached(name, known):
+            loaded.files[name] = LoadedFile(name, known)
+            missed.append(name)
+    if unknown and parallel and use_cache and cache is not None and forkable(len(unknown), PARALLEL_FROM):
+        found = _fill_cache(loaded, unknown, cache)
+        unknown = [n for n in unknown if not _from_cache(loaded, n, *found.get(n, ("", None)))]
+    for name in unknown:
+        try:
+            sha = hashes.sha256(name)
+        except OSError:
+            sha = ""
+        if not cached(name, sha):
+            loaded.files[name] = LoadedFile(name, sha)
             missed.append(name)
     hashes.save()
-    if not missed or cache is None:
-        if missed:
-            _load_here(loaded, missed)
-        return
-    if parallel and use_cache and forkable(len(missed), PARALLEL_FROM):
-        # many files not in the cache (a cold plan): loaded into the cache on every core, then
-        # taken from it here as a warm load would; what is still missing is loaded below
-        _fill_cache(loaded, missed, cache)
-        missed = [
-            n
-            for n in missed
-            if not (sha := loaded.files[n].sha256) or not _from_cache(loaded, n, sha, cache.get(sha))
-        ]
-        if not missed:
-            return
-    fresh = _load_here(loaded, missed)
-    if use_cache:
-        cache.put_many(fresh)
+    if missed:
+        fresh = _load_here(loaded, missed)
+        if use_cache and cache is not None:
+            cache.put_many(fresh)
 
 
-def _load_here(loaded: Loaded, names: list[str]) -> Fresh:
+def _load_here(loaded: Loaded, names: list[str]) -> dict[str, dict[str, Any]]:
     """Load, render and validate ``names`` (each already in ``loaded.files`` with its hash) in
     this process; the cache entries of those without problems, by content hash."""
+    from .desired import load_desired  # not needed by a load the cache answers
+
     desired = load_desired(names, template=loaded.template, sets=loaded.sets)
     by_file = {n: loaded.files[n] for n in names}
     for run in desired.runs:
@@ -467,17 +449,16 @@ def _load_here(loaded: Loaded, names: list[str]) -> Fresh:
             by_file[e.file].errors.append(e)
         else:
             leftover.append(e)  # the command line's, or a template file's
-    fresh: Fresh = {}
+    fresh: dict[str, dict[str, Any]] = {}
     for f in by_file.values():
         f.errors += leftover  # each file of the batch keeps them, so a refresh cannot lose them
         if not f.errors and f.sha256:
-            meta = {
-                "template": loaded.template,
-                "templated": f.templated,
-                "templates": loaded.templates if f.templated else None,
-                "runs": [[i, r.name, r.digest] for i, r in f.entries],
-            }
-            fresh[f.sha256] = (meta, [[r.document, r.normalized] for _, r in f.entries])
+            entry: dict[str, Any] = {"runs": [[i, r.name, r.digest] for i, r in f.entries]}
+            if loaded.template is not None:
+                entry["template"] = loaded.template
+            if f.templated:  # used only while every template on the search path is as it was
+                entry["templated"], entry["templates"] = True, loaded.templates
+            fresh[f.sha256] = entry
     return fresh
 
 

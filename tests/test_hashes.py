@@ -24,15 +24,28 @@ def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def test_an_unchanged_file_is_not_read_again_even_by_another_process(tmp_path, later):
+def test_an_unchanged_file_is_known_without_a_read_even_by_another_process(tmp_path, later):
     f = tmp_path / "a.yaml"
     f.write_bytes(b"one")
     first = StatHashes(tmp_path / "stat.json")
-    assert first.sha256(str(f)) == (sha(b"one"), b"one")
-    assert first.sha256(str(f)) == (sha(b"one"), None)  # from memory: not read
+    assert first.known(str(f)) is None  # never hashed
+    assert first.sha256(str(f)) == sha(b"one")
+    assert first.known(str(f)) == sha(b"one")  # from memory: the stat alone
     first.save()
-    again = StatHashes(tmp_path / "stat.json")
-    assert again.sha256(str(f)) == (sha(b"one"), None)
+    assert StatHashes(tmp_path / "stat.json").known(str(f)) == sha(b"one")
+
+
+def test_a_relative_name_is_remembered_under_the_folder_it_was_given_in(tmp_path, later, monkeypatch):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "x.yaml").write_bytes(b"in a")
+    (tmp_path / "b" / "x.yaml").write_bytes(b"in b")
+    monkeypatch.chdir(tmp_path / "a")
+    memory = StatHashes(tmp_path / "stat.json")
+    assert memory.sha256("x.yaml") == sha(b"in a")
+    memory.save()
+    monkeypatch.chdir(tmp_path / "b")
+    assert StatHashes(tmp_path / "stat.json").sha256("x.yaml") == sha(b"in b")
 
 
 def test_a_write_that_keeps_size_and_modification_time_is_still_seen(tmp_path, later):
@@ -45,24 +58,36 @@ def test_a_write_that_keeps_size_and_modification_time_is_still_seen(tmp_path, l
         f.write_bytes(b"two")
     f.write_bytes(b"two")
     os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))  # the modification time set back
-    assert memory.sha256(str(f)) == (sha(b"two"), b"two")
+    assert memory.known(str(f)) is None
+    assert memory.sha256(str(f)) == sha(b"two")
 
 
 def test_a_file_written_just_now_is_hashed_every_time(tmp_path):
     f = tmp_path / "a.yaml"
     f.write_bytes(b"one")
     memory = StatHashes(tmp_path / "stat.json")
-    assert memory.sha256(str(f)) == (sha(b"one"), b"one")
-    assert memory.sha256(str(f)) == (sha(b"one"), b"one")  # racy: not remembered
+    assert memory.sha256(str(f)) == sha(b"one")
+    assert memory.known(str(f)) is None  # racy: not remembered
     memory.save()
     assert not (tmp_path / "stat.json").exists()
+
+
+def test_what_another_process_learned_is_taken_and_kept(tmp_path, later):
+    f = tmp_path / "a.yaml"
+    f.write_bytes(b"one")
+    worker = StatHashes(None)
+    worker.sha256(str(f))
+    parent = StatHashes(tmp_path / "stat.json")
+    parent.learn(worker.remembered())
+    parent.save()
+    assert StatHashes(tmp_path / "stat.json").known(str(f)) == sha(b"one")
 
 
 def test_a_damaged_or_missing_memory_only_costs_a_read(tmp_path, later):
     f = tmp_path / "a.yaml"
     f.write_bytes(b"one")
     (tmp_path / "stat.json").write_text("{not json")
-    assert StatHashes(tmp_path / "stat.json").sha256(str(f)) == (sha(b"one"), b"one")
-    assert StatHashes(None).sha256(str(f)) == (sha(b"one"), b"one")
+    assert StatHashes(tmp_path / "stat.json").sha256(str(f)) == sha(b"one")
+    assert StatHashes(None).sha256(str(f)) == sha(b"one")
     with pytest.raises(OSError):
-        StatHashes(None).sha256(str(tmp_path / "gone.yaml"))
+        StatHashes(None).known(str(tmp_path / "gone.yaml"))

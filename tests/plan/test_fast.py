@@ -148,9 +148,9 @@ def test_a_warm_plan_of_an_unchanged_source_compares_nothing(world, monkeypatch)
     real = build.compare
     monkeypatch.setattr(build, "compare", lambda *a: calls.append(a[0]) or real(*a))
     read_documents, inventory_reads = [], []
-    real_at = load_module._Documents.at
+    real_at = load_module._Reloaded.at
     monkeypatch.setattr(
-        load_module._Documents, "at", lambda self, k: read_documents.append(k) or real_at(self, k)
+        load_module._Reloaded, "at", lambda self, k: read_documents.append(k) or real_at(self, k)
     )
     real_inventory = world.store.inventory
     monkeypatch.setattr(
@@ -194,7 +194,12 @@ def test_summaries_of_a_cluster_without_the_fast_call_come_from_list_runs(world)
     live = world.cluster.get_run("a")
     assert s == RunSummary.of(live)
     assert s.spec_digest == spec_digest(live.document) is not None
-    assert s.live().resource_version == live.resource_version and s.live().state == live.state
+    assert (s.name, s.resource_version, s.state, s.final) == (
+        live.name,
+        live.resource_version,
+        live.state,
+        live.final,
+    )
 
 
 @pytest.mark.parametrize("kind", ["memory", "sql"])
@@ -280,3 +285,56 @@ def test_a_cold_load_of_many_files_writes_one_pack_that_a_warm_load_reads(world,
     assert len(list((folder / "packs").glob("*.json"))) == load_module.PACKS_KEPT
     again = load_source(["runs"], cache=FileCache(folder))
     assert again.ok and len(again.runs) == 4 + 3 + 9
+
+
+def test_a_run_from_the_cache_reads_its_document_again_from_its_file(world, monkeypatch):
+    from reconciler.load import FileCache
+
+    monkeypatch.setenv("ASTRA_TEMPLATE_PATH", str(world.root / "tpl"))
+    (world.root / "tpl").mkdir()
+    (world.root / "tpl" / "job.yaml").write_text(
+        "metadata: {name: job}\nparameters: {image: {type: string, default: 'python:3.12'}}\n"
+        "spec:\n  task_template: {image: '{{ image }}', command: python}\n"
+    )
+    world.run("plain")
+    world.write("templated.yaml", "metadata: {name: templated}\ntemplate: {name: job}\n")
+    fresh = load_source(["runs"], cache=FileCache(None))
+    cache = FileCache(world.root / "c")
+    load_source(["runs"], cache=cache)  # cold: the cache learns names and digests
+    warm = load_source(["runs"], cache=FileCache(world.root / "c"))
+    for name in ("plain", "templated"):
+        item = warm.runs[name]
+        assert item._document is None and item.digest == fresh.runs[name].digest
+        assert item.document == fresh.runs[name].document and item.after() == fresh.runs[name].after()
+
+
+def test_a_cached_file_changed_before_its_document_is_read_stops_the_plan(world):
+    from reconciler.load import FileCache
+    from reconciler.plan import PlanError
+
+    world.run("a")
+    load_source(["runs"], cache=FileCache(world.root / "c"))
+    warm = load_source(["runs"], cache=FileCache(world.root / "c"))
+    world.run("a", image="python:3.13")
+    with pytest.raises(PlanError, match=r"runs/a.yaml changed while it was being planned: plan again"):
+        _ = warm.runs["a"].document
+
+
+def test_files_touched_since_are_hashed_on_every_core_and_taken_from_the_cache(world, monkeypatch):
+    from reconciler.load import FileCache
+
+    for i in range(6):
+        world.run(f"r{i}")
+    monkeypatch.setattr(load_module, "forkable", lambda n, minimum: n >= 2)
+    monkeypatch.setattr(cores, "cores", lambda: 2)
+    first = load_source(["runs"], cache=FileCache(world.root / "c"))
+    for path in (world.root / "runs").iterdir():
+        path.write_bytes(path.read_bytes())  # the same content, another stat: hashed again
+    written = []
+    real = FileCache.put_many
+    monkeypatch.setattr(
+        FileCache, "put_many", lambda self, entries: written.append(entries) or real(self, entries)
+    )
+    again = load_source(["runs"], cache=FileCache(world.root / "c"))
+    assert {n: r.digest for n, r in again.runs.items()} == {n: r.digest for n, r in first.runs.items()}
+    assert written == [{}] and again.hashes() == first.hashes()  # nothing loaded anew: all from the cache
