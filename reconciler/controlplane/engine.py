@@ -164,10 +164,9 @@ class Engine:
         run = Run.model_validate(document)
         stored = _stored(document)
         rv = self.store.update_run(name, stored, expected, now)
-        record.run = run
+        self.state.replace_spec(name, run)
         meta = self.meta[name]
         meta.document, meta.resource_version, meta.updated_at = stored, rv, now
-        self._rebuild()
         return rv
 
     def cancel(self, name: str, now: float) -> None:

@@ -516,6 +516,21 @@ class ClusterState:
         if not w.settled:
             self.unsettled[w.name] = None
 
+    def replace_spec(self, name: str, run: Run) -> None:
+        """A run's spec replaced in place (the API's PUT). Of the indexes, only the priorities of
+        the workers holding machines are read from a spec: those move with it."""
+        r = self.runs[name]
+        held = sum(
+            1 for w in self.run_workers[name] if w in self.on_machine.get(self.workers[w].machine or "", ())
+        )
+        if held:
+            self.holding_priorities[r.priority] -= held
+            if self.holding_priorities[r.priority] <= 0:
+                del self.holding_priorities[r.priority]
+        r.run = run
+        if held:
+            self.holding_priorities[r.priority] += held
+
     def submit(self, run: Run, now: float) -> RunRecord:
         """Queue a new run (the API's POST /runs); the next tick admits it."""
         name = run.metadata.name
