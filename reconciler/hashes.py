@@ -67,8 +67,7 @@ class StatHashes:
         if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS:
             self._held[key] = f"{_seen(st)} {digest}"
             self._changed = True
-        elif self._held.pop(key, None) is not None:
-            self._changed = True
+        # else: not remembered now; an entry held for its old stat no longer matches anyway
         return digest
 
     def learn(self, held: dict[str, str]) -> None:

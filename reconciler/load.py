@@ -34,7 +34,7 @@ import os
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -209,9 +209,10 @@ class Loaded:
             out.update(self.templates)
         return dict(sorted(out.items()))
 
-    @property
+    @cached_property
     def revision(self) -> str:
-        """One hash of everything loaded: the files, the templates, ``--template`` and ``--set``."""
+        """One hash of everything loaded: the files, the templates, ``--template`` and ``--set``
+        (made once: a ``Loaded`` does not change once loaded; ``refresh`` makes a new one)."""
         text = json.dumps([self.hashes(), self.templates, self.template, list(self.sets)], sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
 
