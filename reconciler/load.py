@@ -438,7 +438,7 @@ def _load_here(loaded: Loaded, names: list[str]) -> dict[str, dict[str, Any]]:
         f = by_file.get(run.document.source.name)
         if f is not None:
             normalized = normalize(run.data)
-            h = doc_digest(normalized)
+            h = doc_digest(normalized, plain=True)  # it passed validate_data
             # kept only when it reads back from JSON as it is (``h`` is None otherwise)
             item = DesiredItem(run.name or "", run.data, f.path, normalized if h else None, h)
             f.entries.append((run.document.index, item))

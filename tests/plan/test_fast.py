@@ -86,6 +86,17 @@ def test_no_canonical_form_no_digest(bad):
     assert digest(n) is None  # never "unchanged": the fast path compares such a run in full
 
 
+@pytest.mark.parametrize("bad", [{1: "a"}, (1, 2)], ids=["int-key", "tuple"])
+def test_what_only_a_read_back_would_catch_never_passes_validation(bad):
+    """A load digests a valid document without reading it back (``plain=True``): the two cases
+    that need the read back are refused by validate_data, and the digests of the rest agree."""
+    from reconciler.spec.validate import validate_data
+
+    assert validate_data({**doc(), "metadata": {"name": "r", "labels": {"k": bad}}}) != []
+    n = normalize(doc(priority=3))
+    assert digest(n, plain=True) == digest(n) is not None
+
+
 json_leaf = (
     st.none()
     | st.booleans()
