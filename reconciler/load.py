@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 __all__ = ["CACHE_VERSION", "FileCache", "Loaded", "LoadedFile", "default_cache", "load_source", "refresh"]
 
 #: Bump when what a cache entry holds changes.
-CACHE_VERSION = "3"
+CACHE_VERSION = "4"
 _NAME = FieldPath.root().child("metadata", "name")
 
 

@@ -13,8 +13,8 @@ cache (``reconciler.load``), the last-applied ones with the inventory read witho
 with the runs listed as summaries (``clusters.base.summaries``: ``GET /runs?view=summary`` over
 http). Only the runs that differ get their live document (one by one when few, else in one
 list), their last-applied spec (``store.inventory(name, runs)``) and their desired document
-(read from the cache when first used), and are planned in full; so do runs a prune would
-delete. Workers are fetched only for the runs that may be stopped among those.
+(loaded again from its file when the load cache answered for it), and are planned in full; so
+do runs a prune would delete. Workers are fetched only for the runs that may be stopped among those.
 
 ``check_fresh(plan, cluster)`` says why a plan no longer holds: a file it was made from
 changed (sha256), or a run it looked at changed on the cluster (resource version).

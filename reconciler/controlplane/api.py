@@ -312,6 +312,7 @@ def create_app(
         except NameExists as exc:
             raise _detail(409, str(exc)) from exc
         on_change()
+        digest_of(name)  # made with the document, not by the first plan that lists 10,000 runs
         body = run_json(name, request)
         return JSONResponse(body, status_code=201, headers={"Location": body["status"]["url"]})
 
@@ -404,6 +405,7 @@ def create_app(
         except NotFound as exc:
             raise _detail(404, str(exc)) from exc
         on_change()
+        digest_of(name)
         return run_json(name, request)
 
     @route(["/runs/{name}", "/jobs/{name}"], ["DELETE"])
