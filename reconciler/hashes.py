@@ -57,7 +57,7 @@ class StatHashes:
     def sha256(self, name: str) -> str:
         """The sha256 of ``name``'s bytes: remembered, else read, hashed and remembered (unless it
         changed within ``RACY_NS``); ``OSError`` when the file cannot be read."""
-        known = self.known(name)
+        known = self.known(name) if self._held else None
         if known is not None:
             return known
         key = self._key(name)

@@ -121,11 +121,11 @@ class FileCache:
         if self.folder is None:
             return None
         found = self._pack_index().get(digest)
-        if found is not None:
-            return found
+        if found is not None or not self._folders():
+            return found  # no single entries at all (a cold load): nothing more to try
         path = self._path(digest)
         if path.parent.name not in self._folders():
-            return None  # a cold load: no file tried for each miss
+            return None
         try:
             with open(path, encoding="utf-8") as f:
                 data = json.load(f)
