@@ -13,6 +13,7 @@ makes the next run slower.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -35,12 +36,10 @@ class StatHashes:
         self._changed = False
         self._cwd = os.getcwd()  # a relative name is remembered under this folder
         if self.path is not None:
-            try:
+            with contextlib.suppress(OSError, ValueError):  # none yet, or damaged: hashed again
                 data = json.loads(self.path.read_bytes())
                 if isinstance(data, dict) and data.get("version") == _VERSION:
                     self._held = data.get("files") or {}
-            except (OSError, ValueError):
-                pass
 
     def _key(self, name: str) -> str:
         return name if name.startswith(os.sep) else f"{self._cwd}{os.sep}{name}"

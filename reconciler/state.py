@@ -411,14 +411,17 @@ class SqlSourceStore:
             raise StateError(f"cannot open the state database {url}: {exc}") from exc
 
     def _add_digest_column(self) -> None:
-        """A state file from before inventory digests gets the column (its rows' digests are
-        computed when read)."""
-        from sqlalchemy import inspect, text
+        """A state file from before inventory digests gets the column, filled for its rows."""
+        from sqlalchemy import inspect, select, text
 
-        columns = {c["name"] for c in inspect(self.engine).get_columns(self._inventory.name)}
-        if "digest" not in columns:
-            with self.engine.begin() as conn:
-                conn.execute(text(f"ALTER TABLE {self._inventory.name} ADD COLUMN digest VARCHAR"))
+        i = self._inventory
+        if "digest" in {c["name"] for c in inspect(self.engine).get_columns(i.name)}:
+            return
+        with self.engine.begin() as conn:
+            conn.execute(text(f"ALTER TABLE {i.name} ADD COLUMN digest VARCHAR"))
+            for source, run, spec in conn.execute(select(i.c.source, i.c.run, i.c.spec)).all():
+                done = i.update().where(i.c.source == source, i.c.run == run)
+                conn.execute(done.values(digest=_digest_of(json.loads(spec))))
 
     def _tx(self):
         return _Tx(self.engine)
@@ -471,20 +474,10 @@ class SqlSourceStore:
         wanted = None if runs is None else set(runs)
         out = {}
         for r in conn.execute(query).mappings():
-            if wanted is not None and r["run"] not in wanted:
-                continue
-            spec = json.loads(r["spec"]) if specs else None
-            given = r["digest"]
-            if given is None:  # a row from before digests: its spec digested now
-                given = _digest_of(spec if specs else json.loads(self._spec_text(conn, name, r["run"])))
-            out[r["run"]] = InventoryEntry(spec, r["applied_at"], r["file"], given)
+            if wanted is None or r["run"] in wanted:
+                spec = json.loads(r["spec"]) if specs else None
+                out[r["run"]] = InventoryEntry(spec, r["applied_at"], r["file"], r["digest"])
         return out
-
-    def _spec_text(self, conn, name: str, run: str) -> str:
-        from sqlalchemy import select
-
-        i = self._inventory
-        return conn.execute(select(i.c.spec).where(i.c.source == name, i.c.run == run)).scalar_one()
 
     def sources(self) -> list[SourceState]:
         from sqlalchemy import select
