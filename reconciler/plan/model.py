@@ -168,7 +168,8 @@ class Change:
 
     @property
     def forces_replace(self) -> tuple[str, ...]:
-        return tuple(sorted(f.path for f in self.fields if f.forces_replace))
+        """The paths of the fields that force a replace, sorted."""
+        return tuple(sorted(f.path for f in self.fields if f.forces_replace)) if self.fields else ()
 
 
 @dataclass(frozen=True)
@@ -222,7 +223,7 @@ def _change_json(c: Change) -> dict[str, Any]:
         "before": c.before,
         "after": c.after,
         "fields": [_field_json(f) for f in c.fields],
-        "forces_replace": sorted(c.forces_replace),
+        "forces_replace": list(c.forces_replace),
         "reason": c.reason,
         "cost": None if c.cost is None else dict(sorted(c.cost.__dict__.items())),
         "file": c.file,
