@@ -74,8 +74,12 @@ class FileCache:
         self._salt = _salt() if folder is not None else ""
         self._index: dict[str, Any] | None = None
         self._singles: set[str] | None = None
-        #: the files' content hashes, remembered by their stat
-        self.hashes = StatHashes(self.folder / "stat.json" if self.folder is not None else None)
+
+    @cached_property
+    def hashes(self) -> StatHashes:
+        """The files' content hashes, remembered by their stat (read when first wanted: a forked
+        share that only asks the cache does not read them)."""
+        return StatHashes(self.folder / "stat.json" if self.folder is not None else None)
 
     @property
     def _packs(self) -> Path:

@@ -314,8 +314,9 @@ class MemorySourceStore:
         data = self._get(name)
         if entry is None:
             data["inventory"].pop(run, None)
-        else:
-            data["inventory"][run] = _copied(entry.to_json())
+        else:  # kept with its digest, as the other stores keep it: not made again at every read
+            digest = entry.digest or _digest_of(entry.spec)
+            data["inventory"][run] = {**_copied(entry.to_json()), "digest": digest}
         self._bump(name, data)
 
     def set_status(self, name: str, status: dict[str, Any]) -> None:
