@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -108,8 +108,11 @@ def load_desired(
     template: str | None = None,
     sets: Sequence[str] = (),
     library: TemplateLibrary | None = None,
+    contents: Mapping[str, bytes] | None = None,
 ) -> Desired:
-    """Load files and folders, apply templates, validate: the final runs and every error."""
+    """Load files and folders, apply templates, validate: the final runs and every error.
+
+    ``contents``: the bytes of files the caller read already (a cold load hashed them), by name."""
     files, errors = find_files(paths)
     given: dict[str, tuple[Any, Origin]] = {}
     if sets:
@@ -121,7 +124,7 @@ def load_desired(
     runs: list[DesiredRun] = []
     documents: list[Document] = []
     for path in files:
-        docs, load_errors = load_file(path)
+        docs, load_errors = load_file(path, data=contents.get(path) if contents else None)
         errors += load_errors
         documents += docs
         for doc in docs:

@@ -4,9 +4,11 @@
 and change times (nanoseconds) with the sha256 of its bytes, in one JSON file (a map of the
 file's absolute name to ``"DEV:INO:SIZE:MTIME:CTIME SHA256"``). ``known(name)`` answers from
 there when all five still match; ``sha256(name)`` also reads and hashes the file when they do
-not. The change time cannot be set back by a user (``touch -d`` sets the modification time
-only), so a file written again has another. A file written within ``RACY_NS`` of being hashed
-is not remembered: another write in the same tick of a coarse clock would leave all five alike.
+not, and ``read(name)`` always does and gives the bytes too (a caller that loads them reads
+the file once). The change time cannot be set back by a user (``touch -d`` sets the
+modification time only), so a file written again has another. A file written within
+``RACY_NS`` of being hashed is not remembered: another write in the same tick of a coarse clock
+would leave all five alike.
 ``save()`` writes the file when anything changed; a file that cannot be read or written only
 makes the next run slower.
 """
@@ -46,7 +48,10 @@ class StatHashes:
 
     def known(self, name: str) -> str | None:
         """The sha256 remembered for ``name`` when its stat still matches, else ``None``
-        (``OSError`` when there is no such file)."""
+        (``OSError`` when there is no such file; nothing remembered at all, ``None`` without
+        looking)."""
+        if not self._held:
+            return None
         st = os.stat(name)
         held = self._held.get(self._key(name))
         if held is not None and held[:-65] == _seen(st):  # "SEEN SHA256": the hash is 64 characters
@@ -56,18 +61,21 @@ class StatHashes:
     def sha256(self, name: str) -> str:
         """The sha256 of ``name``'s bytes: remembered, else read, hashed and remembered (unless it
         changed within ``RACY_NS``); ``OSError`` when the file cannot be read."""
-        known = self.known(name) if self._held else None
-        if known is not None:
-            return known
-        key = self._key(name)
+        known = self.known(name)
+        return known if known is not None else self.read(name)[1]
+
+    def read(self, name: str) -> tuple[bytes, str]:
+        """``name``'s bytes and their sha256, which is remembered (unless the file changed within
+        ``RACY_NS``): for a caller that needs the bytes too, so that the file is read once."""
         with open(name, "rb") as f:
             st = os.fstat(f.fileno())
-            digest = hashlib.sha256(f.read()).hexdigest()
+            data = f.read()
+        digest = hashlib.sha256(data).hexdigest()
         if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS:
-            self._held[key] = f"{_seen(st)} {digest}"
+            self._held[self._key(name)] = f"{_seen(st)} {digest}"
             self._changed = True
         # else: not remembered now; an entry held for its old stat no longer matches anyway
-        return digest
+        return data, digest
 
     def learn(self, held: dict[str, str]) -> None:
         """Take what another ``StatHashes`` remembered (``remembered()``: a forked process's)."""

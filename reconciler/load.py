@@ -45,8 +45,7 @@ from .plan.build import DesiredItem
 from .plan.model import PlanError
 from .spec.errors import ErrorType, FieldError
 from .spec.files import SPEC_SUFFIXES, find_files, published_text
-from .spec.normalize import digest as doc_digest
-from .spec.normalize import normalize
+from .spec.normalize import normalized_digest
 from .spec.paths import FieldPath
 
 if TYPE_CHECKING:
@@ -320,13 +319,14 @@ class _Reloaded:
                 same = False
             desired = load_desired([self.path], template=self.template) if same else None
             found = {} if desired is None else {r.document.index: r.data for r in desired.runs}
-            self._found = {i: (found[i], normalize(found[i])) for i, _, _ in self.runs if i in found}
+            made = {i: (found[i], *normalized_digest(found[i])) for i, _, _ in self.runs if i in found}
             if (
                 desired is None
                 or desired.errors
-                or any(i not in self._found or doc_digest(self._found[i][1]) != h for i, _, h in self.runs)
+                or any(i not in made or made[i][2] != h for i, _, h in self.runs)
             ):
                 raise PlanError(f"{self.path} changed while it was being planned: plan again")
+            self._found = {i: (doc, normalized) for i, (doc, normalized, _) in made.items()}
         return self._found[self.runs[k][0]]
 
 
@@ -370,23 +370,27 @@ def _cache_share(
     template: str | None, templates: dict[str, str], folder: Path, _share: int, names: list[str]
 ) -> tuple[dict[str, tuple[str, Any]], dict[str, Any], dict[str, str]]:
     """One process's share: each name's hash and cache entry (from the cache, else loaded), the
-    entries it made, and what its ``StatHashes`` remembered."""
+    entries it made, and what its ``StatHashes`` remembered. Each file is read once: the bytes
+    hashed are the bytes loaded."""
     share = Loaded([], template, (), templates=templates)
     cache, hashes = FileCache(folder), StatHashes(None)
     found: dict[str, tuple[str, Any]] = {}
     missed = []
+    contents: dict[str, bytes] = {}
     for name in names:
         try:
-            sha = hashes.sha256(name)
+            data, sha = hashes.read(name)
         except OSError:
-            sha = ""
+            data, sha = None, ""  # load_desired says what is wrong with it
         entry = cache.get(sha) if sha else None
         if entry is not None and _from_cache(share, name, sha, entry):
             found[name] = (sha, entry)
         else:
             share.files[name] = LoadedFile(name, sha)
             missed.append(name)
-    fresh = _load_here(share, missed) if missed else {}
+            if data is not None:
+                contents[name] = data
+    fresh = _load_here(share, missed, contents) if missed else {}
     found.update((n, (share.files[n].sha256, fresh.get(share.files[n].sha256))) for n in missed)
     return found, fresh, hashes.remembered()
 
@@ -431,18 +435,20 @@ def _load_files(loaded: Loaded, names: list[str], cache: FileCache | None, *, pa
             cache.put_many(fresh)
 
 
-def _load_here(loaded: Loaded, names: list[str]) -> dict[str, dict[str, Any]]:
-    """Load, render and validate ``names`` (each already in ``loaded.files`` with its hash) in
-    this process; the cache entries of those without problems, by content hash."""
+def _load_here(
+    loaded: Loaded, names: list[str], contents: dict[str, bytes] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Load, render and validate ``names`` (each already in ``loaded.files`` with its hash; its
+    bytes in ``contents`` when read already) in this process; the cache entries of those
+    without problems, by content hash."""
     from .desired import load_desired  # not needed by a load the cache answers
 
-    desired = load_desired(names, template=loaded.template, sets=loaded.sets)
+    desired = load_desired(names, template=loaded.template, sets=loaded.sets, contents=contents)
     by_file = {n: loaded.files[n] for n in names}
     for run in desired.runs:
         f = by_file.get(run.document.source.name)
         if f is not None:
-            normalized = normalize(run.data)
-            h = doc_digest(normalized, plain=True)  # it passed validate_data
+            normalized, h = normalized_digest(run.data)
             # kept only when it reads back from JSON as it is (``h`` is None otherwise)
             item = DesiredItem(run.name or "", run.data, f.path, normalized if h else None, h)
             f.entries.append((run.document.index, item))

@@ -35,6 +35,17 @@ def test_an_unchanged_file_is_known_without_a_read_even_by_another_process(tmp_p
     assert StatHashes(tmp_path / "stat.json").known(str(f)) == sha(b"one")
 
 
+def test_read_gives_the_bytes_it_hashed_and_remembers_them(tmp_path, later):
+    f = tmp_path / "a.yaml"
+    f.write_bytes(b"one")
+    memory = StatHashes(tmp_path / "stat.json")
+    assert memory.read(str(f)) == (b"one", sha(b"one"))
+    assert memory.known(str(f)) == sha(b"one")
+    f.write_bytes(b"two")
+    assert memory.known(str(f)) is None
+    assert memory.read(str(f)) == (b"two", sha(b"two"))  # read whatever it remembers
+
+
 def test_a_relative_name_is_remembered_under_the_folder_it_was_given_in(tmp_path, later, monkeypatch):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
@@ -89,5 +100,9 @@ def test_a_damaged_or_missing_memory_only_costs_a_read(tmp_path, later):
     (tmp_path / "stat.json").write_text("{not json")
     assert StatHashes(tmp_path / "stat.json").sha256(str(f)) == sha(b"one")
     assert StatHashes(None).sha256(str(f)) == sha(b"one")
+    gone = str(tmp_path / "gone.yaml")
+    assert StatHashes(None).known(gone) is None  # nothing remembered: not even a stat
     with pytest.raises(OSError):
-        StatHashes(None).known(str(tmp_path / "gone.yaml"))
+        StatHashes(None).sha256(gone)
+    with pytest.raises(OSError):
+        StatHashes(None).read(gone)

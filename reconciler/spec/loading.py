@@ -96,10 +96,14 @@ class Document:
 
 
 def load_file(
-    path: str | os.PathLike[str], display: str | None = None
+    path: str | os.PathLike[str], display: str | None = None, *, data: bytes | None = None
 ) -> tuple[list[Document], list[FieldError]]:
-    """Read one file. Returns its documents and every error found while loading it."""
+    """Read one file. Returns its documents and every error found while loading it.
+
+    ``data``: its bytes, when the caller read them already (at most ``MAX_FILE_BYTES``)."""
     name = display or os.fspath(path)
+    if data is not None and len(data) <= msg.MAX_FILE_BYTES:
+        return _load_bytes(data, name)
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -115,6 +119,10 @@ def load_file(
                 return [], [_file_error(name, text)]
     except OSError as exc:
         return [], [_file_error(name, f"cannot read the file: {exc.strerror or exc}")]
+    return _load_bytes(data, name)
+
+
+def _load_bytes(data: bytes, name: str) -> tuple[list[Document], list[FieldError]]:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

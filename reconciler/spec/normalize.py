@@ -44,7 +44,7 @@ from typing import Any
 from .files import published_schema
 from .quantities import parse_bytes, parse_duration
 
-__all__ = ["DIGEST_VERSION", "digest", "normalize", "spec_digest"]
+__all__ = ["DIGEST_VERSION", "digest", "normalize", "normalized_digest", "spec_digest"]
 
 #: Part of every digest: bump it when ``normalize`` changes what it yields.
 DIGEST_VERSION = "n1"
@@ -66,18 +66,28 @@ _QUANTITIES = {"memory_bytes": parse_bytes, "time_limit_seconds": parse_duration
 
 def normalize(doc: Any) -> dict[str, Any]:
     """The comparable form of a run document (see the module docstring)."""
-    if not isinstance(doc, dict):
-        return {}
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
-    metadata: dict[str, Any] = {}
-    for key in ("annotations", "labels"):  # in key order: every map here is built sorted
-        value = _clean(meta.get(key))
-        if value:
-            metadata[key] = value
-    if meta.get("name") is not None:
-        metadata["name"] = _sorted(meta["name"])
-    spec = doc.get("spec")
-    return {"metadata": metadata, "spec": _spec(spec) if isinstance(spec, dict) else {}}
+    return _normalize(doc, [])
+
+
+def normalized_digest(doc: Any) -> tuple[dict[str, Any], str | None]:
+    """``normalize(doc)`` and its digest, made at once (what the load does for every run).
+
+    The canonical JSON is written by orjson (ten times ``json.dumps``) when the document holds
+    only what the two write alike: strings, integers, booleans, nulls, maps with string keys
+    and lists. A document with a fractional float (their shortest forms differ: ``1e-05`` and
+    ``0.00001``), or a value of another type, is digested by ``digest``, the definition."""
+    unusual: list[Any] = []
+    normalized = _normalize(doc, unusual)
+    if not unusual:
+        import orjson
+
+        try:
+            text = orjson.dumps(normalized, option=orjson.OPT_SORT_KEYS)
+        except TypeError:  # a key that is not a string, an integer beyond 64 bits
+            pass
+        else:
+            return normalized, f"{DIGEST_VERSION}:{hashlib.sha256(text).hexdigest()}"
+    return normalized, digest(normalized)
 
 
 def digest(normalized: Any, *, plain: bool = False) -> str | None:
@@ -103,18 +113,38 @@ def digest(normalized: Any, *, plain: bool = False) -> str | None:
 
 def spec_digest(doc: Any) -> str | None:
     """``digest(normalize(doc))``: the digest of a run document as any side would normalise it."""
-    return digest(normalize(doc))
+    return normalized_digest(doc)[1]
 
 
-def _spec(spec: dict[str, Any]) -> dict[str, Any]:
-    out = _clean(spec) or {}
+def _normalize(doc: Any, unusual: list[Any]) -> dict[str, Any]:
+    """``normalize``; every value ``normalized_digest`` must not give orjson goes into ``unusual``."""
+    if not isinstance(doc, dict):
+        return {}
+    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    metadata: dict[str, Any] = {}
+    for key in ("annotations", "labels"):  # in key order: every map here is built sorted
+        value = _clean(meta.get(key), unusual)
+        if value:
+            metadata[key] = value
+    name = meta.get("name")
+    if name is not None:
+        if type(name) is not str:
+            unusual.append(name)
+        metadata["name"] = _sorted(name)
+    spec = doc.get("spec")
+    return {"metadata": metadata, "spec": _spec(spec, unusual) if isinstance(spec, dict) else {}}
+
+
+def _spec(spec: dict[str, Any], unusual: list[Any]) -> dict[str, Any]:
+    out = _clean_map(spec, unusual)
     if "policy" in out and "start" not in out:
         out["start"] = out.pop("policy")
     out.setdefault("lifetime", LIFETIME)
     template = out.get("task_template")
     if isinstance(template, dict):
         _worker(template)
-    for group in out.get("task_groups") or []:
+    groups = out.get("task_groups")
+    for group in groups if type(groups) is list else ():
         if isinstance(group, dict):
             group.setdefault("replicas", REPLICAS)
             if isinstance(group.get("task_template"), dict):
@@ -126,7 +156,8 @@ def _spec(spec: dict[str, Any]) -> dict[str, Any]:
 
 def _worker(template: dict[str, Any]) -> None:
     template.setdefault("restart_policy", RESTART_POLICY)
-    for ref in template.get("datavolume_refs") or []:
+    refs = template.get("datavolume_refs")
+    for ref in refs if type(refs) is list else ():
         if isinstance(ref, dict):
             ref.setdefault("mode", VOLUME_MODE)
             _resort(ref)
@@ -134,45 +165,97 @@ def _worker(template: dict[str, Any]) -> None:
 
 
 def _resort(d: dict[str, Any]) -> None:
-    """Put a map's keys back in order after defaults were added (its values are sorted already)."""
+    """Put a map's keys back in order after defaults were added (its values are sorted already;
+    keys that are not all strings stay as they are: such a map has no canonical JSON anyway)."""
     keys = list(d)
-    if keys != sorted(keys):
+    try:
+        ordered = sorted(keys)
+    except TypeError:
+        return
+    if keys != ordered:
         items = sorted(d.items())
         d.clear()
         d.update(items)
 
 
-def _clean(value: Any, key: str | None = None) -> Any:
-    """A deep copy without nulls and empty maps, with quantities as integers, maps' keys sorted.
+# The cleaning: a deep copy without nulls and empty maps, with quantities as integers and every
+# map's keys sorted, made in one pass (in key order, so that nothing is sorted again after). It
+# runs for every value of every document a plan reads, so each map and list is one loop that
+# tests exact types inline: a document is dicts, lists, strings and numbers, and only those
+# cost a call each. Anything else (a subclass, a fractional float) takes ``_other`` and is noted
+# in ``unusual``.
 
-    One pass: the copy is made in key order, so that nothing has to be sorted again after.
-    Exact types are tested first (a document is dicts, lists, strings and numbers): this runs
-    for every value of every document a plan reads.
-    """
-    kind = type(value)
-    if kind is str:
-        parse = _QUANTITIES.get(key) if key is not None else None
-        if parse is None:
-            return value
-        try:
-            return parse(value)
-        except ValueError:
-            return value
-    if kind is dict or (kind is not list and isinstance(value, dict)):
-        out = {}
-        for k in sorted(value):
-            cleaned = _clean(value[k], k)
-            if cleaned is None or (type(cleaned) is dict and not cleaned):
+
+def _clean_map(d: dict[Any, Any], unusual: list[Any]) -> dict[Any, Any]:
+    out = {}
+    for k in sorted(d):
+        v = d[k]
+        t = type(v)
+        if t is str:
+            parse = _QUANTITIES.get(k)
+            if parse is not None:
+                v = _quantity(parse, v)
+        elif t is dict:
+            v = _clean_map(v, unusual)
+            if not v:
                 continue
-            out[k] = cleaned
-        return out
-    if kind is list or isinstance(value, list):
-        return [_clean(v) for v in value]
-    if kind is float and value.is_integer():
+        elif t is list:
+            v = _clean_list(v, unusual)
+        elif v is None:
+            continue
+        elif t is not int and t is not bool:
+            v = _other(v, k, unusual)
+            if v is None or (type(v) is dict and not v):
+                continue
+        out[k] = v
+    return out
+
+
+def _clean_list(items: list[Any], unusual: list[Any]) -> list[Any]:
+    out = []
+    for v in items:
+        t = type(v)
+        if t is dict:
+            v = _clean_map(v, unusual)
+        elif t is list:
+            v = _clean_list(v, unusual)
+        elif t is not str and t is not int and t is not bool and v is not None:
+            v = _other(v, None, unusual)
+        out.append(v)
+    return out
+
+
+def _other(value: Any, key: Any, unusual: list[Any]) -> Any:
+    """A value of none of the plain types: a float, or a subclass of a map, list or string."""
+    if type(value) is float and value.is_integer():
         return int(value)
+    unusual.append(value)
+    if isinstance(value, dict):
+        return _clean_map(value, unusual)
+    if isinstance(value, list):
+        return _clean_list(value, unusual)
     if isinstance(value, str):  # a subclass of str: as a string
-        return _clean(str(value), key)
+        parse = _QUANTITIES.get(key) if key is not None else None
+        return _quantity(parse, str(value)) if parse is not None else str(value)
     return value
+
+
+def _quantity(parse: Any, value: str) -> Any:
+    try:
+        return parse(value)
+    except ValueError:
+        return value
+
+
+def _clean(value: Any, unusual: list[Any]) -> Any:
+    """One value cleaned (a map's value, outside any map)."""
+    if type(value) is dict:
+        return _clean_map(value, unusual)
+    if value is None or type(value) in (str, int, bool):
+        return value
+    if type(value) is list:
+        return _clean_list(value, unusual)
+    return _other(value, None, unusual)
 
 
 def _sorted(value: Any) -> Any:

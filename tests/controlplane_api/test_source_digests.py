@@ -13,8 +13,11 @@ from reconciler.spec.normalize import digest, normalize, spec_digest
 from .test_api import tiny
 from .test_sources import entry, locked
 
-#: A spec normalize fails on (``task_groups`` is no list): its entry is kept, with no digest.
+#: A spec not of a run's shape (``task_groups`` is no list): normalize keeps what it cannot read as
+#: it is, so the entry is kept, with the digest any side makes of it.
 MALFORMED = {"metadata": {"name": "m"}, "spec": {"task_groups": 5}}
+#: A spec with no canonical JSON (a NaN, which only a store written to directly can hold).
+NO_DIGEST = {"metadata": {"name": "m"}, "spec": {"priority": float("nan")}}
 
 
 def formula(spec: dict) -> str | None:
@@ -35,8 +38,9 @@ def test_every_entry_served_has_the_digest_of_its_normalised_spec(client):
     assert {run: e["digest"] for run, e in items.items()} == {
         "a": formula(big),
         "b": formula(tiny("b")),
-        "m": None,
+        "m": formula(MALFORMED),
     }
+    assert formula(MALFORMED) is not None
     assert formula(big) is not None and formula(big) == spec_digest({**big, "status": {"x": 1}})
     assert client.get("/api/sources/s").json()["inventory"] == items
     assert client.get("/api/sources").json()["items"][0]["inventory"] == items
@@ -49,7 +53,8 @@ def test_every_entry_served_has_the_digest_of_its_normalised_spec(client):
 def test_a_whole_put_keeps_the_digests_too(client):
     inventory = {"a": entry("a"), "m": {**entry("m"), "spec": MALFORMED}}
     body = client.put("/api/sources/s", json={"resource_version": 0, "inventory": inventory}).json()
-    assert {run: e["digest"] for run, e in body["inventory"].items()} == {"a": formula(tiny("a")), "m": None}
+    digests = {run: e["digest"] for run, e in body["inventory"].items()}
+    assert digests == {"a": formula(tiny("a")), "m": formula(MALFORMED)}
 
 
 def test_the_digest_view_has_no_spec_and_the_full_view_is_the_default(client):
@@ -130,7 +135,7 @@ def test_an_unknown_view_is_422_and_a_source_never_written_404(client):
 def test_a_schema_3_database_gets_the_digests_of_its_entries_when_opened(tmp_path):
     url = f"sqlite:///{tmp_path / 'astra.db'}"
     store = Store(url)
-    store.put_source("s", {"inventory": {"a": entry("a"), "m": {**entry("m"), "spec": MALFORMED}}}, 0, 1.0)
+    store.put_source("s", {"inventory": {"a": entry("a"), "m": {**entry("m"), "spec": NO_DIGEST}}}, 0, 1.0)
     with store.engine.begin() as conn:  # as schema 3 left it: no digest column, no index over it
         conn.execute(text("DROP INDEX ix_source_runs_digests"))
         conn.execute(text("ALTER TABLE source_runs DROP COLUMN digest"))

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reconciler.clusters.base import LiveRun, WorkerInfo
 from reconciler.plan import (
@@ -15,12 +19,14 @@ from reconciler.plan import (
     compare,
     cost_of,
     describe_cost,
+    digest,
     forces_replace,
     normalize,
     plan_from_json,
     plan_to_json,
     render_plan,
 )
+from reconciler.spec.normalize import DIGEST_VERSION, normalized_digest
 from reconciler.state import InventoryEntry
 
 NOW = 1_700_000_000.0
@@ -93,6 +99,62 @@ def test_normalize_same_meaning_same_form():
         },
     )
     assert normalize(a) == normalize(b)
+
+
+_LEAF = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),  # past 64 bits too
+    st.floats(allow_nan=False),  # infinities, 1e-05 (whose shortest forms differ), 2.0
+    st.text(max_size=4),
+    st.sampled_from(["12h", "120Gi", "1.5", ""]),
+)
+_KEYS = st.one_of(
+    st.sampled_from(
+        ["memory_bytes", "time_limit_seconds", "policy", "start", "task_template", "task_groups"]
+    ),
+    st.sampled_from(["restart_policy", "datavolume_refs", "mode", "replicas"]),
+    st.text(max_size=3),
+)
+_TREE = st.recursive(
+    _LEAF,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(_KEYS, inner, max_size=4),
+        st.dictionaries(st.integers(0, 3), inner, min_size=1, max_size=2),  # no canonical JSON
+        st.tuples(inner),
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {
+            "metadata": st.dictionaries(st.sampled_from(["name", "labels", "annotations", "uid"]), _TREE),
+            "spec": _TREE,
+        }
+    )
+)
+def test_the_digest_made_with_normalize_is_the_definitions(document):
+    """``normalized_digest`` (orjson, for the load) is ``normalize`` and ``digest`` (json.dumps)."""
+    normalized = normalize(document)
+    assert normalized_digest(document) == (normalized, digest(normalized))
+
+
+def test_a_fractional_float_is_digested_as_json_writes_it():
+    d = doc(task_template={"image": "i", "gpu": {"min_memory_gb": 1e-05}})
+    text = '{"metadata":{"name":"train"},"spec":{"lifetime":"Batch","task_template":'
+    text += '{"gpu":{"min_memory_gb":1e-05},"image":"i","restart_policy":"OnFailure"}}}'
+    assert normalized_digest(d)[1] == f"{DIGEST_VERSION}:{hashlib.sha256(text.encode()).hexdigest()}"
+
+
+def test_normalize_keeps_what_it_cannot_read_of_a_spec_not_of_a_runs_shape():
+    n = normalize(doc(task_groups=5, task_template={"image": "i", "datavolume_refs": "d"}))
+    assert n["spec"]["task_groups"] == 5
+    assert n["spec"]["task_template"]["datavolume_refs"] == "d"
+    assert normalized_digest(doc(task_groups=5))[1] is not None
 
 
 # ---- action_for, forces_replace ----------------------------------------------------------------
