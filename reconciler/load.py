@@ -32,7 +32,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from pathlib import Path
@@ -242,12 +242,15 @@ def load_source(
     template: str | None = None,
     sets: Sequence[str] = (),
     cache: FileCache | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> Loaded:
-    """Load a source's files (see the module docstring)."""
+    """Load a source's files (see the module docstring). ``meanwhile``: other work for this
+    process, done while forked processes load the files, when they do (a cold load of many);
+    not called otherwise."""
     loaded = Loaded([os.fspath(p) for p in paths], template, tuple(sets))
     loaded.templates = _template_fingerprint()
     files, loaded.base_errors = find_files(paths)
-    _load_files(loaded, files, cache)
+    _load_files(loaded, files, cache, meanwhile=meanwhile)
     _finish(loaded)
     return loaded
 
@@ -348,7 +351,9 @@ def _from_cache(loaded: Loaded, name: str, sha: str, entry: dict[str, Any] | Non
     return True
 
 
-def _fill_cache(loaded: Loaded, names: list[str], cache: FileCache) -> dict[str, tuple[str, Any]]:
+def _fill_cache(
+    loaded: Loaded, names: list[str], cache: FileCache, meanwhile: Callable[[], None] | None
+) -> dict[str, tuple[str, Any]]:
     """Hash ``names`` on every core, and load the ones the cache does not know: each name's
     content hash and cache entry (``None`` when it has problems). The new entries go into the
     cache (one pack when many), and the hashes learned into ``cache.hashes``."""
@@ -356,7 +361,7 @@ def _fill_cache(loaded: Loaded, names: list[str], cache: FileCache) -> dict[str,
     found: dict[str, tuple[str, Any]] = {}
     fresh: dict[str, Any] = {}
     try:
-        for part, new, learned in on_every_core(work, split(names)):
+        for part, new, learned in on_every_core(work, split(names), meanwhile=meanwhile):
             found.update(part)
             fresh.update(new)
             cache.hashes.learn(learned)
@@ -395,7 +400,14 @@ def _cache_share(
     return found, fresh, hashes.remembered()
 
 
-def _load_files(loaded: Loaded, names: list[str], cache: FileCache | None, *, parallel: bool = True) -> None:
+def _load_files(
+    loaded: Loaded,
+    names: list[str],
+    cache: FileCache | None,
+    *,
+    parallel: bool = True,
+    meanwhile: Callable[[], None] | None = None,
+) -> None:
     """Load ``names`` into ``loaded``: from the cache where it holds them, else here (on every
     core when many), the new ones written to the cache. A file whose stat ``cache.hashes``
     does not remember is hashed first (on every core, when many), then looked up."""
@@ -418,7 +430,7 @@ def _load_files(loaded: Loaded, names: list[str], cache: FileCache | None, *, pa
             loaded.files[name] = LoadedFile(name, known)
             missed.append(name)
     if unknown and parallel and use_cache and cache is not None and forkable(len(unknown), PARALLEL_FROM):
-        found = _fill_cache(loaded, unknown, cache)
+        found = _fill_cache(loaded, unknown, cache, meanwhile)
         unknown = [n for n in unknown if not _from_cache(loaded, n, *found.get(n, ("", None)))]
     for name in unknown:
         try:

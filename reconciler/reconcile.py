@@ -16,6 +16,10 @@ list), their last-applied spec (``store.inventory(name, runs)``) and their desir
 (loaded again from its file when the load cache answered for it), and are planned in full; so
 do runs a prune would delete. Workers are fetched only for the runs that may be stopped among those.
 
+``plan_source`` (what plan and apply call) loads, then plans. When the load runs on every core
+(a cold load of many files), this process reads the inventory and the summaries meanwhile
+(``load_source(meanwhile=)``) instead of after, and hands them to ``make_plan``.
+
 ``check_fresh(plan, cluster)`` says why a plan no longer holds: a file it was made from
 changed (sha256), or a run it looked at changed on the cluster (resource version).
 
@@ -115,11 +119,12 @@ def make_plan(
     *,
     scope: Collection[str] | None = None,
     inventory: Mapping[str, InventoryEntry] | None = None,
+    listed: Sequence[RunSummary] | None = None,
     fast: bool | None = None,
 ) -> Plan:
-    """The plan for ``source`` now (see the module docstring). ``inventory``: the source's, when
-    the caller has just read it (else it is read here). ``fast``: the fast path (default
-    ``FAST_PATH``)."""
+    """The plan for ``source`` now (see the module docstring). ``inventory``: the source's, and
+    ``listed``: the cluster's run summaries, when the caller has just read them (else they are
+    read here). ``fast``: the fast path (default ``FAST_PATH``)."""
     if not loaded.ok:
         raise LoadFailed(loaded.errors)
     use_fast = FAST_PATH if fast is None else fast
@@ -130,7 +135,7 @@ def make_plan(
         concerned &= set(scope)
     unchanged: set[str] = set()
     if use_fast and (scope is None or len(concerned) > _GET_EACH_LIMIT):
-        live, unchanged = _observe_fast(source, loaded, cluster, inventory, concerned)
+        live, unchanged = _observe_fast(source, loaded, cluster, inventory, concerned, listed)
     else:
         live = observe(cluster, concerned if scope is not None else None)
         live = {n: r for n, r in live.items() if n in concerned}
@@ -171,13 +176,14 @@ def _observe_fast(
     cluster: Cluster,
     inventory: Mapping[str, InventoryEntry],
     concerned: set[str],
+    listed: Sequence[RunSummary] | None = None,
 ) -> tuple[dict[str, LiveRun | RunSummary], set[str]]:
     """The live runs (their summaries where no document is needed) and the unchanged runs."""
-    listed = {s.name: s for s in summaries(cluster) if s.name in concerned}
+    found = {s.name: s for s in (summaries(cluster) if listed is None else listed) if s.name in concerned}
     live: dict[str, LiveRun | RunSummary] = {}
     unchanged: set[str] = set()
     need: list[str] = []
-    for name, summary in listed.items():
+    for name, summary in found.items():
         want = loaded.runs.get(name)
         if want is None:
             if source.prune:
@@ -301,9 +307,26 @@ def plan_source(
     # again and again (a quarter of a warm load of 3,000 files); it runs again once the plan is made
     collecting = gc.isenabled()
     gc.disable()
+    ahead: dict[str, Any] = {}
+
+    def read_ahead() -> None:
+        """The source's inventory and the cluster's runs, read while other cores load the files
+        (what the plan reads first). A read that fails is made again in its turn, where its
+        error is reported."""
+        try:
+            ahead["inventory"] = store.inventory(source.name, specs=not FAST_PATH)
+            if FAST_PATH:
+                ahead["listed"] = summaries(cluster)
+        except Exception:  # what was not read is read by make_plan, which reports the error
+            pass
+
     try:
-        loaded = load_source(source.paths, template=source.template, sets=source.sets, cache=cache)
-        return loaded, make_plan(source, loaded, cluster, store, now)
+        loaded = load_source(
+            source.paths, template=source.template, sets=source.sets, cache=cache, meanwhile=read_ahead
+        )
+        return loaded, make_plan(
+            source, loaded, cluster, store, now, inventory=ahead.get("inventory"), listed=ahead.get("listed")
+        )
     finally:
         if collecting:
             gc.enable()

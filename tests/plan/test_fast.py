@@ -272,6 +272,68 @@ def test_a_cold_load_on_every_core_is_the_load_in_one_process(world, monkeypatch
     assert len(list((world.root / "cold").rglob("*.json"))) == 7  # the bad file is never cached
 
 
+def test_a_cold_plan_reads_the_cluster_while_other_cores_load_its_files(world, monkeypatch):
+    from reconciler import reconcile
+
+    for i in range(6):
+        world.run(f"r{i}")
+    world.converge()
+    world.run("r0", image="python:3.13")  # one change, so that the plan is not all no-ops
+    monkeypatch.setattr(load_module, "PARALLEL_FROM", 2)
+    monkeypatch.setattr(load_module, "forkable", lambda n, minimum: n >= 2)
+    monkeypatch.setattr(cores, "cores", lambda: 2)
+    loading, reads = [False], []
+    real_cores, real_summaries, real_inventory = (
+        load_module.on_every_core,
+        reconcile.summaries,
+        world.store.inventory,
+    )
+
+    def on_every_core(*args, **kwargs):
+        loading[0] = True
+        try:
+            return real_cores(*args, **kwargs)
+        finally:
+            loading[0] = False
+
+    def read(name, real):
+        return lambda *a, **k: reads.append((name, loading[0])) or real(*a, **k)
+
+    monkeypatch.setattr(load_module, "on_every_core", on_every_core)
+    monkeypatch.setattr(reconcile, "summaries", read("summaries", real_summaries))
+    monkeypatch.setattr(world.store, "inventory", read("inventory", real_inventory))
+    source = world.source()
+    _, ahead = reconcile.plan_source(source, world.cluster, world.store, world.now, cache=world.cache)
+    assert reads[:2] == [("inventory", True), ("summaries", True)]  # both while the files loaded
+    assert ("summaries", False) not in reads  # and not read again after
+    loaded = load_source(source.paths, cache=world.cache)
+    assert as_json(ahead) == as_json(make_plan(source, loaded, world.cluster, world.store, world.now))
+    assert [c.action.value for c in ahead.changes if c.action.value != "noop"] == ["replace"]
+
+
+def test_a_read_ahead_that_fails_is_made_again_after_the_load(world, monkeypatch):
+    from reconciler import reconcile
+    from reconciler.clusters.base import Unreachable
+
+    for i in range(4):
+        world.run(f"r{i}")
+    world.converge()
+    monkeypatch.setattr(load_module, "PARALLEL_FROM", 2)
+    monkeypatch.setattr(load_module, "forkable", lambda n, minimum: n >= 2)
+    monkeypatch.setattr(cores, "cores", lambda: 2)
+    real, failures = reconcile.summaries, [1]
+
+    def flaky(cluster):
+        if failures:
+            failures.pop()
+            raise Unreachable("the server went away for a moment")
+        return real(cluster)
+
+    monkeypatch.setattr(reconcile, "summaries", flaky)
+    _, made = reconcile.plan_source(world.source(), world.cluster, world.store, world.now, cache=world.cache)
+    assert failures == [] and {c.action.value for c in made.changes} == {"noop"}
+
+
 def test_a_cold_load_of_many_files_writes_one_pack_that_a_warm_load_reads(world, monkeypatch):
 
     from reconciler.load import FileCache
