@@ -45,7 +45,7 @@ from .plan.build import DesiredItem
 from .plan.model import PlanError
 from .spec.errors import ErrorType, FieldError
 from .spec.files import SPEC_SUFFIXES, find_files, published_text
-from .spec.normalize import normalized_digest
+from .spec.normalize import digest_owned, normalized_digest
 from .spec.paths import FieldPath
 
 if TYPE_CHECKING:
@@ -395,7 +395,7 @@ def _cache_share(
             missed.append(name)
             if data is not None:
                 contents[name] = data
-    fresh = _load_here(share, missed, contents) if missed else {}
+    fresh = _load_here(share, missed, contents, documents=False) if missed else {}
     found.update((n, (share.files[n].sha256, fresh.get(share.files[n].sha256))) for n in missed)
     return found, fresh, hashes.remembered()
 
@@ -448,24 +448,31 @@ def _load_files(
 
 
 def _load_here(
-    loaded: Loaded, names: list[str], contents: dict[str, bytes] | None = None
+    loaded: Loaded, names: list[str], contents: dict[str, bytes] | None = None, *, documents: bool = True
 ) -> dict[str, dict[str, Any]]:
     """Load, render and validate ``names`` (each already in ``loaded.files`` with its hash; its
     bytes in ``contents`` when read already) in this process; the cache entries of those
-    without problems, by content hash."""
+    without problems, by content hash. Without ``documents`` (a forked share, which only
+    answers the cache entries) the runs keep only their digests, made in place."""
     from .desired import load_desired  # not needed by a load the cache answers
 
     desired = load_desired(names, template=loaded.template, sets=loaded.sets, contents=contents)
     by_file = {n: loaded.files[n] for n in names}
+    made: dict[str, list[list[Any]]] = {n: [] for n in names}  # each file's [index, name, digest]s
     for run in desired.runs:
         f = by_file.get(run.document.source.name)
-        if f is not None:
+        if f is None:
+            continue
+        index, name = run.document.index, run.name or ""
+        if documents:
             normalized, h = normalized_digest(run.data)
             # kept only when it reads back from JSON as it is (``h`` is None otherwise)
-            item = DesiredItem(run.name or "", run.data, f.path, normalized if h else None, h)
-            f.entries.append((run.document.index, item))
-            f.source = run.document.source
-            f.templated = f.templated or run.template is not None
+            f.entries.append((index, DesiredItem(name, run.data, f.path, normalized if h else None, h)))
+        else:
+            h = digest_owned(run.data)  # the document is not kept: cleaned in place, not copied
+        made[f.path].append([index, name, h])
+        f.source = run.document.source
+        f.templated = f.templated or run.template is not None
     leftover = []
     for e in desired.errors:
         if e.file in by_file:
@@ -476,7 +483,7 @@ def _load_here(
     for f in by_file.values():
         f.errors += leftover  # each file of the batch keeps them, so a refresh cannot lose them
         if not f.errors and f.sha256:
-            entry: dict[str, Any] = {"runs": [[i, r.name, r.digest] for i, r in f.entries]}
+            entry: dict[str, Any] = {"runs": made[f.path]}
             if loaded.template is not None:
                 entry["template"] = loaded.template
             if f.templated:  # used only while every template on the search path is as it was

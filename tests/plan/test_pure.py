@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 
 import pytest
@@ -26,7 +27,7 @@ from reconciler.plan import (
     plan_to_json,
     render_plan,
 )
-from reconciler.spec.normalize import DIGEST_VERSION, normalized_digest
+from reconciler.spec.normalize import DIGEST_VERSION, digest_owned, normalized_digest
 from reconciler.state import InventoryEntry
 
 NOW = 1_700_000_000.0
@@ -138,9 +139,11 @@ _TREE = st.recursive(
     )
 )
 def test_the_digest_made_with_normalize_is_the_definitions(document):
-    """``normalized_digest`` (orjson, for the load) is ``normalize`` and ``digest`` (json.dumps)."""
+    """``normalized_digest`` and ``digest_owned`` (orjson, for the load) are ``normalize`` and
+    ``digest`` (json.dumps)."""
     normalized = normalize(document)
     assert normalized_digest(document) == (normalized, digest(normalized))
+    assert digest_owned(copy.deepcopy(document)) == digest(normalized)  # cleaned in place: the same
 
 
 def test_a_fractional_float_is_digested_as_json_writes_it():
@@ -148,6 +151,7 @@ def test_a_fractional_float_is_digested_as_json_writes_it():
     text = '{"metadata":{"name":"train"},"spec":{"lifetime":"Batch","task_template":'
     text += '{"gpu":{"min_memory_gb":1e-05},"image":"i","restart_policy":"OnFailure"}}}'
     assert normalized_digest(d)[1] == f"{DIGEST_VERSION}:{hashlib.sha256(text.encode()).hexdigest()}"
+    assert digest_owned(d) == normalized_digest(d)[1]
 
 
 def test_normalize_keeps_what_it_cannot_read_of_a_spec_not_of_a_runs_shape():
