@@ -34,7 +34,8 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 from collections.abc import Callable, Collection
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 from ..state import (
@@ -56,7 +57,9 @@ from .base import (
     Unreachable,
     WorkerInfo,
 )
-from .httpx_lean import httpx
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["ApiSourceStore", "HttpCluster", "api_base"]
 
@@ -85,21 +88,30 @@ class HttpCluster:
     ):
         self.address = server.rstrip("/")
         self.base = api_base(server)
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._token, self._transport, self._timeout = token, transport, timeout
+
+    @cached_property
+    def client(self) -> httpx.Client:
+        """The connection pool, made at the first call: httpx takes 80 ms to import and set up,
+        which a cold plan spends while its files load (``reconcile.plan_source``)."""
+        httpx = _httpx()
+        headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
         # plain http has no TLS: no certificate bundle to load (20 ms); redirects are not followed,
         # so every call stays on this scheme
         tls = urlsplit(self.base).scheme == "https"
-        self.client = httpx.Client(
-            base_url=self.base, headers=headers, timeout=timeout, transport=transport, verify=tls
+        return httpx.Client(
+            base_url=self.base, headers=headers, timeout=self._timeout, transport=self._transport, verify=tls
         )
 
     def close(self) -> None:
-        self.client.close()
+        if "client" in self.__dict__:  # made
+            self.client.close()
 
     # ---- one call ----------------------------------------------------------------------------
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         """One call; a non-2xx answer is raised as the protocol's exception."""
+        httpx = _httpx()
         try:
             response = self.client.request(method, path, **kwargs)
         except httpx.TransportError as exc:
@@ -508,3 +520,10 @@ def _worker(data: dict[str, Any]) -> WorkerInfo:
         started_at=_time(data.get("started_at")),
         group=data.get("group"),
     )
+
+
+def _httpx() -> Any:
+    """httpx, imported at the first call (``httpx_lean``: without its command-line client)."""
+    from .httpx_lean import httpx
+
+    return httpx
