@@ -6,7 +6,7 @@ import os
 import selectors
 import statistics
 import subprocess
-import time
+import sys
 from dataclasses import dataclass, field
 
 __all__ = ["Run", "Sample", "grid", "run_cold"]
@@ -59,17 +59,46 @@ class Sample:
         }
 
 
+#: Starts the measured command from a small process and reports its wall time and its own
+#: rusage on the pipe whose fd it is given. Linux folds the memory a process had before
+#: ``exec`` into its peak RSS, so a child forked from the bench itself (hundreds of MiB once it
+#: has seeded a server) would report the bench's size; one forked from this launcher starts at
+#: a few MiB.
+_LAUNCHER = """
+import os, sys, time
+start = time.perf_counter()
+pid = os.posix_spawnp(sys.argv[2], sys.argv[2:], os.environ)
+_, status, usage = os.wait4(pid, 0)
+wall = time.perf_counter() - start
+os.write(int(sys.argv[1]), f"{wall} {usage.ru_maxrss} {os.waitstatus_to_exitcode(status)}".encode())
+"""
+
+
 def run_cold(argv: list[str], *, cwd: str | None = None) -> Run:
-    """Start ``argv`` as a new process and wait for it: its wall time and its own peak RSS."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
-    )
+    """Start ``argv`` as a new process and wait for it: its wall time and its own peak RSS
+    (both taken by a small launcher, see ``_LAUNCHER``)."""
+    read, write = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-S", "-c", _LAUNCHER, str(write), *argv],
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            pass_fds=(write,),
+        )
+    finally:
+        os.close(write)
     out, err = _drain(proc)  # both pipes, before reaping: a chatty child never blocks
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    proc.returncode = code = os.waitstatus_to_exitcode(status)
-    return Run(wall, usage.ru_maxrss, code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
+    proc.wait()
+    with os.fdopen(read, "rb") as f:
+        report = f.read().decode().split()
+    if proc.returncode != 0 or len(report) != 3:
+        raise RuntimeError(
+            f"the launcher failed ({proc.returncode}): {err.decode('utf-8', 'replace')[-500:]}"
+        )
+    wall, rss, code = float(report[0]), int(report[1]), int(report[2])
+    return Run(wall, rss, code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"))
 
 
 def _drain(proc: subprocess.Popen) -> tuple[bytes, bytes]:
