@@ -360,16 +360,23 @@ def create_app(
             held = summaries[name] = (key, _compact(summary_json(name)))
         return held[1]
 
+    #: the whole summary listing, for the engine's generation it was made at
+    listing: list[Any] = [None, ""]
+
     @route(["/runs", "/jobs"], ["GET"])
     async def list_runs(request: Request):
+        view = request.query_params.get("view")
+        if view == "summary" and listing[0] == engine.generation:
+            return _json_text(listing[1])  # no run changed since: the same text
+        generation = engine.generation  # read first: a change while the text is made makes it stale
         runs = engine.state.runs
         order = sorted(runs.values(), key=lambda r: r.seq)
-        view = request.query_params.get("view")
         if view == "summary":
             text = '{"items":[' + ",".join(summary_text(r.name) for r in order) + "]}"
             for held in (spec_digests, summaries):
                 for name in [n for n in held if n not in runs]:  # runs deleted since
                     del held[name]
+            listing[:] = [generation, text]
             return _json_text(text)
         if view not in (None, "", "full"):
             raise _detail(422, f"unknown view '{view}': 'summary' or 'full'")

@@ -101,6 +101,9 @@ class Engine:
         self.recovered = self._recover(runs, workers, procs, now)
         self.state = ClusterState(inventory, {r.name: r for r in runs}, {w.name: w for w in workers})
         self.decisions = 0
+        #: bumped by every change to any run (created, updated, deleted, its state moved): what
+        #: the API keeps its run listings by
+        self.generation = 0
 
     # -- start-up ----------------------------------------------------------------------------
 
@@ -154,6 +157,7 @@ class Engine:
             self._rebuild(without=name)
             raise
         self.meta[name] = RunMeta(stored, rv, now, now)
+        self.generation += 1
         return record
 
     def update(self, name: str, document: dict[str, Any], expected: int | None, now: float) -> int:
@@ -167,6 +171,7 @@ class Engine:
         self.state.replace_spec(name, run)
         meta = self.meta[name]
         meta.document, meta.resource_version, meta.updated_at = stored, rv, now
+        self.generation += 1
         return rv
 
     def cancel(self, name: str, now: float) -> None:
@@ -184,11 +189,13 @@ class Engine:
         self.store.delete_run(name)
         self.meta.pop(name, None)
         self._rebuild(without=name)
+        self.generation += 1
 
     def observe(self, event: Observation, now: float) -> None:
         """Record an observation from outside the executor (a cancel); the next step acts on it."""
         self.state.observe(event, now)
         self._pending_observations.append(event)
+        self.generation += 1
 
     def _rebuild(self, without: str | None = None) -> None:
         """Re-index the scheduler's state from its records (after a spec changed or a run went)."""
@@ -236,6 +243,7 @@ class Engine:
             log.workers.setdefault(name, None)
         if log.runs or log.workers or log.events:
             self.store.commit_tick(log.write(facts))
+            self.generation += 1
         self.decisions += made
         return made
 
