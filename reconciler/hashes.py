@@ -35,7 +35,6 @@ class StatHashes:
     def __init__(self, path: str | os.PathLike[str] | None):
         self.path = Path(path) if path is not None else None
         self._held: dict[str, str] = {}
-        self._new: dict[str, str] = {}  # remembered here, since this one was made
         self._changed = False
         self._cwd = os.getcwd()  # a relative name is remembered under this folder
         if self.path is not None:
@@ -73,8 +72,7 @@ class StatHashes:
             data = f.read()
         digest = hashlib.sha256(data).hexdigest()
         if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS:
-            key = self._key(name)
-            self._held[key] = self._new[key] = f"{_seen(st)} {digest}"
+            self._held[self._key(name)] = f"{_seen(st)} {digest}"
             self._changed = True
         # else: not remembered now; an entry held for its old stat no longer matches anyway
         return data, digest
@@ -86,8 +84,7 @@ class StatHashes:
             self._changed = True
 
     def remembered(self) -> dict[str, str]:
-        """What this one remembered since it was made (not what it read from its file)."""
-        return dict(self._new)
+        return dict(self._held)
 
     def save(self) -> None:
         if self.path is not None and self._changed:

@@ -10,11 +10,6 @@ empty (or partial) desired set, so nothing is ever pruned because a file did not
 
 ``refresh(loaded, changed)`` reloads only the changed files (the watch loop's fast path).
 
-Many files are split over every core (``reconciler.cores``): the ones a cold load must hash,
-or, when the caller has other work for this process ``meanwhile`` (a plan reads the cluster),
-all of them; each forked share then asks the stat memory and the cache itself, and loads what
-they do not know.
-
 The cache (``FileCache``, under ``.astra/cache`` or ``$ASTRA_HOME/cache``) keeps, by a file's
 content hash, what loading it found: each run's document index, name and the digest of its
 normalised document (``reconciler.spec.normalize``), and the template used. A warm load reads
@@ -338,18 +333,13 @@ class _Reloaded:
         return self._found[self.runs[k][0]]
 
 
-def _holds(loaded: Loaded, entry: dict[str, Any] | None) -> bool:
-    """Whether a cache entry holds for this load (the same ``--template``, the same templates)."""
-    return (
-        entry is not None
-        and entry.get("template") == loaded.template
-        and not (entry.get("templated") and entry.get("templates") != loaded.templates)
-    )
-
-
 def _from_cache(loaded: Loaded, name: str, sha: str, entry: dict[str, Any] | None) -> bool:
     """Take ``name``'s runs from the cache, when it has an entry for them that holds here."""
-    if entry is None or not _holds(loaded, entry):
+    if (
+        entry is None
+        or entry.get("template") != loaded.template
+        or (entry.get("templated") and entry.get("templates") != loaded.templates)
+    ):
         return False
     runs = entry["runs"]
     again = _Reloaded(loaded, name, sha, runs)
@@ -374,13 +364,10 @@ def _fill_cache(
         for part, new, learned in on_every_core(work, split(names), meanwhile=meanwhile):
             found.update(part)
             fresh.update(new)
-            if learned:  # else the stat memory is not even read here
-                cache.hashes.learn(learned)
+            cache.hashes.learn(learned)
     except Exception:
         pass  # whatever is not found now is loaded in this process
     cache.put_many(fresh)
-    if "hashes" in cache.__dict__:  # read here, so something was learned
-        cache.hashes.save()
     return found
 
 
@@ -388,25 +375,20 @@ def _cache_share(
     template: str | None, templates: dict[str, str], folder: Path, _share: int, names: list[str]
 ) -> tuple[dict[str, tuple[str, Any]], dict[str, Any], dict[str, str]]:
     """One process's share: each name's hash and cache entry (from the cache, else loaded), the
-    entries it made, and what its ``StatHashes`` remembered. A file the stat memory knows is
-    not read unless it must be loaded; any other is read once: the bytes hashed are the bytes
-    loaded."""
+    entries it made, and what its ``StatHashes`` remembered. Each file is read once: the bytes
+    hashed are the bytes loaded."""
     share = Loaded([], template, (), templates=templates)
-    cache = FileCache(folder)
-    hashes = cache.hashes
+    cache, hashes = FileCache(folder), StatHashes(None)
     found: dict[str, tuple[str, Any]] = {}
     missed = []
     contents: dict[str, bytes] = {}
     for name in names:
-        data = None
         try:
-            sha = hashes.known(name)
-            if sha is None:
-                data, sha = hashes.read(name)
+            data, sha = hashes.read(name)
         except OSError:
-            sha = ""  # load_desired says what is wrong with it
+            data, sha = None, ""  # load_desired says what is wrong with it
         entry = cache.get(sha) if sha else None
-        if _holds(share, entry):  # the runs are made in the process that asked
+        if entry is not None and _from_cache(share, name, sha, entry):
             found[name] = (sha, entry)
         else:
             share.files[name] = LoadedFile(name, sha)
@@ -430,14 +412,6 @@ def _load_files(
     core when many), the new ones written to the cache. A file whose stat ``cache.hashes``
     does not remember is hashed first (on every core, when many), then looked up."""
     use_cache = cache is not None and cache.folder is not None and not loaded.sets
-    if meanwhile is not None and parallel and use_cache and forkable(len(names), PARALLEL_FROM):
-        # many files, and other work for this process: every file goes to the forked shares
-        # (which look at the stat memory themselves), while this process does that work
-        found = _fill_cache(loaded, names, cache, meanwhile)  # type: ignore[arg-type]
-        names = [n for n in names if not _from_cache(loaded, n, *found.get(n, ("", None)))]
-        meanwhile = None
-        if not names:
-            return
     hashes = cache.hashes if cache is not None else StatHashes(None)
 
     def cached(name: str, sha: str | None) -> bool:

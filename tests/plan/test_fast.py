@@ -334,38 +334,6 @@ def test_a_read_ahead_that_fails_is_made_again_after_the_load(world, monkeypatch
     assert failures == [] and {c.action.value for c in made.changes} == {"noop"}
 
 
-def test_a_warm_load_of_many_files_beside_other_work_reads_no_file(world, monkeypatch, tmp_path):
-    """With work meanwhile, every file goes to the forked shares, which answer a file the stat
-    memory knows without reading it (what they read is logged to a file: they are processes)."""
-    from reconciler import hashes
-    from reconciler.load import FileCache
-
-    for i in range(6):
-        world.run(f"r{i}")
-    real_clock, real_read = hashes.time.time_ns, hashes.StatHashes.read
-    monkeypatch.setattr(hashes.time, "time_ns", lambda: real_clock() + 2 * hashes.RACY_NS)  # settled
-    monkeypatch.setattr(load_module, "PARALLEL_FROM", 2)
-    monkeypatch.setattr(load_module, "forkable", lambda n, minimum: n >= 2)
-    monkeypatch.setattr(cores, "cores", lambda: 2)
-    log = tmp_path / "read.log"
-
-    def read(self, name):
-        with open(log, "a") as f:
-            f.write(f"{name}\n")
-        return real_read(self, name)
-
-    monkeypatch.setattr(hashes.StatHashes, "read", read)
-    done = []
-    cold = load_source(["runs"], cache=FileCache(world.root / "c"), meanwhile=lambda: done.append("cold"))
-    assert sorted(log.read_text().split()) == [f"runs/r{i}.yaml" for i in range(6)]  # each read once
-    warm = load_source(["runs"], cache=FileCache(world.root / "c"), meanwhile=lambda: done.append("warm"))
-    assert done == ["cold", "warm"]
-    assert len(log.read_text().split()) == 6  # the warm load read none
-    assert warm.ok and {n: r.digest for n, r in warm.runs.items()} == {
-        n: r.digest for n, r in cold.runs.items()
-    }
-
-
 def test_a_cold_load_of_many_files_writes_one_pack_that_a_warm_load_reads(world, monkeypatch):
 
     from reconciler.load import FileCache
