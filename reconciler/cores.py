@@ -6,16 +6,21 @@ Only a process without other threads is forked (a fork copies none of them, nor 
 hold): ``forkable(n, minimum)`` says whether ``n`` items are worth it here. Used by
 ``astra validate`` (``reconciler.check``) and by a cold load (``reconciler.load``), which gives
 this process other work ``meanwhile`` (a plan reads the cluster while its files load).
+
+``aside(work)`` runs ``work()`` in one forked process while this one goes on; ``result()`` is
+its answer, pickled back (a plan reads the cluster there while it loads its files here).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pickle
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-__all__ = ["cores", "forkable", "on_every_core", "split"]
+__all__ = ["Aside", "aside", "cores", "forkable", "on_every_core", "split"]
 
 T = TypeVar("T")
 
@@ -56,3 +61,62 @@ def on_every_core(
             return [work(0, shares[0]), *(f.result() for f in others)]
         meanwhile()  # type: ignore[misc]
         return [f.result() for f in others]
+
+
+class Aside:
+    """``work()`` running in a forked process (see ``aside``)."""
+
+    def __init__(self, pid: int, pipe: int):
+        self._pid, self._pipe = pid, pipe
+        self._done = False
+
+    def result(self) -> Any:
+        """Its answer, once it has ended (what it raised is raised here)."""
+        with os.fdopen(self._pipe, "rb") as f:
+            data = f.read()
+        self._reap()
+        ok, value = pickle.loads(data) if data else (False, RuntimeError("the forked process died"))
+        if not ok:
+            raise value
+        return value
+
+    def close(self) -> None:
+        """Stop it if it is still running (its answer is not wanted)."""
+        if not self._done:
+            import signal
+
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._pid, signal.SIGKILL)
+            self._reap()
+            with contextlib.suppress(OSError):
+                os.close(self._pipe)
+
+    def _reap(self) -> None:
+        if not self._done:
+            os.waitpid(self._pid, 0)
+            self._done = True
+
+
+def aside(work: Callable[[], Any]) -> Aside:
+    """``work()`` started in a forked process now. Fork only where ``forkable`` says so, and only
+    work that shares nothing with this process but memory (no open connection): it ends with
+    ``os._exit``, running none of this process's exit handlers, and writes nothing but its
+    answer."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the forked process
+        try:
+            os.close(read)
+            try:
+                answer = pickle.dumps((True, work()), pickle.HIGHEST_PROTOCOL)
+            except BaseException as exc:  # given to the caller, whatever it is
+                try:
+                    answer = pickle.dumps((False, exc), pickle.HIGHEST_PROTOCOL)
+                except Exception:
+                    answer = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+            with os.fdopen(write, "wb") as f:
+                f.write(answer)
+        finally:
+            os._exit(0)
+    os.close(write)
+    return Aside(pid, read)

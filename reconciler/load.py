@@ -243,13 +243,14 @@ def load_source(
     sets: Sequence[str] = (),
     cache: FileCache | None = None,
     meanwhile: Callable[[], None] | None = None,
+    found: tuple[list[str], list[FieldError]] | None = None,
 ) -> Loaded:
     """Load a source's files (see the module docstring). ``meanwhile``: other work for this
     process, done while forked processes load the files, when they do (a cold load of many);
-    not called otherwise."""
+    not called otherwise. ``found``: ``find_files(paths)``, when the caller has it already."""
     loaded = Loaded([os.fspath(p) for p in paths], template, tuple(sets))
     loaded.templates = _template_fingerprint()
-    files, loaded.base_errors = find_files(paths)
+    files, loaded.base_errors = found if found is not None else find_files(paths)
     _load_files(loaded, files, cache, meanwhile=meanwhile)
     _finish(loaded)
     return loaded

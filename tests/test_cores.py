@@ -1,10 +1,13 @@
-"""``reconciler.cores``: shares of a job on every core, and other work for this process meanwhile."""
+"""``reconciler.cores``: shares of a job on every core, other work for this process meanwhile, and
+work aside in a forked process."""
 
 from __future__ import annotations
 
 import os
 
-from reconciler.cores import on_every_core
+import pytest
+
+from reconciler.cores import aside, on_every_core
 
 
 def doubled(index: int, share: int) -> tuple[int, int, int]:
@@ -30,3 +33,29 @@ def test_one_share_with_work_meanwhile_is_still_forked():
     done_here = []
     answers = on_every_core(doubled, [5], meanwhile=lambda: done_here.append(1))
     assert done_here == [1] and answers[0][:2] == (0, 10) and answers[0][2] != os.getpid()
+
+
+def pid_and(value: int) -> tuple[int, int]:
+    return os.getpid(), value
+
+
+def refuse() -> None:
+    raise ValueError("no, in the other process")
+
+
+def test_aside_gives_the_answer_of_work_done_in_another_process():
+    answer = aside(lambda: pid_and(7)).result()
+    assert answer[1] == 7 and answer[0] != os.getpid()
+
+
+def test_aside_raises_here_what_the_work_raised_there():
+    with pytest.raises(ValueError, match="no, in the other process"):
+        aside(refuse).result()
+
+
+def test_closing_an_aside_stops_work_that_would_never_end():
+    blocked, _keep_open = os.pipe()  # nobody writes: a read waits forever
+    work = aside(lambda: os.read(blocked, 1))
+    work.close()  # killed and reaped: no process is left behind
+    with pytest.raises(ChildProcessError):
+        os.waitpid(work._pid, os.WNOHANG)

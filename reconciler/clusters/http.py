@@ -107,6 +107,12 @@ class HttpCluster:
         if "client" in self.__dict__:  # made
             self.client.close()
 
+    @property
+    def reads_apart(self) -> bool:
+        """Whether a forked process may call it: no connection is open yet that it would share,
+        and no transport of this process (an app in-process, whose state it would copy)."""
+        return self._transport is None and "client" not in self.__dict__
+
     # ---- one call ----------------------------------------------------------------------------
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
@@ -217,6 +223,11 @@ class ApiSourceStore:
         self._known: dict[str, tuple[str, SourceState]] = {}
         #: the lock this store holds on each source
         self._held: dict[str, str] = {}
+
+    @property
+    def reads_apart(self) -> bool:
+        """Whether a forked process may read it: as its cluster (``HttpCluster.reads_apart``)."""
+        return self.cluster.reads_apart
 
     def _path(self, name: str) -> str:
         return f"/sources/{quote(name, safe='')}"

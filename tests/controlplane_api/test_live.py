@@ -8,6 +8,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from reconciler.controlplane.embedded import ensure_server
 from reconciler.controlplane.server import read_info, stop_server
 
@@ -207,3 +209,60 @@ def test_the_embedded_server_starts_on_demand_and_is_reused(tmp_path, monkeypatc
     finally:
         stopped = stop_server(tmp_path / ".astra")
     assert stopped is not None and read_info(tmp_path / ".astra") is None
+
+
+RUN_SPEC = """metadata: {{name: {name}}}
+spec:
+  task_template:
+    image: python:3.12
+    command: python
+    requested_resources: {{gpu_requests: {{count: 1, models: [B200]}}}}
+"""
+
+
+def test_a_plan_reads_the_server_in_a_forked_process_while_it_loads_its_files(live, monkeypatch):
+    """Over a real socket, the inventory and the run summaries are read by a forked process
+    (``cores.aside``) while the files load here: the plan is the one made without it."""
+    from reconciler import reconcile
+    from reconciler.cli.planning import setup
+    from reconciler.load import FileCache
+    from reconciler.plan import plan_to_json
+
+    folder = live.cwd / "runs"
+    folder.mkdir()
+    for i in range(4):
+        (folder / f"r{i}.yaml").write_text(RUN_SPEC.format(name=f"r{i}"))
+    applied = live.astra("apply", "-f", "runs", "--yes", "--source", "s")
+    assert applied.returncode == 0, applied.stderr
+    (folder / "r0.yaml").write_text(RUN_SPEC.format(name="r0").replace("python:3.12", "python:3.13"))
+    monkeypatch.chdir(live.cwd)
+    monkeypatch.setattr(reconcile, "forkable", lambda n, minimum: n >= minimum)  # whatever threads pytest has
+    forks, listed_here = [], []
+    real_aside, real_summaries = reconcile.aside, reconcile.summaries
+    monkeypatch.setattr(reconcile, "aside", lambda work: forks.append(1) or real_aside(work))
+
+    def summaries(cluster):  # counted in this process only: the forked one keeps its own count
+        listed_here.append(1)
+        return real_summaries(cluster)
+
+    monkeypatch.setattr(reconcile, "summaries", summaries)
+
+    def plan(read_apart_from: int) -> dict:
+        monkeypatch.setattr(reconcile, "READ_APART_FROM", read_apart_from)
+        s = setup(["runs"], source="s", state=None, server=live.url, token=TOKEN)
+        _, made = reconcile.plan_source(s.source, s.cluster, s.store, 1.0, cache=FileCache(live.cwd / "c"))
+        return plan_to_json(made)
+
+    apart = plan(2)
+    assert forks == [1] and listed_here == []  # listed apart, and what it read was used
+    here = plan(1000)
+    assert forks == [1] and listed_here == [1]
+    assert apart == here
+    changed = [(c["address"], c["action"]) for c in apart["changes"] if c["action"] != "noop"]
+    assert changed == [("r0", "replace")]
+
+    monkeypatch.setattr(reconcile, "READ_APART_FROM", 2)
+    s = setup(["runs"], source="s", state=None, server=live.url, token="not-the-token")
+    with pytest.raises(Exception, match="401"):  # the reads failed apart: made again here, which says why
+        reconcile.plan_source(s.source, s.cluster, s.store, 1.0, cache=FileCache(live.cwd / "c"))
+    assert forks == [1, 1]
