@@ -350,12 +350,10 @@ def plan_source(
         """The source's inventory and the cluster's runs (what the plan reads first). A read that
         fails is made again in its turn, by make_plan, where its error is reported."""
         got: dict[str, Any] = {}
-        try:
+        with contextlib.suppress(Exception):
             got["inventory"] = store.inventory(source.name, specs=not FAST_PATH)
             if FAST_PATH:
                 got["listed"] = summaries(cluster)
-        except Exception:
-            pass
         return got
 
     ahead: dict[str, Any] = {}

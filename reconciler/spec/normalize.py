@@ -37,9 +37,9 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Callable
 from typing import Any
 
 from .files import published_schema
@@ -82,11 +82,8 @@ def normalized_digest(doc: Any) -> tuple[dict[str, Any], str | None]:
     if not unusual:
         import orjson
 
-        try:
+        with contextlib.suppress(TypeError):  # a key that is not a string, an integer beyond 64 bits
             text = orjson.dumps(normalized, option=orjson.OPT_SORT_KEYS)
-        except TypeError:  # a key that is not a string, an integer beyond 64 bits
-            pass
-        else:
             return normalized, f"{DIGEST_VERSION}:{hashlib.sha256(text).hexdigest()}"
     return normalized, digest(normalized)
 
@@ -186,36 +183,35 @@ def _spec(spec: dict[str, Any], unusual: list[Any]) -> dict[str, Any]:
 def _defaults(out: dict[str, Any], *, ordered: bool) -> dict[str, Any]:
     """A cleaned spec with its fixed defaults filled in (its maps put back in key order when
     ``ordered``: a digest alone does not need that, the canonical JSON sorts its keys)."""
-    resort = _resort if ordered else _as_it_is
     if "policy" in out and "start" not in out:
         out["start"] = out.pop("policy")
     out.setdefault("lifetime", LIFETIME)
     template = out.get("task_template")
     if isinstance(template, dict):
-        _worker(template, resort)
+        _worker(template, ordered)
     groups = out.get("task_groups")
     for group in groups if type(groups) is list else ():
         if isinstance(group, dict):
             group.setdefault("replicas", REPLICAS)
             if isinstance(group.get("task_template"), dict):
-                _worker(group["task_template"], resort)
-            resort(group)
-    resort(out)
+                _worker(group["task_template"], ordered)
+            if ordered:
+                _resort(group)
+    if ordered:
+        _resort(out)
     return out
 
 
-def _worker(template: dict[str, Any], resort: Callable[[dict[str, Any]], None]) -> None:
+def _worker(template: dict[str, Any], ordered: bool) -> None:
     template.setdefault("restart_policy", RESTART_POLICY)
     refs = template.get("datavolume_refs")
     for ref in refs if type(refs) is list else ():
         if isinstance(ref, dict):
             ref.setdefault("mode", VOLUME_MODE)
-            resort(ref)
-    resort(template)
-
-
-def _as_it_is(_d: dict[str, Any]) -> None:
-    pass
+            if ordered:
+                _resort(ref)
+    if ordered:
+        _resort(template)
 
 
 def _resort(d: dict[str, Any]) -> None:
