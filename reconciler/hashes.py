@@ -9,6 +9,7 @@ the file once). The change time cannot be set back by a user (``touch -d`` sets 
 modification time only), so a file written again has another. A file written within
 ``RACY_NS`` of being hashed is not remembered: another write in the same tick of a coarse clock
 would leave all five alike.
+``forget_under(folders, kept)`` drops the files a load of those folders no longer found.
 ``save()`` writes the file when anything changed; a file that cannot be read or written only
 makes the next run slower.
 """
@@ -20,6 +21,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from .atomic import write_atomically
@@ -82,6 +84,18 @@ class StatHashes:
         if held:
             self._held.update(held)
             self._changed = True
+
+    def forget_under(self, folders: Iterable[str], kept: Iterable[str]) -> None:
+        """Forget every file under ``folders`` but ``kept`` (the files a load of them found: the
+        others were deleted or renamed since they were hashed)."""
+        prefixes = tuple(self._key(f).rstrip(os.sep) + os.sep for f in folders)
+        if not prefixes or not self._held:
+            return
+        keep = {self._key(n) for n in kept}
+        gone = [k for k in self._held if k.startswith(prefixes) and k not in keep]
+        for k in gone:
+            del self._held[k]
+        self._changed = self._changed or bool(gone)
 
     def remembered(self) -> dict[str, str]:
         return dict(self._held)

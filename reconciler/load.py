@@ -251,6 +251,8 @@ def load_source(
     loaded = Loaded([os.fspath(p) for p in paths], template, tuple(sets))
     loaded.templates = _template_fingerprint()
     files, loaded.base_errors = found if found is not None else find_files(paths)
+    if cache is not None and cache.folder is not None:  # what was deleted since is forgotten
+        cache.hashes.forget_under([os.fspath(p) for p in paths if os.path.isdir(p)], files)
     _load_files(loaded, files, cache, meanwhile=meanwhile)
     _finish(loaded)
     return loaded

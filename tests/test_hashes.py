@@ -106,3 +106,26 @@ def test_a_damaged_or_missing_memory_only_costs_a_read(tmp_path, later):
         StatHashes(None).sha256(gone)
     with pytest.raises(OSError):
         StatHashes(None).read(gone)
+
+
+def test_files_a_load_no_longer_finds_under_its_folders_are_forgotten(tmp_path, later):
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "other").mkdir()
+    kept, gone, elsewhere = (
+        tmp_path / "runs" / "a.yaml",
+        tmp_path / "runs" / "b.yaml",
+        tmp_path / "other" / "c.yaml",
+    )
+    for f in (kept, gone, elsewhere):
+        f.write_bytes(b"x")
+    memory = StatHashes(tmp_path / "stat.json")
+    for f in (kept, gone, elsewhere):
+        memory.sha256(str(f))
+    memory.save()
+    gone.unlink()
+    again = StatHashes(tmp_path / "stat.json")
+    again.forget_under([str(tmp_path / "runs")], [str(kept)])
+    again.save()
+    left = StatHashes(tmp_path / "stat.json")
+    assert left.known(str(kept)) == sha(b"x") and left.known(str(elsewhere)) == sha(b"x")
+    assert str(gone) not in left._held  # its entry is gone with it; another folder's stays

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import pytest
@@ -332,6 +333,24 @@ def test_a_read_ahead_that_fails_is_made_again_after_the_load(world, monkeypatch
     monkeypatch.setattr(reconcile, "summaries", flaky)
     _, made = reconcile.plan_source(world.source(), world.cluster, world.store, world.now, cache=world.cache)
     assert failures == [] and {c.action.value for c in made.changes} == {"noop"}
+
+
+def test_a_load_forgets_the_stat_of_a_file_deleted_since(world, monkeypatch):
+    from reconciler import hashes
+    from reconciler.load import FileCache
+
+    real_clock = hashes.time.time_ns
+    monkeypatch.setattr(hashes.time, "time_ns", lambda: real_clock() + 2 * hashes.RACY_NS)  # settled
+    for i in range(3):
+        world.run(f"r{i}")
+    load_source(["runs"], cache=FileCache(world.root / "c"))
+    stat_file = world.root / "c" / "stat.json"
+    assert len(json.loads(stat_file.read_text())["files"]) == 3
+    (world.root / "runs" / "r1.yaml").unlink()
+    again = load_source(["runs"], cache=FileCache(world.root / "c"))
+    assert sorted(again.runs) == ["r0", "r2"]
+    held = json.loads(stat_file.read_text())["files"]
+    assert sorted(os.path.basename(k) for k in held) == ["r0.yaml", "r2.yaml"]
 
 
 def test_a_cold_load_of_many_files_writes_one_pack_that_a_warm_load_reads(world, monkeypatch):
