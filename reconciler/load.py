@@ -20,14 +20,16 @@ on the search path and is used only while that fingerprint holds. Only files wit
 are cached; ``--set`` bypasses the cache.
 
 On disk: a load that misses fewer than ``PACK_FROM`` files writes one JSON file per file
-content (``ab/<key>.json``); a larger one (a cold plan, loaded on every core) writes all of
-them in one *pack*, ``packs/<gen>.json``. Only the newest ``PACKS_KEPT`` packs are kept.
+content (``ab/<key>.json``); a larger one writes all of them in one *pack*,
+``packs/<generation>-<part>.json`` (a cold plan, loaded on every core: each forked share writes
+its part). Only the newest ``PACKS_KEPT`` packs are kept.
 Beside them, ``stat.json`` remembers each file's content hash by its stat
 (``reconciler.hashes``): a warm load does not even read a file that did not change.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -147,13 +149,33 @@ class FileCache:
                 if write_atomically(path, json.dumps(entry, separators=(",", ":"))):
                     self._folders().add(path.parent.name)
             return
+        if self.put_part(entries, new_generation(), 0):
+            self.prune_packs()
+
+    def put_part(self, entries: dict[str, dict[str, Any]], generation: str, part: int) -> bool:
+        """One part of the pack ``generation`` (the forked shares of a cold load write one each;
+        ``prune_packs`` after): whether it was written."""
+        if self.folder is None or not entries:
+            return False
         text = json.dumps({"salt": self._salt, "entries": entries}, separators=(",", ":"))
-        if not write_atomically(self._packs / f"{time.time_ns():x}-{os.getpid()}.json", text):
-            return
-        for old in self._pack_files()[:-PACKS_KEPT]:
-            old.unlink(missing_ok=True)
+        if not write_atomically(self._packs / f"{generation}-{part}.json", text):
+            return False
         if self._index is not None:
             self._index.update(entries)
+        return True
+
+    def prune_packs(self) -> None:
+        """Delete every pack but the newest ``PACKS_KEPT`` (a pack: the parts of one generation)."""
+        parts = self._pack_files()
+        newest = sorted({p.name.split("-")[0] for p in parts})[-PACKS_KEPT:]
+        for old in parts:
+            if old.name.split("-")[0] not in newest:
+                old.unlink(missing_ok=True)
+
+
+def new_generation() -> str:
+    """A pack's name: the time, in hexadecimal nanoseconds (so names sort as times do)."""
+    return f"{time.time_ns():016x}"
 
 
 def _salt() -> str:
@@ -360,26 +382,30 @@ def _fill_cache(
     """Hash ``names`` on every core, and load the ones the cache does not know: each name's
     content hash and cache entry (``None`` when it has problems). The new entries go into the
     cache (one pack when many), and the hashes learned into ``cache.hashes``."""
-    work = partial(_cache_share, loaded.template, loaded.templates, cache.folder)
+    work = partial(_cache_share, loaded.template, loaded.templates, cache.folder, new_generation())
     found: dict[str, tuple[str, Any]] = {}
-    fresh: dict[str, Any] = {}
-    try:
-        for part, new, learned in on_every_core(work, split(names), meanwhile=meanwhile):
+    wrote = False
+    with contextlib.suppress(Exception):  # whatever is not found now is loaded in this process
+        for part, written, learned in on_every_core(work, split(names), meanwhile=meanwhile):
             found.update(part)
-            fresh.update(new)
+            wrote = wrote or written
             cache.hashes.learn(learned)
-    except Exception:
-        pass  # whatever is not found now is loaded in this process
-    cache.put_many(fresh)
+    if wrote:
+        cache.prune_packs()
     return found
 
 
 def _cache_share(
-    template: str | None, templates: dict[str, str], folder: Path, _share: int, names: list[str]
-) -> tuple[dict[str, tuple[str, Any]], dict[str, Any], dict[str, str]]:
-    """One process's share: each name's hash and cache entry (from the cache, else loaded), the
-    entries it made, and what its ``StatHashes`` remembered. Each file is read once: the bytes
-    hashed are the bytes loaded."""
+    template: str | None,
+    templates: dict[str, str],
+    folder: Path,
+    generation: str,
+    share_index: int,
+    names: list[str],
+) -> tuple[dict[str, tuple[str, Any]], bool, dict[str, str]]:
+    """One process's share: each name's hash and cache entry (from the cache, else loaded),
+    whether it wrote the entries it made (its part of the pack ``generation``), and what its
+    ``StatHashes`` remembered. Each file is read once: the bytes hashed are the bytes loaded."""
     share = Loaded([], template, (), templates=templates)
     cache, hashes = FileCache(folder), StatHashes(None)
     found: dict[str, tuple[str, Any]] = {}
@@ -400,7 +426,7 @@ def _cache_share(
                 contents[name] = data
     fresh = _load_here(share, missed, contents, documents=False) if missed else {}
     found.update((n, (share.files[n].sha256, fresh.get(share.files[n].sha256))) for n in missed)
-    return found, fresh, hashes.remembered()
+    return found, cache.put_part(fresh, generation, share_index), hashes.remembered()
 
 
 def _load_files(

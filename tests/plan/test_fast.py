@@ -270,7 +270,10 @@ def test_a_cold_load_on_every_core_is_the_load_in_one_process(world, monkeypatch
         assert [(i, r.document, r.digest) for i, r in g.entries] == [
             (i, r.document, r.digest) for i, r in f.entries
         ]
-    assert len(list((world.root / "cold").rglob("*.json"))) == 7  # the bad file is never cached
+    packs = list((world.root / "cold" / "packs").glob("*.json"))
+    assert len(packs) == 2  # a part from each share: one pack
+    entries = [e for p in packs for e in json.loads(p.read_text())["entries"]]
+    assert len(entries) == 7  # the bad file is never cached
 
 
 def test_a_cold_plan_reads_the_cluster_while_other_cores_load_its_files(world, monkeypatch):
@@ -353,6 +356,21 @@ def test_a_load_forgets_the_stat_of_a_file_deleted_since(world, monkeypatch):
     assert sorted(os.path.basename(k) for k in held) == ["r0.yaml", "r2.yaml"]
 
 
+def test_only_the_newest_packs_are_kept_each_with_all_its_parts(tmp_path):
+    from reconciler.load import FileCache
+
+    cache = FileCache(tmp_path)
+    for generation in ("0000000000000001", "0000000000000002", "0000000000000003"):
+        for part in (0, 1):
+            assert cache.put_part({f"{generation}{part}": {"runs": []}}, generation, part)
+    cache.prune_packs()
+    kept = sorted(p.name for p in (tmp_path / "packs").glob("*.json"))
+    assert len(kept) == 2 * load_module.PACKS_KEPT
+    assert kept[0].startswith("0000000000000002") and kept[-1] == "0000000000000003-1.json"
+    assert FileCache(tmp_path).get("00000000000000031") == {"runs": []}
+    assert FileCache(tmp_path).get("00000000000000010") is None
+
+
 def test_a_cold_load_of_many_files_writes_one_pack_that_a_warm_load_reads(world, monkeypatch):
 
     from reconciler.load import FileCache
@@ -422,11 +440,12 @@ def test_files_touched_since_are_hashed_on_every_core_and_taken_from_the_cache(w
     first = load_source(["runs"], cache=FileCache(world.root / "c"))
     for path in (world.root / "runs").iterdir():
         path.write_bytes(path.read_bytes())  # the same content, another stat: hashed again
-    written = []
-    real = FileCache.put_many
-    monkeypatch.setattr(
-        FileCache, "put_many", lambda self, entries: written.append(entries) or real(self, entries)
-    )
+
+    def entries_written() -> dict:
+        return {p: p.stat().st_mtime_ns for p in (world.root / "c").rglob("*.json") if p.name != "stat.json"}
+
+    before = entries_written()
     again = load_source(["runs"], cache=FileCache(world.root / "c"))
     assert {n: r.digest for n, r in again.runs.items()} == {n: r.digest for n, r in first.runs.items()}
-    assert written == [{}] and again.hashes() == first.hashes()  # nothing loaded anew: all from the cache
+    assert entries_written() == before  # nothing loaded anew: all from the cache
+    assert again.hashes() == first.hashes()
