@@ -21,8 +21,8 @@ the plan reads first are read while the files load, and handed to ``make_plan``.
 ``READ_APART_FROM`` files, when the cluster and the store can be read from a forked process
 (``reads_apart``: the HTTP ones before their first call), a forked process reads them
 (``cores.aside``) and sends them back as plain tuples; else, when the load runs on every core,
-this process reads them meanwhile (``load_source(meanwhile=)``). A read that fails there is
-made again by ``make_plan``, which reports its error.
+this process reads them meanwhile (``load_source(meanwhile=)``). A read that fails there (its
+retries spent) is the plan's error, unless the files failed to load, which is said first.
 
 ``check_fresh(plan, cluster)`` says why a plan no longer holds: a file it was made from
 changed (sha256), or a run it looked at changed on the cluster (resource version).
@@ -317,6 +317,8 @@ def _packed(got: dict[str, Any]) -> dict[str, Any]:
         out["inventory"] = {n: (e.spec, e.applied_at, e.file, e.digest) for n, e in got["inventory"].items()}
     if "listed" in got:
         out["listed"] = [(r.name, r.resource_version, r.state, r.spec_digest) for r in got["listed"]]
+    if "failed" in got:
+        out["failed"] = got["failed"]
     return out
 
 
@@ -326,6 +328,8 @@ def _unpacked(packed: dict[str, Any]) -> dict[str, Any]:
         out["inventory"] = {n: InventoryEntry(*t) for n, t in packed["inventory"].items()}
     if "listed" in packed:
         out["listed"] = [RunSummary(*t) for t in packed["listed"]]
+    if "failed" in packed:
+        out["failed"] = packed["failed"]
     return out
 
 
@@ -347,13 +351,15 @@ def plan_source(
     gc.disable()
 
     def read_ahead() -> dict[str, Any]:
-        """The source's inventory and the cluster's runs (what the plan reads first). A read that
-        fails is made again in its turn, by make_plan, where its error is reported."""
+        """The source's inventory and the cluster's runs (what the plan reads first), or the
+        error that stopped the reads (after the retries ``retrying`` gives them)."""
         got: dict[str, Any] = {}
-        with contextlib.suppress(Exception):
+        try:
             got["inventory"] = store.inventory(source.name, specs=not FAST_PATH)
             if FAST_PATH:
                 got["listed"] = summaries(cluster)
+        except Exception as exc:  # the plan's error, once the files have loaded
+            got["failed"] = exc
         return got
 
     ahead: dict[str, Any] = {}
@@ -364,7 +370,7 @@ def plan_source(
             apart = aside(lambda: _packed(read_ahead()))  # another process reads the cluster
 
     def take() -> None:
-        """What the other process read (nothing, when it failed: make_plan reads it all)."""
+        """What the other process read (nothing when it could not say: make_plan reads it all)."""
         if "taken" not in ahead and apart is not None:
             ahead["taken"] = True
             with contextlib.suppress(Exception):
@@ -382,6 +388,8 @@ def plan_source(
             meanwhile=take if apart is not None else lambda: ahead.update(read_ahead()),
         )
         take()
+        if "failed" in ahead and loaded.ok:  # a load that failed is said first
+            raise ahead["failed"]  # not read again: its retries are spent
         return loaded, make_plan(
             source, loaded, cluster, store, now, inventory=ahead.get("inventory"), listed=ahead.get("listed")
         )

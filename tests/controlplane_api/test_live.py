@@ -263,6 +263,6 @@ def test_a_plan_reads_the_server_in_a_forked_process_while_it_loads_its_files(li
 
     monkeypatch.setattr(reconcile, "READ_APART_FROM", 2)
     s = setup(["runs"], source="s", state=None, server=live.url, token="not-the-token")
-    with pytest.raises(Exception, match="401"):  # the reads failed apart: made again here, which says why
+    with pytest.raises(Exception, match="401"):  # the reads failed apart: that is the plan's error
         reconcile.plan_source(s.source, s.cluster, s.store, 1.0, cache=FileCache(live.cwd / "c"))
     assert forks == [1, 1]

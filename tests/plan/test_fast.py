@@ -315,27 +315,57 @@ def test_a_cold_plan_reads_the_cluster_while_other_cores_load_its_files(world, m
     assert [c.action.value for c in ahead.changes if c.action.value != "noop"] == ["replace"]
 
 
-def test_a_read_ahead_that_fails_is_made_again_after_the_load(world, monkeypatch):
+def _cold_on_two_cores(monkeypatch) -> None:
+    monkeypatch.setattr(load_module, "PARALLEL_FROM", 2)
+    monkeypatch.setattr(load_module, "forkable", lambda n, minimum: n >= 2)
+    monkeypatch.setattr(cores, "cores", lambda: 2)
+
+
+def test_a_read_ahead_that_fails_for_a_moment_is_retried_where_it_is_read(world, monkeypatch):
     from reconciler import reconcile
     from reconciler.clusters.base import Unreachable
 
     for i in range(4):
         world.run(f"r{i}")
     world.converge()
-    monkeypatch.setattr(load_module, "PARALLEL_FROM", 2)
-    monkeypatch.setattr(load_module, "forkable", lambda n, minimum: n >= 2)
-    monkeypatch.setattr(cores, "cores", lambda: 2)
-    real, failures = reconcile.summaries, [1]
+    _cold_on_two_cores(monkeypatch)
+    real, failures = world.cluster.list_runs, [1]
 
-    def flaky(cluster):
+    def flaky():
         if failures:
             failures.pop()
             raise Unreachable("the server went away for a moment")
-        return real(cluster)
+        return real()
 
-    monkeypatch.setattr(reconcile, "summaries", flaky)
-    _, made = reconcile.plan_source(world.source(), world.cluster, world.store, world.now, cache=world.cache)
+    monkeypatch.setattr(world.cluster, "list_runs", flaky)
+    cluster = reconcile.retrying(world.cluster)
+    _, made = reconcile.plan_source(world.source(), cluster, world.store, world.now, cache=world.cache)
     assert failures == [] and {c.action.value for c in made.changes} == {"noop"}
+
+
+def test_a_read_ahead_that_fails_for_good_is_the_plans_error_and_is_not_read_again(world, monkeypatch):
+    from reconciler import reconcile
+    from reconciler.clusters.base import Unreachable
+
+    for i in range(4):
+        world.run(f"r{i}")
+    world.converge()
+    _cold_on_two_cores(monkeypatch)
+    calls = []
+
+    def gone():
+        calls.append(1)
+        raise Unreachable("fake://test cannot be reached")
+
+    monkeypatch.setattr(world.cluster, "list_runs", gone)
+    cluster = reconcile.retrying(world.cluster)
+    with pytest.raises(Unreachable, match="cannot be reached"):
+        reconcile.plan_source(world.source(), cluster, world.store, world.now, cache=world.cache)
+    assert len(calls) == 1 + 3  # the call and its retries (3 in tests), once: not again after the load
+
+    world.write("r0.yaml", "metadata: {name: r0}\nspec: {task_template: {image: 1}}\n")
+    with pytest.raises(reconcile.LoadFailed):  # a file that fails is said first
+        reconcile.plan_source(world.source(), cluster, world.store, world.now, cache=world.cache)
 
 
 def test_a_load_forgets_the_stat_of_a_file_deleted_since(world, monkeypatch):
