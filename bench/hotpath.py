@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["profile_validate"]
+__all__ = ["profile_rows", "profile_validate"]
 
 
 def profile_validate(folder: Path, top: int = 10) -> dict:
@@ -32,17 +32,22 @@ def profile_validate(folder: Path, top: int = 10) -> dict:
         "documents": len(documents),
         "unprofiled_s": round(plain, 3),
         "profiled_s": round(total, 3),
-        "top": [
-            {
-                "function": _label(func),
-                "calls": nc,
-                "tottime_s": round(tt, 3),
-                "share": round(tt / total, 3),
-                "cumtime_s": round(ct, 3),
-            }
-            for func, (_cc, nc, tt, ct, _callers) in rows
-        ],
+        "top": profile_rows(rows, total),
     }
+
+
+def profile_rows(items: list, total: float) -> list[dict]:
+    """``pstats`` rows (``(function, (cc, nc, tt, ct, callers))``) as the bench reports them."""
+    return [
+        {
+            "function": _label(func),
+            "calls": nc,
+            "tottime_s": round(tt, 3),
+            "share": round(tt / total, 3),
+            "cumtime_s": round(ct, 3),
+        }
+        for func, (_cc, nc, tt, ct, _callers) in items
+    ]
 
 
 def _label(func: tuple[str, int, str]) -> str:

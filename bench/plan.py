@@ -41,6 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .hotpath import profile_rows
 from .measure import Run, Sample, grid, run_cold
 
 __all__ = ["main"]
@@ -435,35 +436,12 @@ def _profile_warm(folder: Path, url: str, cache: Path, top: int = 12) -> dict[st
     by_cum = sorted(raw.items(), key=lambda kv: -kv[1][3])
     cum = [kv for kv in by_cum if "reconciler" in kv[0][0] or "httpx" in kv[0][0]][:top]
 
-    def rows(items):
-        return [
-            {
-                "function": _label(func),
-                "calls": nc,
-                "tottime_s": round(tt, 3),
-                "share": round(tt / total, 3),
-                "cumtime_s": round(ct, 3),
-            }
-            for func, (_cc, nc, tt, ct, _callers) in items
-        ]
-
     return {
         "unprofiled_s": round(plain, 3),
         "profiled_s": round(total, 3),
-        "top_own": rows(by_own),
-        "top_cumulative": rows(cum),
+        "top_own": profile_rows(by_own, total),
+        "top_cumulative": profile_rows(cum, total),
     }
-
-
-def _label(func: tuple[str, int, str]) -> str:
-    filename, line, name = func
-    if filename == "~":
-        return name
-    for root in sorted({p for p in sys.path if p}, key=len, reverse=True):
-        if filename.startswith(root + os.sep):
-            filename = filename[len(root) + 1 :]
-            break
-    return f"{filename}:{line}({name})"
 
 
 # ---- watch --------------------------------------------------------------------------------------
