@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .hotpath import profile_validate
+from .hotpath import profile_grid, profile_validate
 from .measure import Run, Sample, grid, run_cold
 from .specs import MAX_LINES, MIN_LINES, write_specs
 from .startup import not_needed, parse_importtime, top_level
@@ -345,22 +345,11 @@ def _startup_text(s: dict) -> str:
 
 
 def _profile_text(p: dict) -> str:
-    rows = [("own time (cProfile, validate_files in-process)", "calls", "tottime s", "share", "cumtime s")]
-    for r in p["top"]:
-        rows.append(
-            (
-                r["function"][:78],
-                str(r["calls"]),
-                f"{r['tottime_s']:.3f}",
-                f"{r['share']:.0%}",
-                f"{r['cumtime_s']:.3f}",
-            )
-        )
     head = (
         f"\nprofile: {p['documents']} documents; {p['unprofiled_s']:.3f} s unprofiled, "
         f"{p['profiled_s']:.3f} s under cProfile; top 10 by own time"
     )
-    return head + "\n" + grid(rows, right=(1, 2, 3, 4))
+    return head + "\n" + profile_grid("own time (cProfile, validate_files in-process)", p["top"], 78)
 
 
 if __name__ == "__main__":

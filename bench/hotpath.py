@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["profile_rows", "profile_validate"]
+__all__ = ["profile_grid", "profile_rows", "profile_validate"]
 
 
 def profile_validate(folder: Path, top: int = 10) -> dict:
@@ -48,6 +48,24 @@ def profile_rows(items: list, total: float) -> list[dict]:
         }
         for func, (_cc, nc, tt, ct, _callers) in items
     ]
+
+
+def profile_grid(title: str, rows: list[dict], width: int) -> str:
+    """``profile_rows`` as a table under ``title`` (function names cut at ``width``)."""
+    from .measure import grid
+
+    table = [(title, "calls", "tottime s", "share", "cumtime s")]
+    for r in rows:
+        table.append(
+            (
+                r["function"][:width],
+                str(r["calls"]),
+                f"{r['tottime_s']:.3f}",
+                f"{r['share']:.0%}",
+                f"{r['cumtime_s']:.3f}",
+            )
+        )
+    return grid(table, right=(1, 2, 3, 4))
 
 
 def _label(func: tuple[str, int, str]) -> str:

@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .hotpath import profile_rows
+from .hotpath import profile_grid, profile_rows
 from .measure import Run, Sample, grid, run_cold
 
 __all__ = ["main"]
@@ -605,18 +605,7 @@ def _profile_text(p: dict[str, Any]) -> str:
         f"{p['profiled_s']:.3f} s under cProfile"
     ]
     for key, title in (("top_own", "by own time"), ("top_cumulative", "by cumulative time (astra, httpx)")):
-        rows = [(f"top {len(p[key])} {title}", "calls", "tottime s", "share", "cumtime s")]
-        for r in p[key]:
-            rows.append(
-                (
-                    r["function"][:84],
-                    str(r["calls"]),
-                    f"{r['tottime_s']:.3f}",
-                    f"{r['share']:.0%}",
-                    f"{r['cumtime_s']:.3f}",
-                )
-            )
-        out += ["", grid(rows, right=(1, 2, 3, 4))]
+        out += ["", profile_grid(f"top {len(p[key])} {title}", p[key], 84)]
     return "\n".join(out)
 
 
