@@ -99,7 +99,7 @@ def simulate_gangs(count: int) -> dict[str, float]:
 
 
 def _parse(doc: dict[str, Any]):
-    from reconciler.spec.parse import parse_run
+    from reconciler.runspec.parse import parse_run
 
     return parse_run(doc)
 

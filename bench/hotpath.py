@@ -13,7 +13,7 @@ __all__ = ["profile_grid", "profile_rows", "profile_validate"]
 
 
 def profile_validate(folder: Path, top: int = 10) -> dict:
-    from reconciler.spec.validate import validate_files
+    from reconciler.runspec.validate import validate_files
 
     start = time.perf_counter()
     validate_files([folder])  # unprofiled: the figure cProfile's overhead inflates

@@ -1,6 +1,6 @@
 """astra: a declarative, GitOps-style reconciler for runs on an Astraeus GPU cluster.
 
-The package's public surface is re-exported from its parts; ``reconciler.spec`` is the root
+The package's public surface is re-exported from its parts; ``reconciler.runspec`` is the root
 every other part reads.
 """
 

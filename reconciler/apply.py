@@ -84,7 +84,7 @@ def _order(change: Change) -> tuple[int, str]:
 
 def preflight(plan: Plan) -> list[str]:
     """Every problem of the documents the plan would send, before anything is sent."""
-    from .spec.validate import validate_data  # jsonschema-rs and the rules: only with something to send
+    from .runspec.validate import validate_data  # jsonschema-rs and the rules: only with something to send
 
     problems = []
     for change in plan.changes:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from .cores import forkable, on_every_core, split
-from .spec.errors import FieldError
-from .spec.validate import find_files
+from .runspec.errors import FieldError
+from .runspec.validate import find_files
 
 __all__ = ["PARALLEL_FROM", "Checked", "check"]
 

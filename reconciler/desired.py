@@ -29,10 +29,10 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .spec.errors import ErrorType, FieldError
-from .spec.loading import Document, load_file
-from .spec.paths import FieldPath
-from .spec.validate import find_files, published_schema, validate_data
+from .runspec.errors import ErrorType, FieldError
+from .runspec.loading import Document, load_file
+from .runspec.paths import FieldPath
+from .runspec.validate import find_files, published_schema, validate_data
 
 if TYPE_CHECKING:
     from .templates import Origin, Template, TemplateLibrary

@@ -12,7 +12,7 @@ empty (or partial) desired set, so nothing is ever pruned because a file did not
 
 The cache (``FileCache``, under ``.astra/cache`` or ``$ASTRA_HOME/cache``) keeps, by a file's
 content hash, what loading it found: each run's document index, name and the digest of its
-normalised document (``reconciler.spec.normalize``), and the template used. A warm load reads
+normalised document (``reconciler.runspec.normalize``), and the template used. A warm load reads
 no file: each run comes with its digest, and its document is read again from its file (and
 rendered and validated again) only if the plan needs it, which a run whose digests all agree
 never does. An entry of a file that uses templates also holds a fingerprint of every template
@@ -45,13 +45,13 @@ from .cores import forkable, on_every_core, split
 from .hashes import StatHashes
 from .plan.build import DesiredItem
 from .plan.model import PlanError
-from .spec.errors import ErrorType, FieldError
-from .spec.files import SPEC_SUFFIXES, find_files, published_text
-from .spec.normalize import digest_owned, normalized_digest
-from .spec.paths import FieldPath
+from .runspec.errors import ErrorType, FieldError
+from .runspec.files import SPEC_SUFFIXES, find_files, published_text
+from .runspec.normalize import digest_owned, normalized_digest
+from .runspec.paths import FieldPath
 
 if TYPE_CHECKING:
-    from .spec.loading import Source
+    from .runspec.loading import Source
 
 __all__ = ["CACHE_VERSION", "FileCache", "Loaded", "LoadedFile", "default_cache", "load_source", "refresh"]
 
@@ -201,7 +201,7 @@ class LoadedFile:
 
     def text(self) -> Source:
         """The file's text (read again when it came from the cache), for positions."""
-        from .spec.loading import Source
+        from .runspec.loading import Source
 
         if self.source is None:
             with open(self.path, "rb") as f:

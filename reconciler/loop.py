@@ -50,7 +50,7 @@ from .clusters.base import Cluster, ClusterError
 from .load import FileCache, Loaded, load_source, refresh
 from .plan import Action, Plan, PlanError, normalize
 from .reconcile import Source, make_plan, retrying
-from .spec.errors import ErrorType
+from .runspec.errors import ErrorType
 from .state import Locked, SourceState, SourceStore, StateError
 
 __all__ = [

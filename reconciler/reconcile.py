@@ -50,8 +50,8 @@ from .clusters.base import Cluster, LiveRun, RunSummary, Unreachable, WorkerInfo
 from .cores import aside, forkable
 from .load import FileCache, Loaded, load_source
 from .plan import Plan, build_plan, stopping
-from .spec.errors import FieldError
-from .spec.files import find_files
+from .runspec.errors import FieldError
+from .runspec.files import find_files
 from .state import InventoryEntry, SourceStore
 
 __all__ = [

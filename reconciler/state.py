@@ -33,7 +33,7 @@ control plane keeps a source as its own row and one row per run of its inventory
       ENTRY = {"spec": {metadata, spec: normalised}, "applied_at": 1700000000.0,
                "file": "examples/sweep.yaml" | null,
                "digest": "n1:…"}  (answers only: the server's digest of the normalised spec,
-                                   reconciler.spec.normalize; computed here when missing)
+                                   reconciler.runspec.normalize; computed here when missing)
     GET /sources         → 200 {"items": [the same objects, one per source, sorted by name]}
     GET /sources/{name}/runs     → 200 {"name", "resource_version", "items": {"RUN": ENTRY}}
                          ?view=digest: each ENTRY without "spec"; ?run=A&run=B: only those runs
@@ -121,7 +121,7 @@ class StaleState(StateError):
 @dataclass(frozen=True)
 class InventoryEntry:
     """A run this source applied: the document it last applied (normalised), when, from which
-    file, and that document's digest (``reconciler.spec.normalize.digest``).
+    file, and that document's digest (``reconciler.runspec.normalize.digest``).
 
     Every store fills ``digest`` when it reads (an entry made to be recorded may leave it out: the
     store computes it); read with ``inventory(…, specs=False)``, ``spec`` is ``None`` and the
@@ -147,7 +147,7 @@ class InventoryEntry:
             return False
         if self.spec is not None:
             return self.spec == after
-        from .spec.normalize import digest
+        from .runspec.normalize import digest
 
         return self.digest is not None and self.digest == digest(after)
 
@@ -159,7 +159,7 @@ def _digest_of(spec: dict[str, Any] | None) -> str | None:
     """The digest of a last-applied spec (``None`` without one)."""
     if spec is None:
         return None
-    from .spec.normalize import spec_digest
+    from .runspec.normalize import spec_digest
 
     return spec_digest(spec)
 

@@ -25,7 +25,7 @@ import re
 import shlex
 from typing import Any
 
-from .spec.quantities import parse_bytes, parse_duration
+from .runspec.quantities import parse_bytes, parse_duration
 
 __all__ = ["SubmitError", "run_document", "sbatch_document"]
 

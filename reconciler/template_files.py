@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from .spec.files import SPEC_SUFFIXES
+from .runspec.files import SPEC_SUFFIXES
 
 __all__ = ["TEMPLATE_PATH_ENV", "available", "search_folders"]
 

@@ -34,11 +34,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .spec import messages as msg
-from .spec.errors import ErrorType, FieldError
-from .spec.loading import Document, Source, load_file
-from .spec.paths import FieldPath
-from .spec.validate import validate_data
+from .runspec import messages as msg
+from .runspec.errors import ErrorType, FieldError
+from .runspec.loading import Document, Source, load_file
+from .runspec.paths import FieldPath
+from .runspec.validate import validate_data
 from .template_files import TEMPLATE_PATH_ENV, available, search_folders
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 * ``tests/corpus/invalid/``: one small file per problem, each named for what it shows. The exact
   output of ``astra validate FILE`` is snapshotted (``__snapshots__/test_corpus.ambr``); focused
-  tests below match on ``(type, path)`` and on the exact words of ``reconciler.spec.messages``.
+  tests below match on ``(type, path)`` and on the exact words of ``reconciler.runspec.messages``.
 * ``tests/corpus/valid/``: the edges that must pass (limits at their edge, YAML 1.2 strings, …).
 * Hostile inputs (an alias bomb, a file over 10 MB) are made at test time, never committed.
 * One source: pydantic (``Run.model_validate``) and the published schema + rules agree.
@@ -25,12 +25,12 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from reconciler.cli.app import run
-from reconciler.spec import messages as msg
-from reconciler.spec.errors import ErrorType, FieldError
-from reconciler.spec.loading import load_file
-from reconciler.spec.models import Run
-from reconciler.spec.parse import parse_run
-from reconciler.spec.validate import validate_data
+from reconciler.runspec import messages as msg
+from reconciler.runspec.errors import ErrorType, FieldError
+from reconciler.runspec.loading import load_file
+from reconciler.runspec.models import Run
+from reconciler.runspec.parse import parse_run
+from reconciler.runspec.validate import validate_data
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
@@ -781,8 +781,8 @@ def test_environment_is_clean_of_templates_in_corpus():
 
 def test_groups_that_start_one_after_another_default_to_independent():
     """start left out: Gang for a run of groups that may span machines, unless one waits for another."""
-    from reconciler.spec.models import resolve_start
-    from reconciler.spec.parse import parse_run
+    from reconciler.runspec.models import resolve_start
+    from reconciler.runspec.parse import parse_run
 
     def run(groups):
         return parse_run({"metadata": {"name": "r"}, "spec": {"task_groups": groups}}).spec

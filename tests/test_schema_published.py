@@ -5,8 +5,8 @@ import json
 import jsonschema
 import pytest
 
-from reconciler.spec.schema import dumps, run_schema, template_schema
-from reconciler.spec.validate import published_schema
+from reconciler.runspec.schema import dumps, run_schema, template_schema
+from reconciler.runspec.validate import published_schema
 
 
 @pytest.mark.parametrize("kind, make", [("run", run_schema), ("template", template_schema)])

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from reconciler.cli.app import run
 from reconciler.desired import load_desired
-from reconciler.spec.loading import load_file
-from reconciler.spec.parse import parse_run
+from reconciler.runspec.loading import load_file
+from reconciler.runspec.parse import parse_run
 from reconciler.templates import (
     NOT_ALLOWED,
     Parameter,

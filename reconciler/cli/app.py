@@ -87,7 +87,7 @@ def schema(
     for editors: point yaml-language-server at it with a modeline,
     '# yaml-language-server: $schema=schema/run.schema.json'.
     """
-    from ..spec.schema import dumps, run_schema, template_schema
+    from ..runspec.schema import dumps, run_schema, template_schema
 
     echo(dumps(run_schema() if kind is SchemaKind.run else template_schema()).rstrip("\n"))
 

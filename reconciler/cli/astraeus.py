@@ -125,7 +125,7 @@ def workers(
 
     from ..clusters import ClusterError
     from ..clusters.connect import connect
-    from ..spec import messages as msg
+    from ..runspec import messages as msg
     from .remote import print_listing
 
     try:

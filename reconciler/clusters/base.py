@@ -106,7 +106,7 @@ class LiveRun:
 @dataclass(slots=True)
 class RunSummary:
     """What a plan reads of a run whose digests agree: no document, and ``spec_digest``, the
-    digest of its normalised document (``reconciler.spec.normalize.spec_digest``; ``None``: not
+    digest of its normalised document (``reconciler.runspec.normalize.spec_digest``; ``None``: not
     known). It stands for the run's ``LiveRun`` where the plan needs no document (it has the
     same ``name``, ``resource_version``, ``state`` and ``final``)."""
 
@@ -121,7 +121,7 @@ class RunSummary:
 
     @classmethod
     def of(cls, run: LiveRun) -> RunSummary:
-        from ..spec.normalize import spec_digest
+        from ..runspec.normalize import spec_digest
 
         return cls(run.name, run.resource_version, run.state, spec_digest(run.document))
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..spec import messages as msg
+from ..runspec import messages as msg
 from ..state import MemorySourceStore, SourceStore
 from .base import ClusterError, Conflict, LiveRun, NotFound, Rejected, Unreachable, WorkerInfo
 
@@ -203,9 +203,9 @@ class FakeCluster:
 
     def _accept(self, document: dict[str, Any]) -> dict[str, Any]:
         """The document as the server would store it; ``Rejected`` when it is not a valid run."""
-        from ..spec.errors import InvalidSpec
-        from ..spec.models import resolve_on_failure, resolve_start
-        from ..spec.parse import parse_run
+        from ..runspec.errors import InvalidSpec
+        from ..runspec.models import resolve_on_failure, resolve_start
+        from ..runspec.parse import parse_run
 
         doc = copy.deepcopy(document)
         if isinstance(doc, dict) and isinstance(doc.get("metadata"), dict):

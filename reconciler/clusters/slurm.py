@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from reconciler.spec.errors import InvalidSpec
-from reconciler.spec.models import Run, resolve_on_failure, resolve_start
-from reconciler.spec.parse import parse_run
+from reconciler.runspec.errors import InvalidSpec
+from reconciler.runspec.models import Run, resolve_on_failure, resolve_start
+from reconciler.runspec.parse import parse_run
 
 from .base import ClusterError, Conflict, LiveRun, NotFound, Rejected, Unreachable, WorkerInfo
 from .slurm_mapping import (

@@ -29,10 +29,10 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from reconciler.spec.errors import FieldError
-from reconciler.spec.messages import GANG_BARRIER_SECONDS, MASTER_PORT
-from reconciler.spec.models import Run, TaskGroup, TaskTemplate, resolve_on_failure, resolve_start
-from reconciler.spec.paths import FieldPath
+from reconciler.runspec.errors import FieldError
+from reconciler.runspec.messages import GANG_BARRIER_SECONDS, MASTER_PORT
+from reconciler.runspec.models import Run, TaskGroup, TaskTemplate, resolve_on_failure, resolve_start
+from reconciler.runspec.paths import FieldPath
 
 __all__ = [
     "COMMENT_MARKER",

@@ -28,9 +28,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from reconciler.spec.messages import RESTART_LIMIT
+from reconciler.runspec.messages import RESTART_LIMIT
 
-from ..spec import messages as msg
+from ..runspec import messages as msg
 from .slurm_state import TaskObs
 
 __all__ = [

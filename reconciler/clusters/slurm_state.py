@@ -38,9 +38,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from reconciler.spec.quantities import format_duration
+from reconciler.runspec.quantities import format_duration
 
-from ..spec import messages as msg
+from ..runspec import messages as msg
 from .slurm_mapping import parse_comment
 
 __all__ = [

@@ -44,7 +44,7 @@ Runs (``/runs`` = ``/jobs``)::
               "task_counts": {"Completed": 41, "Pending": 51, "Running": 8}}
     SUMMARY = {"name", "resource_version", "state" (as RUN's status.state),
                "spec_digest": "n1:" + sha256 hex of the canonical JSON (keys sorted, no spaces, UTF-8)
-                              of reconciler.spec.normalize.normalize({"metadata", "spec"}) of the
+                              of reconciler.runspec.normalize.normalize({"metadata", "spec"}) of the
                               stored document, or null when it has none}
     WORKER = {"name", "run", "rank", "group", "state", "reason", "machine", "exit_code",
               "restarts", "attempts", "gpus", "cpu_cores", "memory_bytes", "placed_at",
@@ -129,8 +129,8 @@ from urllib.parse import unquote
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
-from reconciler.spec.normalize import spec_digest
-from reconciler.spec.validate import validate_data
+from reconciler.runspec.normalize import spec_digest
+from reconciler.runspec.validate import validate_data
 
 from .clock import Clock
 from .engine import Engine

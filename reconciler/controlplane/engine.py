@@ -25,7 +25,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from reconciler.spec.models import Run
+from reconciler.runspec.models import Run
 
 from .inventory import Inventory
 from .scheduler import (

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from reconciler.spec.quantities import parse_bytes
+from reconciler.runspec.quantities import parse_bytes
 
 __all__ = ["GIB", "TIB", "Inventory", "InventoryError", "Machine", "default_inventory", "load_inventory"]
 

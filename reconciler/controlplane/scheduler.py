@@ -65,9 +65,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from reconciler.spec import messages as msg
-from reconciler.spec.messages import GANG_BARRIER_SECONDS, MASTER_PORT, RESTART_LIMIT
-from reconciler.spec.models import (
+from reconciler.runspec import messages as msg
+from reconciler.runspec.messages import GANG_BARRIER_SECONDS, MASTER_PORT, RESTART_LIMIT
+from reconciler.runspec.models import (
     OnFailure,
     Run,
     StartPolicy,
@@ -75,7 +75,7 @@ from reconciler.spec.models import (
     resolve_on_failure,
     resolve_start,
 )
-from reconciler.spec.quantities import format_duration
+from reconciler.runspec.quantities import format_duration
 
 from .inventory import Inventory, Machine
 

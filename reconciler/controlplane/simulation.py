@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler.spec.models import Run
-from reconciler.spec.parse import parse_run
+from reconciler.runspec.models import Run
+from reconciler.runspec.parse import parse_run
 
 from .clock import ManualClock
 from .inventory import Inventory, default_inventory

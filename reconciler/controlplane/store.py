@@ -46,8 +46,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlmodel import Column, Field, SQLModel, Text, create_engine
 
-from reconciler.spec.models import Run
-from reconciler.spec.normalize import digest, normalize
+from reconciler.runspec.models import Run
+from reconciler.runspec.normalize import digest, normalize
 
 from .inventory import Inventory, Machine
 from .scheduler import Ask, RunRecord, RunState, WorkerRecord, WorkerState

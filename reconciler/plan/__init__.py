@@ -1,7 +1,7 @@
 """Diff and plan: pure functions from desired, live and last-applied runs to a ``Plan``.
 
 * ``normalize``: the comparable form of a run document (defaults filled, server fields dropped),
-  and ``digest``, its canonical digest; both live in ``reconciler.spec.normalize``, where the
+  and ``digest``, its canonical digest; both live in ``reconciler.runspec.normalize``, where the
   control plane digests the documents it holds with them (``GET /runs?view=summary``);
 * ``pair``, ``compare``: match runs by name; the three-way diff of one run;
 * ``action_for``, ``Action``, ``Change``, ``Plan``: what a plan is, and its JSON form;

@@ -149,7 +149,7 @@ def build_plan(
     """The plan for one source; see the module docstring.
 
     ``unchanged``: runs whose desired, last-applied and live documents have one digest
-    (``reconciler.spec.normalize.digest``): each is a noop without ``compare``, its live document
+    (``reconciler.runspec.normalize.digest``): each is a noop without ``compare``, its live document
     is not needed (``live`` may hold its ``RunSummary``), and ``before`` is ``after``.
     """
     workers = workers or {}

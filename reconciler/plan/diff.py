@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from ..spec.paths import FieldPath
+from ..runspec.paths import FieldPath
 from .model import ABSENT, FieldChange, forces_replace, same
 
 __all__ = ["compare", "pair"]

@@ -1,8 +1,8 @@
-"""``normalize`` lives in the spec layer (``reconciler.spec.normalize``), where the control plane
+"""``normalize`` lives in the spec layer (``reconciler.runspec.normalize``), where the control plane
 can use it too; this name stays for the plan's callers."""
 
 from __future__ import annotations
 
-from ..spec.normalize import digest, normalize, spec_digest
+from ..runspec.normalize import digest, normalize, spec_digest
 
 __all__ = ["digest", "normalize", "spec_digest"]

@@ -175,7 +175,7 @@ def _count_shapes(monkeypatch) -> list[int]:
 
 
 def _queue(sim, count: int, gpus: int = 16, **spec) -> None:
-    from reconciler.spec.parse import parse_run
+    from reconciler.runspec.parse import parse_run
 
     for i in range(count):
         sim.state.submit(parse_run(doc(f"q{i}", gpus, time_limit=3600, **spec)), sim.now)

@@ -13,7 +13,7 @@ from reconciler.controlplane.scheduler import (
     schedule,
     worker_env,
 )
-from reconciler.spec.parse import parse_run
+from reconciler.runspec.parse import parse_run
 
 from .helpers import doc, places, requeues, starts
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from reconciler.spec.normalize import spec_digest
-from reconciler.spec.validate import validate_data
+from reconciler.runspec.normalize import spec_digest
+from reconciler.runspec.validate import validate_data
 
 from .conftest import LONG, SEEDS
 

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import inspect, text, update
 
 from reconciler.controlplane.store import SCHEMA_VERSION, SchemaVersion, Store
-from reconciler.spec.normalize import digest, normalize, spec_digest
+from reconciler.runspec.normalize import digest, normalize, spec_digest
 
 from .test_api import tiny
 from .test_sources import entry, locked

@@ -20,7 +20,7 @@ from reconciler.controlplane.store import SCHEMA_VERSION, SchemaVersion, Store
 from reconciler.load import load_source
 from reconciler.loop import Reconciler
 from reconciler.reconcile import Source, make_plan
-from reconciler.spec.normalize import spec_digest
+from reconciler.runspec.normalize import spec_digest
 
 from .conftest import LONG, TOKEN
 from .test_api import tiny

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import event, text, update
 
 from reconciler.controlplane.store import SCHEMA_VERSION, SchemaTooNew, SchemaVersion, Store
-from reconciler.spec.normalize import spec_digest
+from reconciler.runspec.normalize import spec_digest
 
 from .conftest import SEEDS, until
 from .test_api import tiny

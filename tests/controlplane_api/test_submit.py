@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from reconciler.spec.validate import validate_data
+from reconciler.runspec.validate import validate_data
 from reconciler.submit import SubmitError, run_document, sbatch_document
 
 from .conftest import SEEDS

@@ -11,7 +11,7 @@ import pytest
 from reconciler.load import FileCache, load_source
 from reconciler.plan import plan_to_json
 from reconciler.reconcile import Source, make_plan
-from reconciler.spec.normalize import spec_digest
+from reconciler.runspec.normalize import spec_digest
 
 from .conftest import LONG
 from .test_api import tiny

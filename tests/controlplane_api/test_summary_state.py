@@ -12,7 +12,7 @@ from reconciler.controlplane.engine import Engine
 from reconciler.controlplane.inventory import default_inventory
 from reconciler.controlplane.simulation import Outcome, SimulatedExecutor
 from reconciler.controlplane.store import Store
-from reconciler.spec.normalize import spec_digest
+from reconciler.runspec.normalize import spec_digest
 
 from .conftest import Client
 from .test_api import seed, tiny

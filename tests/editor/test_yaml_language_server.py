@@ -33,7 +33,7 @@ from pygls.protocol import default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
-from reconciler.spec import messages as msg
+from reconciler.runspec import messages as msg
 
 ROOT = Path(__file__).resolve().parents[2]
 EDITOR = ROOT / ".cache" / "editor" / "node_modules"

@@ -19,7 +19,7 @@ from reconciler.clusters.base import RunSummary, summaries
 from reconciler.load import load_source
 from reconciler.plan import build, compare, normalize
 from reconciler.reconcile import make_plan
-from reconciler.spec.normalize import DIGEST_VERSION, digest, spec_digest
+from reconciler.runspec.normalize import DIGEST_VERSION, digest, spec_digest
 from reconciler.state import InventoryEntry, MemorySourceStore, SqlSourceStore
 
 from .conftest import RUN, as_json
@@ -91,7 +91,7 @@ def test_no_canonical_form_no_digest(bad):
 def test_what_only_a_read_back_would_catch_never_passes_validation(bad):
     """A load digests a valid document without reading it back (``plain=True``): the two cases
     that need the read back are refused by validate_data, and the digests of the rest agree."""
-    from reconciler.spec.validate import validate_data
+    from reconciler.runspec.validate import validate_data
 
     assert validate_data({**doc(), "metadata": {"name": "r", "labels": {"k": bad}}}) != []
     n = normalize(doc(priority=3))

@@ -27,7 +27,7 @@ from reconciler.plan import (
     plan_to_json,
     render_plan,
 )
-from reconciler.spec.normalize import DIGEST_VERSION, digest_owned, normalized_digest
+from reconciler.runspec.normalize import DIGEST_VERSION, digest_owned, normalized_digest
 from reconciler.state import InventoryEntry
 
 NOW = 1_700_000_000.0

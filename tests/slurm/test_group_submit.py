@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from reconciler.clusters.slurm import SlurmCluster
-from reconciler.spec.parse import parse_run
+from reconciler.runspec.parse import parse_run
 
 
 def tmpl(**kw: Any) -> dict[str, Any]:

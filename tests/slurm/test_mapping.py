@@ -18,7 +18,7 @@ from reconciler.clusters.slurm_mapping import (
     spec_hash,
     to_submission,
 )
-from reconciler.spec.parse import parse_run
+from reconciler.runspec.parse import parse_run
 
 
 def run(spec: dict[str, Any], name: str = "r") -> Any:

@@ -3,7 +3,7 @@
 Every validator returns ``list[FieldError]`` and gathers every problem instead of stopping at
 the first. A ``FieldError`` is ``(type, path, message)`` plus, once a document's text is known,
 the file, line and column of the offending key or value. The words come from
-``reconciler.spec.messages``; tests match on ``(type, path)``.
+``reconciler.runspec.messages``; tests match on ``(type, path)``.
 
     SpecError                     base of the spec layer's exceptions
     └── InvalidSpec               carries a list of FieldErrors (the API's 422, the CLI's exit 1)

@@ -1,4 +1,4 @@
-"""``python -m reconciler.spec``: write the generated schemas (``task schema``)."""
+"""``python -m reconciler.runspec``: write the generated schemas (``task schema``)."""
 
 from __future__ import annotations
 

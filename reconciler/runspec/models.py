@@ -1,8 +1,8 @@
 """The run spec as pydantic v2 models: the one source of fields, types, defaults and limits.
 
-The published JSON Schema (``reconciler.spec.schema``) is generated from these classes, so a
+The published JSON Schema (``reconciler.runspec.schema``) is generated from these classes, so a
 field's title, description, limits and ``errorMessage`` are written here once. Cross-field rules
-live in ``reconciler.spec.rules``; ``Run`` runs them as its own validator, so a model can never
+live in ``reconciler.runspec.rules``; ``Run`` runs them as its own validator, so a model can never
 hold a spec that ``astra validate`` would refuse.
 
 Defaults that depend on the rest of the spec are not stored: ``start`` is resolved by
