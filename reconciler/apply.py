@@ -230,7 +230,9 @@ def settled(run: LiveRun | None) -> bool:
     """Whether ``--wait`` is done with a run: gone, final, or a Service that runs."""
     if run is None or run.final:
         return True
-    lifetime = (run.document.get("spec") or {}).get("lifetime", "Batch")
+    from .runspec.normalize import LIFETIME
+
+    lifetime = (run.document.get("spec") or {}).get("lifetime", LIFETIME)
     return lifetime == "Service" and run.state == "Running"
 
 

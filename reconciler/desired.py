@@ -33,6 +33,7 @@ from .runspec.errors import ErrorType, FieldError
 from .runspec.loading import Document, load_file
 from .runspec.paths import FieldPath
 from .runspec.validate import find_files, published_schema, validate_data
+from .runspec.vocabulary import same
 
 if TYPE_CHECKING:
     from .templates import Origin, Template, TemplateLibrary
@@ -189,7 +190,7 @@ class _State:
             k: (v, here.child("template").child("parameters").child(k)) for k, v in from_file.items()
         }
         for k, (value, origin) in self.given.items():
-            if k in from_file and not _same(from_file[k], value):
+            if k in from_file and not same(from_file[k], value):
                 text = (
                     f"{origin.note} disagrees with this run's {k}: {json.dumps(from_file[k])}: "
                     "give the value in one place"
@@ -242,17 +243,6 @@ class _State:
         run = DesiredRun(doc, final, template, _origins(final, run_spec, origins, doc))
         errors = [run.position(e) for e in validate_data(final)]
         return (None if errors else run), errors
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal as a spec means it: ``1`` is not ``true``, ``1`` is ``1.0``."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return a == b and isinstance(a, str) == isinstance(b, str)
 
 
 def _exists(value: Any, steps: tuple) -> bool:

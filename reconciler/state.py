@@ -71,6 +71,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from .runspec.vocabulary import HISTORY_KEEP
+
 __all__ = [
     "HISTORY_KEEP",
     "HistoryEntry",
@@ -91,9 +93,6 @@ __all__ = [
     "open_store",
     "owner",
 ]
-
-#: How many apply records a source keeps.
-HISTORY_KEEP = 100
 
 
 class StateError(Exception):

@@ -27,6 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..runspec.vocabulary import FINAL_RUN_STATES
+
 __all__ = [
     "Cluster",
     "ClusterError",
@@ -39,9 +41,6 @@ __all__ = [
     "WorkerInfo",
     "summaries",
 ]
-
-#: Run states that will not change again by themselves.
-FINAL_STATES = frozenset({"Completed", "Failed", "Cancelled"})
 
 
 class ClusterError(Exception):
@@ -100,7 +99,7 @@ class LiveRun:
 
     @property
     def final(self) -> bool:
-        return self.state in FINAL_STATES
+        return self.state in FINAL_RUN_STATES
 
 
 @dataclass(slots=True)
@@ -117,7 +116,7 @@ class RunSummary:
 
     @property
     def final(self) -> bool:
-        return self.state in FINAL_STATES
+        return self.state in FINAL_RUN_STATES
 
     @classmethod
     def of(cls, run: LiveRun) -> RunSummary:

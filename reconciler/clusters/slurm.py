@@ -38,7 +38,15 @@ from urllib.parse import parse_qs, urlsplit
 
 from reconciler.runspec.errors import InvalidSpec
 from reconciler.runspec.models import Run, resolve_on_failure, resolve_start
+from reconciler.runspec.normalize import RESTART_POLICY, normalize
 from reconciler.runspec.parse import parse_run
+from reconciler.runspec.vocabulary import (
+    FINAL_RUN_STATES,
+    changed_paths,
+    forces_replace,
+    same,
+    validate_update,
+)
 
 from .base import ClusterError, Conflict, LiveRun, NotFound, Rejected, Unreachable, WorkerInfo
 from .slurm_mapping import (
@@ -63,6 +71,11 @@ _UNREACHABLE = ("Unable to contact slurm controller", "Connection refused", "Soc
 _RECORD_VERSION = 1
 
 
+#: Of the fields the spec lets change in place, the ones a submitted Slurm job can take
+#: (``scontrol update ArrayTaskThrottle``); metadata is astra's own record.
+SLURM_IN_PLACE = (("spec", "array", "max_parallel"),)
+
+
 def replace_message(path: str) -> str:
     return f"Slurm cannot change {path} of a submitted job: replace the run (delete it and create it again)"
 
@@ -72,16 +85,6 @@ def _default_state_dir() -> Path:
         return Path(os.environ["ASTRA_SLURM_STATE"])
     home = os.environ.get("ASTRA_HOME")
     return (Path(home) if home else Path.home() / ".astra") / "slurm"
-
-
-def _diff_paths(old: Any, new: Any, path: str = "spec") -> list[str]:
-    """The dotted paths where two normalized specs differ."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        out: list[str] = []
-        for key in sorted(set(old) | set(new)):
-            out += _diff_paths(old.get(key), new.get(key), f"{path}.{key}")
-        return out
-    return [] if old == new else [path]
 
 
 class SlurmCluster:
@@ -184,16 +187,16 @@ class SlurmCluster:
                     f"run {name} changed since it was read (resource_version "
                     f"{record['resource_version']}, not {resource_version})"
                 )
-            old = parse_run(record["document"])
-            changed = _diff_paths(_normal(old), _normal(new))
-            if any(p != "spec.array.max_parallel" for p in changed):
-                errors = [
-                    {"path": p, "message": replace_message(p)}
-                    for p in changed
-                    if p != "spec.array.max_parallel"
-                ]
+            old_n, new_n = normalize(record["document"]), normalize(doc)
+            errors = [e.to_json() for e in validate_update(old_n, new_n)]
+            errors += [
+                {"path": str(p), "message": replace_message(str(p))}
+                for p in changed_paths(old_n, new_n)
+                if not forces_replace(p.steps) and p.steps[0] == "spec" and p.steps not in SLURM_IN_PLACE
+            ]
+            if errors:
                 raise Rejected("; ".join(f"{e['path']}: {e['message']}" for e in errors), errors)
-            if changed:
+            if not same(old_n["spec"], new_n["spec"]):
                 assert new.spec.array is not None
                 self._throttle(record, new.spec.array.max_parallel or 0, new)
             record["document"] = doc
@@ -369,7 +372,7 @@ class SlurmCluster:
             task_counts=status.task_counts,
             created_at=record["created_at"],
             started_at=min(starts) if starts else None,
-            finished_at=max(ends) if ends and status.state in ("Completed", "Failed", "Cancelled") else None,
+            finished_at=max(ends) if ends and status.state in FINAL_RUN_STATES else None,
             workers_running=status.running,
             gpus_held=gpus_held,
         )
@@ -651,10 +654,6 @@ class SlurmCluster:
         return "".join(f.read_text(errors="replace") for f in files if f.exists())
 
 
-def _normal(run: Run) -> dict[str, Any]:
-    return run.spec.model_dump(mode="json", exclude_none=True)
-
-
 def _policy(run: Run, group: int | None = None) -> Policy:
     """The run's restart rules; ``group``: with that worker group's restart_policy."""
     spec = run.spec
@@ -663,7 +662,7 @@ def _policy(run: Run, group: int | None = None) -> Policy:
     if group is not None and spec.task_groups:
         template = spec.task_groups[group].task_template
     return Policy(
-        restart_policy=template.restart_policy if template else "OnFailure",
+        restart_policy=template.restart_policy if template else RESTART_POLICY,
         on_failure=resolve_on_failure(spec, start),
         service=spec.lifetime == "Service",
         array=spec.array is not None,

@@ -28,15 +28,16 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from reconciler.runspec.messages import RESTART_LIMIT
-
 from ..runspec import messages as msg
+from ..runspec.vocabulary import (
+    BACKOFF_START_SECONDS,
+    RESET_AFTER_SECONDS,
+    RESTART_LIMIT,
+    backoff_seconds,
+)
 from .slurm_state import TaskObs
 
 __all__ = [
-    "BACKOFF_MAX_SECONDS",
-    "BACKOFF_START_SECONDS",
-    "RESET_AFTER_SECONDS",
     "GroupRestarts",
     "Policy",
     "Resubmit",
@@ -48,15 +49,6 @@ __all__ = [
     "judge",
     "run_status",
 ]
-
-BACKOFF_START_SECONDS = 10
-BACKOFF_MAX_SECONDS = 5 * 60
-RESET_AFTER_SECONDS = 10 * 60
-
-
-def backoff_seconds(restart: int) -> int:
-    """The wait before the ``restart``-th restart (1-based): 10 s, doubling, at most 5 min."""
-    return min(BACKOFF_START_SECONDS * 2 ** max(restart - 1, 0), BACKOFF_MAX_SECONDS)
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from typing import Any, Literal
 from reconciler.runspec.quantities import format_duration
 
 from ..runspec import messages as msg
+from ..runspec.vocabulary import QUEUED
 from .slurm_mapping import parse_comment
 
 __all__ = [
@@ -57,7 +58,6 @@ __all__ = [
 #: How a worker's attempt ended, for the restart rules: None while it has not ended.
 End = Literal["ok", "failed", "timeout", "cancelled", "lost", "preempted", "gone"]
 
-QUEUED = "Waiting in the queue"
 ARRAY_CAP = msg.ARRAY_CAP_REASON
 #: Pending reasons that only time cures; any other keeps the job from ever starting as it is.
 WAITING_REASONS = frozenset(

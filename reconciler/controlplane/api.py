@@ -129,6 +129,7 @@ from urllib.parse import unquote
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
+from reconciler.runspec.errors import InvalidSpec
 from reconciler.runspec.normalize import spec_digest
 from reconciler.runspec.validate import validate_data
 
@@ -407,6 +408,8 @@ def create_app(
             )
         try:
             engine.update(name, doc, doc["metadata"].get("resource_version"), clock.now())
+        except InvalidSpec as exc:
+            raise _Problem(422, [{"path": str(e.path), "message": e.message} for e in exc.errors]) from exc
         except Stale as exc:
             raise _detail(409, str(exc), resource_version=exc.current) from exc
         except NotFound as exc:

@@ -25,7 +25,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from reconciler.runspec.errors import InvalidSpec
 from reconciler.runspec.models import Run
+from reconciler.runspec.normalize import normalize
+from reconciler.runspec.vocabulary import validate_update
 
 from .inventory import Inventory
 from .scheduler import (
@@ -161,12 +164,18 @@ class Engine:
         return record
 
     def update(self, name: str, document: dict[str, Any], expected: int | None, now: float) -> int:
-        """Replace a run's spec (``expected``: the resource_version read); its new resource_version."""
+        """Change a run in place (``expected``: the resource_version read); its new resource_version.
+
+        Only the fields the spec layer lets change in place may differ (``validate_update``):
+        any other is ``InvalidSpec``, one error per field, and nothing is written."""
         record = self.state.runs.get(name)
         if record is None:
             raise NotFound(f"no run named {name}")
         run = Run.model_validate(document)
         stored = _stored(document)
+        refused = validate_update(normalize(self.meta[name].document), normalize(stored))
+        if refused:
+            raise InvalidSpec(refused)
         rv = self.store.update_run(name, stored, expected, now)
         self.state.replace_spec(name, run)
         meta = self.meta[name]

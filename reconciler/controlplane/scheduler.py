@@ -76,6 +76,21 @@ from reconciler.runspec.models import (
     resolve_start,
 )
 from reconciler.runspec.quantities import format_duration
+from reconciler.runspec.vocabulary import (
+    BACKOFF_MAX_SECONDS,
+    BACKOFF_START_SECONDS,
+    CANCELLED_BY_USER,
+    CONTAINER_RUNNING,
+    FINAL_RUN_STATES,
+    QUEUED,
+    RESET_AFTER_SECONDS,
+    RunState,
+    WorkerState,
+    array_cap,
+    backoff_seconds,
+    exited,
+    readout,
+)
 
 from .inventory import Inventory, Machine
 
@@ -116,37 +131,10 @@ __all__ = [
     "worker_env",
 ]
 
-BACKOFF_START_SECONDS = 10
-BACKOFF_MAX_SECONDS = 5 * 60
-RESET_AFTER_SECONDS = 10 * 60
 INF = math.inf
 
 
 # ---- states and reasons ----------------------------------------------------------------------
-
-
-class RunState(StrEnum):
-    PENDING = "Pending"
-    STARTING = "Starting"
-    RUNNING = "Running"
-    COMPLETED = "Completed"
-    FAILED = "Failed"
-    CANCELLED = "Cancelled"
-
-
-class WorkerState(StrEnum):
-    PENDING = "Pending"
-    PREPARING = "Preparing"
-    READY = "ReadyToStart"
-    RUNNING = "Running"
-    #: Its machine stopped reporting; it still holds its place until the machine is Down.
-    STALE = "Stale"
-    COMPLETED = "Completed"
-    FAILED = "Failed"
-    #: Stopped by the scheduler (cancelled, or its run failed); not a failure of its own.
-    STOPPED = "Stopped"
-    #: Its machine was lost.
-    DOWN = "Down"
 
 
 class StopCause(StrEnum):
@@ -158,30 +146,9 @@ class StopCause(StrEnum):
     CANCELLED = "Cancelled"
 
 
-RUN_DONE = frozenset({RunState.COMPLETED, RunState.FAILED, RunState.CANCELLED})
+RUN_DONE = FINAL_RUN_STATES
 HOLDING = frozenset({WorkerState.PREPARING, WorkerState.READY, WorkerState.RUNNING, WorkerState.STALE})
 ENDED = frozenset({WorkerState.COMPLETED, WorkerState.FAILED, WorkerState.STOPPED, WorkerState.DOWN})
-
-QUEUED = "Waiting in the queue"
-CONTAINER_RUNNING = "Container running"
-CANCELLED_BY_USER = "Cancelled by a user"
-
-
-def exited(code: int) -> str:
-    return msg.EXITED_REASON.format(code=code)
-
-
-def array_cap(n: int) -> str:
-    return msg.ARRAY_CAP_REASON.format(n=n)
-
-
-def readout(running: int, total: int) -> str:
-    return msg.WORKERS_READOUT.format(running=running, total=total)
-
-
-def backoff_seconds(restart: int) -> int:
-    """The wait before the ``restart``-th restart (1-based): 10 s, doubling, at most 5 min."""
-    return min(BACKOFF_START_SECONDS * 2 ** max(restart - 1, 0), BACKOFF_MAX_SECONDS)
 
 
 # ---- what one worker needs -------------------------------------------------------------------

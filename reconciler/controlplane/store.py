@@ -49,6 +49,7 @@ from sqlmodel import Column, Field, SQLModel, Text, create_engine
 from reconciler.runspec.models import Run
 from reconciler.runspec.normalize import digest, normalize
 
+from ..runspec.vocabulary import FINAL_RUN_STATES, HISTORY_KEEP
 from .inventory import Inventory, Machine
 from .scheduler import Ask, RunRecord, RunState, WorkerRecord, WorkerState
 
@@ -82,8 +83,6 @@ __all__ = [
 #: 4: each ``source_runs`` row's ``digest`` of its normalised spec (filled when opened).
 SCHEMA_VERSION = 4
 
-#: How many apply records a source keeps (the newest).
-HISTORY_KEEP = 100
 
 #: The sequence every run document change takes its resource_version from.
 RESOURCE_VERSION = "resource_version"
@@ -278,7 +277,6 @@ _WORKER_FIELDS = (
     "final",
     "settled",
 )
-FINAL_RUN_STATES = frozenset({RunState.COMPLETED, RunState.FAILED, RunState.CANCELLED})
 
 
 def default_url(home: str | os.PathLike[str]) -> str:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..clusters.base import FINAL_STATES, LiveRun, WorkerInfo
+from ..clusters.base import LiveRun, WorkerInfo
+from ..runspec.vocabulary import FINAL_RUN_STATES
 from .model import Cost
 
 __all__ = ["cost_of", "describe_cost", "duration_words"]
 
 #: Worker states in which a worker holds no machine.
-_IDLE_WORKER_STATES = frozenset({"Pending", "Queued", *FINAL_STATES})
+_IDLE_WORKER_STATES = frozenset({"Pending", "Queued", *FINAL_RUN_STATES})
 
 
 def cost_of(live: LiveRun, workers: Sequence[WorkerInfo] | None, now: float) -> Cost:
@@ -67,7 +68,7 @@ def describe_cost(cost: dict | Cost, action: str) -> str:
     """The cost in words, for ``replace`` or ``delete`` (reads the plan's JSON form or a ``Cost``)."""
     c = cost if isinstance(cost, dict) else cost.__dict__
     state = c["state"]
-    if state in FINAL_STATES:
+    if state in FINAL_RUN_STATES:
         ago = c.get("finished_seconds_ago")
         when = f" {duration_words(ago)} ago" if ago is not None else ""
         if action == "replace":

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from ..runspec.vocabulary import IN_PLACE_FIELDS, forces_replace, same
+
 __all__ = [
     "ABSENT",
     "FORMAT_VERSION",
@@ -38,14 +40,6 @@ __all__ = [
 #: carry theirs) and refuses any other.
 FORMAT_VERSION = "2"
 READS = ("1", "2")
-
-#: Fields a running run can take in place; every other field forces a replace (unknown → replace).
-IN_PLACE_FIELDS: tuple[tuple[str, ...], ...] = (
-    ("metadata", "labels"),
-    ("metadata", "annotations"),
-    ("spec", "array", "max_parallel"),
-    ("spec", "priority"),
-)
 
 
 class PlanError(Exception):
@@ -80,19 +74,6 @@ class Action(StrEnum):
     delete = "delete"
 
 
-def same(a: Any, b: Any) -> bool:
-    """Equal as documents mean it: ``1`` is not ``true``; maps and lists compared deeply."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, str) != isinstance(b, str):
-        return False
-    return a == b
-
-
 def action_for(before: dict[str, Any] | None, after: dict[str, Any] | None) -> Action:
     """The action that turns ``before`` into ``after``; total and pure."""
     if before is None and after is None:
@@ -102,11 +83,6 @@ def action_for(before: dict[str, Any] | None, after: dict[str, Any] | None) -> A
     if after is None:
         return Action.delete
     return Action.noop if same(before, after) else Action.update
-
-
-def forces_replace(steps: tuple[str | int, ...]) -> bool:
-    """Whether changing the field at ``steps`` needs the run stopped and started again."""
-    return not any(steps[: len(prefix)] == prefix for prefix in IN_PLACE_FIELDS)
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,11 @@ WORKER_NAME_TOO_LONG = (
 )
 MOUNT_PATH_DUPLICATE = "mount_path '{path}' is used by two drives; each drive needs its own mount_path"
 ENV_RESERVED = "{name} is set by Astraeus in every worker; remove it from env"
+UPDATE_REPLACE_ONLY = (
+    "{path} cannot change on a run in place: replace the run (astra apply plans it as a replace, "
+    "or delete it and create it again)"
+)
+UPDATE_RENAME = "a run cannot be renamed: create a run of the new name and delete the old one"
 
 NAME = (
     f"must be a lowercase name of at most {RUN_NAME_MAX} characters: letters, digits and '-', "

@@ -213,3 +213,21 @@ def test_source_names_may_hold_slashes(client):
     assert client.post(f"/api/sources/{name}/lock", json={"owner": "me", "id": "L"}).status_code == 201
     assert client.get(f"/api/sources/{name}").json()["lock"]["id"] == "L"
     assert client.delete(f"/api/sources/{name}/lock?id=L").status_code == 204
+
+
+def test_a_put_that_changes_a_replace_only_field_is_422_naming_it(client):
+    client.post("/api/runs", json=seed("sweep"))
+    bigger = seed("sweep")
+    bigger["metadata"]["resource_version"] = 1
+    bigger["spec"]["array"] = {"size": 200, "max_parallel": 8}
+    bigger["spec"]["task_template"]["args"] = ["/data/code/other.py"]
+    r = client.put("/api/runs/sweep", json=bigger)
+    assert r.status_code == 422
+    assert [p["path"] for p in r.json()] == ["spec.array.size", "spec.task_template.args"]
+    assert r.json()[0]["message"].startswith("spec.array.size cannot change on a run in place")
+    kept = client.get("/api/runs/sweep").json()
+    assert (kept["metadata"]["resource_version"], kept["spec"]["array"]["size"]) == (1, 100)
+    wider = seed("sweep")
+    wider["metadata"]["resource_version"] = 1
+    wider["spec"]["array"]["max_parallel"] = 20
+    assert client.put("/api/runs/sweep", json=wider).status_code == 200

@@ -48,7 +48,7 @@ def test_summary_view_on_both_base_paths(client, prefix):
 def test_summary_digest_follows_the_document(client):
     client.post("/api/runs", json=tiny("a"))
     (before,) = client.get("/api/runs?view=summary").json()["items"]
-    changed = tiny("a", command="false")
+    changed = tiny("a", priority=5)  # a change the run takes in place
     changed["metadata"]["resource_version"] = before["resource_version"]
     assert client.put("/api/runs/a", json=changed).status_code == 200
     (after,) = client.get("/api/runs?view=summary").json()["items"]
@@ -112,9 +112,9 @@ def test_plans_by_digest_are_plans_by_comparison(wire, tmp_path, client):  # noq
     assert paths == [("/api/runs", "summary")]  # no document fetched, no workers
 
     write(runs, "r1", command="false")  # a change in the files: replace
-    drift = tiny("r2", command="exit 3")  # drift: changed out of band
-    drift["metadata"]["resource_version"] = cluster.get_run("r2").resource_version
-    assert client.put("/api/runs/r2", json=drift).status_code == 200
+    drift = tiny("r2", command="exit 3")  # drift: made again out of band, with other args
+    client.delete("/api/runs/r2")
+    assert client.post("/api/runs", json=drift).status_code == 201
     label = tiny("r5")  # a field the files do not set, set out of band: other digests, still a noop
     label["metadata"].update(labels={"team": "x"}, resource_version=cluster.get_run("r5").resource_version)
     assert client.put("/api/runs/r5", json=label).status_code == 200

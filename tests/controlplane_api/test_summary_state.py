@@ -75,7 +75,7 @@ def test_a_summary_follows_a_state_change_alone_and_a_new_document(sim):
     (before,) = summaries(client).values()
     assert before["state"] == "Pending" and before["spec_digest"] == spec_digest(doc)
 
-    changed = tiny("b", command="false", array={"size": 4})
+    changed = tiny("b", array={"size": 3, "max_parallel": 1}, priority=2)  # in place
     changed["metadata"]["resource_version"] = before["resource_version"]
     assert client.put("/api/runs/b", json=changed).status_code == 200
     (updated,) = summaries(client).values()

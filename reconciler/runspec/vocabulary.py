@@ -1,0 +1,184 @@
+"""The words every part of astra shares about a run: one place for each fact.
+
+Owns: run and worker states (and which are final), the reasons the scheduler gives in words,
+the restart rules of the seeds (the limit, the backoff, when the count resets), which fields
+of a run change in place and which force a replace (``forces_replace``, ``validate_update``),
+how many apply records a source keeps, and equality as documents mean it (``same``).
+
+Read by the plan, the control plane's scheduler, store and API, the Slurm cluster, the CLI and
+the docs; nothing else restates them. Must not touch: pydantic, I/O, clocks: these are plain
+values and pure functions, cheap to import anywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from enum import StrEnum
+from typing import Any
+
+from . import messages as msg
+from .errors import FieldError
+from .paths import FieldPath
+
+__all__ = [
+    "BACKOFF_MAX_SECONDS",
+    "BACKOFF_START_SECONDS",
+    "CANCELLED_BY_USER",
+    "CONTAINER_RUNNING",
+    "FINAL_RUN_STATES",
+    "HISTORY_KEEP",
+    "IN_PLACE_FIELDS",
+    "QUEUED",
+    "RESET_AFTER_SECONDS",
+    "RESTART_LIMIT",
+    "RunState",
+    "WorkerState",
+    "array_cap",
+    "backoff_seconds",
+    "changed_paths",
+    "exited",
+    "forces_replace",
+    "readout",
+    "same",
+    "validate_update",
+]
+
+
+# ---- states ------------------------------------------------------------------------------------
+
+
+class RunState(StrEnum):
+    """A run's state (the seeds' table "Run states")."""
+
+    PENDING = "Pending"
+    STARTING = "Starting"
+    RUNNING = "Running"
+    COMPLETED = "Completed"
+    FAILED = "Failed"
+    CANCELLED = "Cancelled"
+
+
+class WorkerState(StrEnum):
+    """A worker's state: the run's, and the seeds' "Preparing, Pulling, ReadyToStart, Stale, Down"."""
+
+    PENDING = "Pending"
+    PREPARING = "Preparing"
+    READY = "ReadyToStart"
+    RUNNING = "Running"
+    #: Its machine stopped reporting; it still holds its place until the machine is Down.
+    STALE = "Stale"
+    COMPLETED = "Completed"
+    FAILED = "Failed"
+    #: Stopped by the scheduler (cancelled, or its run failed); not a failure of its own.
+    STOPPED = "Stopped"
+    #: Its machine was lost.
+    DOWN = "Down"
+
+
+#: Run states that do not change again by themselves.
+FINAL_RUN_STATES: frozenset[str] = frozenset({RunState.COMPLETED, RunState.FAILED, RunState.CANCELLED})
+
+
+# ---- reasons (the seeds' words; CONTRACT §7) ----------------------------------------------------
+
+QUEUED = "Waiting in the queue"
+CONTAINER_RUNNING = "Container running"
+CANCELLED_BY_USER = "Cancelled by a user"
+
+
+def exited(code: int) -> str:
+    """``Exited with code N``."""
+    return msg.EXITED_REASON.format(code=code)
+
+
+def array_cap(n: int) -> str:
+    """``Array runs at most N workers at once``."""
+    return msg.ARRAY_CAP_REASON.format(n=n)
+
+
+def readout(running: int, total: int) -> str:
+    """``Workers R running of N``."""
+    return msg.WORKERS_READOUT.format(running=running, total=total)
+
+
+# ---- restarts (the seeds' restart_policy: OnFailure) ---------------------------------------------
+
+#: A failed or lost worker is restarted up to this many times.
+RESTART_LIMIT = msg.RESTART_LIMIT
+BACKOFF_START_SECONDS = 10
+BACKOFF_MAX_SECONDS = 5 * 60
+#: A worker (or run) that ran this long has its restart count reset.
+RESET_AFTER_SECONDS = 10 * 60
+
+
+def backoff_seconds(restart: int) -> int:
+    """The wait before the ``restart``-th restart (1-based): 10 s, doubling, at most 5 min."""
+    return min(BACKOFF_START_SECONDS * 2 ** max(restart - 1, 0), BACKOFF_MAX_SECONDS)
+
+
+# ---- sources -------------------------------------------------------------------------------------
+
+#: How many apply records a source keeps (the newest).
+HISTORY_KEEP = 100
+
+
+# ---- which fields change in place ----------------------------------------------------------------
+
+#: Fields a running run can take in place; every other field forces a replace (unknown → replace).
+IN_PLACE_FIELDS: tuple[tuple[str, ...], ...] = (
+    ("metadata", "labels"),
+    ("metadata", "annotations"),
+    ("spec", "array", "max_parallel"),
+    ("spec", "priority"),
+)
+
+
+def forces_replace(steps: tuple[str | int, ...]) -> bool:
+    """Whether changing the field at ``steps`` needs the run stopped and started again."""
+    return not any(steps[: len(prefix)] == prefix for prefix in IN_PLACE_FIELDS)
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal as documents mean it: ``1`` is not ``true``, ``1`` is ``1.0``; maps and lists deeply."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, str) != isinstance(b, str):
+        return False
+    return a == b
+
+
+_MISSING = object()
+
+
+def changed_paths(old: Any, new: Any, path: FieldPath | None = None) -> Iterator[FieldPath]:
+    """The paths where two documents differ: the deepest map key that differs, or a whole list."""
+    path = FieldPath.root() if path is None else path
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(old.keys() | new.keys()):
+            a, b = old.get(key, _MISSING), new.get(key, _MISSING)
+            if a is _MISSING or b is _MISSING:
+                yield path.child(key)
+            else:
+                yield from changed_paths(a, b, path.child(key))
+    elif not same(old, new):
+        yield path
+
+
+def validate_update(old: dict[str, Any], new: dict[str, Any]) -> list[FieldError]:
+    """The errors of changing run ``old`` into ``new`` in place: one per replace-only field changed.
+
+    Both are normalised documents (``reconciler.runspec.normalize``). Only ``IN_PLACE_FIELDS``
+    may differ; the plan turns any other difference into a replace, and the API refuses it in a
+    ``PUT`` (422), so no client can change, say, ``array.size`` of a running array in place.
+    """
+    errors = []
+    for path in changed_paths(old, new):
+        if str(path) == "metadata.name":
+            errors.append(FieldError.forbidden(path, msg.UPDATE_RENAME))
+        elif forces_replace(path.steps):
+            errors.append(FieldError.forbidden(path, msg.UPDATE_REPLACE_ONLY.format(path=path)))
+    return errors
