@@ -29,7 +29,8 @@ def test_a_rename_is_refused_in_its_own_words():
 def test_changed_paths_are_the_deepest_keys_and_whole_lists():
     old = {"spec": {"task_template": {"args": ["a"], "env": {"A": "1"}}}}
     new = {"spec": {"task_template": {"args": ["b"], "env": {"A": "1", "B": "2"}}}}
-    assert [str(p) for p in changed_paths(old, new)] == ["spec.task_template.args", "spec.task_template.env.B"]
+    paths = [str(p) for p in changed_paths(old, new)]
+    assert paths == ["spec.task_template.args", "spec.task_template.env.B"]
 
 
 def test_the_seeds_backoff():
