@@ -37,6 +37,22 @@ MAX_FILE_BYTES = 10 * 1024 * 1024
 #: A document may expand aliases to at most this many YAML events (a billion-laughs guard).
 MAX_ALIAS_EVENTS = 100_000
 
+# ---- limits on hostile input (docs/limits.md lists them all) ---------------------------------
+#: Workers in one run: the sum of task_groups[].replicas, or machines; as many as array.size.
+WORKERS_MAX = ARRAY_SIZE_MAX
+#: Integers are 64-bit, as every Astraeus API and database stores them.
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+#: How deep a document may nest (a run spec needs 8 levels; template parameters a few more).
+DEPTH_MAX = 32
+#: A whole document, as JSON (Kubernetes keeps objects under 1.5 MiB for the same reason).
+DOCUMENT_MAX_BYTES = 1024 * 1024
+#: An image reference (OCI: a 255-character name, a 128-character tag, a digest).
+IMAGE_MAX = 1024
+#: One argument, one environment value, one annotation: Linux's MAX_ARG_STRLEN (131072 bytes).
+ARG_MAX = 128 * 1024
+#: Any other text: a command, a path, a drive, a label, a name of a variable or a GPU model.
+TEXT_MAX = 4096
+
 # ---- the contract's table (CONTRACT.md §2): exact ---------------------------------------------
 ARRAY_START = "An array's workers are independent: use policy Independent"
 ARRAY_TASK_GROUPS = "An array runs one worker template: task_groups is not allowed with array"
@@ -86,6 +102,16 @@ WORKER_NAME_TOO_LONG = (
 )
 MOUNT_PATH_DUPLICATE = "mount_path '{path}' is used by two drives; each drive needs its own mount_path"
 ENV_RESERVED = "{name} is set by Astraeus in every worker; remove it from env"
+WORKERS = f"a run has at most {WORKERS_MAX} workers; this one asks for ${{0}}"
+WORKERS_SUM = f"a run has at most {WORKERS_MAX} workers; this one asks for {{n}}"
+TEXT = "must be valid Unicode text without NUL characters"
+INTEGER_RANGE = f"must be a whole number from {INT_MIN} to {INT_MAX} (64 bits)"
+QUANTITY_RANGE = f"is more than {INT_MAX} (64 bits) once read: give a smaller value"
+NOT_FINITE = "must be a finite number, not {value}"
+TOO_DEEP = f"nests more than {DEPTH_MAX} levels deep: a run spec never needs that many"
+DOCUMENT_TOO_LARGE = (
+    f"the document is {{size}} bytes as JSON; a run spec may be at most {DOCUMENT_MAX_BYTES} bytes (1 MiB)"
+)
 UPDATE_REPLACE_ONLY = (
     "{path} cannot change on a run in place: replace the run (astra apply plans it as a replace, "
     "or delete it and create it again)"

@@ -111,13 +111,17 @@ def _names_then_values(pattern: str, message: str):
 
     def extra(schema: dict[str, Any]) -> None:
         (values,) = schema.pop("patternProperties").values()
-        schema["propertyNames"] = {"pattern": pattern, "errorMessage": message}
+        schema["propertyNames"] = {
+            "pattern": pattern,
+            "errorMessage": message,
+            "allOf": [{"maxLength": msg.TEXT_MAX}],
+        }
         schema["additionalProperties"] = values
 
     return extra
 
 
-def _range_message(message: str):
+def _range_message(message: str, keys: tuple[str, ...] = ("minimum", "maximum")):
     """A message for a number's range, kept away from its type.
 
     The range keywords and the ``errorMessage`` move into an ``allOf`` entry: a value out of
@@ -127,10 +131,32 @@ def _range_message(message: str):
     """
 
     def extra(schema: dict[str, Any]) -> None:
-        ranged = {k: schema.pop(k) for k in ("minimum", "maximum") if k in schema}
+        ranged = {k: schema.pop(k) for k in keys if k in schema}
         schema["allOf"] = [{**ranged, "errorMessage": message}]
 
     return extra
+
+
+def _typed(message: str):
+    """A value's own ``errorMessage`` (for its type), with its length limit kept apart.
+
+    The length moves into an ``allOf`` entry of its own, so that a value too long gets the
+    plain length words and a value of the wrong type gets ``message``.
+    """
+
+    def extra(schema: dict[str, Any]) -> None:
+        schema["errorMessage"] = message
+        if "maxLength" in schema:
+            schema["allOf"] = [{"maxLength": schema.pop("maxLength")}]
+
+    return extra
+
+
+#: Text of a key or value with no tighter rule of its own (``TEXT_MAX`` characters).
+_Text = Annotated[str, Field(max_length=msg.TEXT_MAX)]
+#: One argument or environment value (``ARG_MAX`` characters, Linux's limit for one).
+_Arg = Annotated[str, Field(max_length=msg.ARG_MAX)]
+_LABEL = _typed(msg.LABEL_VALUE)
 
 
 class _Strict(BaseModel):
@@ -173,11 +199,11 @@ class Metadata(_Strict):
         pattern=NAME_PATTERN,
         json_schema_extra={"errorMessage": msg.NAME},
     )
-    labels: dict[str, Annotated[str, Field(json_schema_extra={"errorMessage": msg.LABEL_VALUE})]] | None = (
+    labels: dict[_Text, Annotated[str, Field(max_length=msg.TEXT_MAX, json_schema_extra=_LABEL)]] | None = (
         Field(None, title="Labels", description="Short key-value pairs to select and group runs by.")
     )
     annotations: (
-        dict[str, Annotated[str, Field(json_schema_extra={"errorMessage": msg.LABEL_VALUE})]] | None
+        dict[_Text, Annotated[str, Field(max_length=msg.ARG_MAX, json_schema_extra=_LABEL)]] | None
     ) = Field(
         None,
         title="Annotations",
@@ -208,14 +234,16 @@ class GpuRequests(_Strict):
             "gets this many."
         ),
         ge=1,
+        le=msg.INT_MAX,
     )
     min_per_machine: int | None = Field(
         None,
         title="At least per machine",
         description="Never fewer than this many GPUs on one machine.",
         ge=1,
+        le=msg.INT_MAX,
     )
-    models: list[str] | None = Field(
+    models: list[_Text] | None = Field(
         None,
         title="GPU models",
         description="Only these GPU models (for example H100, A100).",
@@ -232,20 +260,24 @@ class GpuRequests(_Strict):
 class PerGpu(_Strict):
     """CPU cores and memory that follow the GPUs, so the total fits whatever shape is chosen."""
 
-    cpu_cores: int | None = Field(None, title="CPU cores per GPU", ge=1)
+    cpu_cores: int | None = Field(None, title="CPU cores per GPU", ge=1, le=msg.INT_MAX)
     memory_bytes: _bytes("Memory per GPU", "Memory per GPU: 120Gi, or bytes.") | None = None  # type: ignore[valid-type]
 
 
 class Resources(_Strict):
     """What each worker (or the whole run, for GPUs) needs."""
 
-    cpu_cores: int | None = Field(None, title="CPU cores", description="CPU cores per worker.", ge=1)
+    cpu_cores: int | None = Field(
+        None, title="CPU cores", description="CPU cores per worker.", ge=1, le=msg.INT_MAX
+    )
     memory_bytes: _bytes("Memory", "Memory per worker: 32Gi, 512Mi, or bytes.") | None = None  # type: ignore[valid-type]
     machines: int | None = Field(
         None,
         title="Machines",
         description="Exactly this many machines, one worker on each, with the GPUs split evenly.",
         ge=1,
+        le=msg.WORKERS_MAX,
+        json_schema_extra=_range_message(msg.WORKERS, ("maximum",)),
     )
     gpu_requests: GpuRequests | None = Field(None, title="GPUs")
     per_gpu: PerGpu | None = Field(None, title="Per GPU")
@@ -254,10 +286,13 @@ class Resources(_Strict):
 class DataVolumeRef(_Strict):
     """A drive mounted into every worker."""
 
-    name: str = Field(title="Drive", description="The drive's name in the workspace.", min_length=1)
+    name: str = Field(
+        title="Drive", description="The drive's name in the workspace.", min_length=1, max_length=msg.TEXT_MAX
+    )
     mount_path: str = Field(
         title="Mount path",
         description="Where the drive appears inside the worker.",
+        max_length=msg.TEXT_MAX,
         pattern=MOUNT_PATH_PATTERN,
         json_schema_extra={"errorMessage": msg.MOUNT_PATH},
     )
@@ -268,7 +303,10 @@ class TaskTemplate(_Strict):
     """One worker: an image, a command, and what it needs."""
 
     image: str = Field(
-        title="Image", description="The container image, e.g. nvcr.io/nvidia/pytorch:24.08-py3.", min_length=1
+        title="Image",
+        description="The container image, e.g. nvcr.io/nvidia/pytorch:24.08-py3.",
+        min_length=1,
+        max_length=msg.IMAGE_MAX,
     )
     command: str | None = Field(
         None,
@@ -277,12 +315,13 @@ class TaskTemplate(_Strict):
             "The program to run; the image's entrypoint when left out. No shell expands $VARS "
             "unless it is sh -c."
         ),
+        max_length=msg.TEXT_MAX,
     )
-    args: list[str] | None = Field(None, title="Arguments", description="Passed to the command as they are.")
+    args: list[_Arg] | None = Field(None, title="Arguments", description="Passed to the command as they are.")
     env: (
         dict[
-            Annotated[str, Field(pattern=ENV_NAME_PATTERN)],
-            Annotated[str, Field(json_schema_extra={"errorMessage": msg.ENV_VALUE})],
+            Annotated[str, Field(pattern=ENV_NAME_PATTERN, max_length=msg.TEXT_MAX)],
+            Annotated[str, Field(max_length=msg.ARG_MAX, json_schema_extra=_typed(msg.ENV_VALUE))],
         ]
         | None
     ) = Field(
@@ -353,7 +392,11 @@ class Topology(_Strict):
 
 class Model(_Strict):
     engine: str | None = Field(
-        None, title="Model engine", description="The model-serving engine this run runs.", min_length=1
+        None,
+        title="Model engine",
+        description="The model-serving engine this run runs.",
+        min_length=1,
+        max_length=msg.TEXT_MAX,
     )
 
 
@@ -372,6 +415,8 @@ class TaskGroup(_Strict):
         title="Workers",
         description="How many workers this group has; each gets the template's whole ask.",
         ge=1,
+        le=msg.WORKERS_MAX,
+        json_schema_extra=_range_message(msg.WORKERS, ("maximum",)),
     )
     task_template: TaskTemplate = Field(title="Worker template")
     start_after: str | None = Field(
@@ -379,6 +424,7 @@ class TaskGroup(_Strict):
         title="Start after",
         description="The name of another group of this run; this group starts once that one runs.",
         min_length=1,
+        max_length=msg.TEXT_MAX,
     )
 
 
@@ -445,7 +491,10 @@ class TemplateRef(_Strict):
     """The template this run spec is written on top of."""
 
     name: str = Field(
-        title="Template", description="A template in templates/ or on ASTRA_TEMPLATE_PATH.", min_length=1
+        title="Template",
+        description="A template in templates/ or on ASTRA_TEMPLATE_PATH.",
+        min_length=1,
+        max_length=msg.TEXT_MAX,
     )
     parameters: dict[str, Any] | None = Field(
         None, title="Parameters", description="Values for the template's parameters."

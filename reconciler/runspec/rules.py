@@ -20,6 +20,7 @@ from typing import Any
 from . import messages as msg
 from .errors import FieldError
 from .paths import FieldPath
+from .quantities import parse_bytes, parse_duration
 
 __all__ = ["COMBINATIONS", "Combination", "check_rules"]
 
@@ -97,6 +98,7 @@ def check_rules(doc: Any, *, partial: bool = False) -> list[FieldError]:
         errors += _task_template(template, SPEC.child("task_template"), in_group=False)
     errors += _groups(spec)
     errors += _worker_names(doc, spec)
+    errors += _workers(spec)
     return errors
 
 
@@ -140,7 +142,7 @@ def _min_available(spec: dict, partial: bool) -> list[FieldError]:
 
 
 def _task_template(template: dict, path: FieldPath, *, in_group: bool) -> list[FieldError]:
-    errors: list[FieldError] = []
+    errors: list[FieldError] = _quantities(template, path)
     resources = template.get("requested_resources")
     if isinstance(resources, dict):
         errors += _resources(resources, path.child("requested_resources"), in_group)
@@ -268,6 +270,51 @@ def _cycles(after: dict[str, str], names: dict[str, int], path: FieldPath) -> li
                 path.index(names[first]).child("start_after"), msg.GROUP_CYCLE.format(cycle=" → ".join(order))
             )
         )
+    return errors
+
+
+def _workers(spec: dict) -> list[FieldError]:
+    """At most ``WORKERS_MAX`` workers in a run, summed over its groups.
+
+    One group over the limit alone is the schema's to say (at its ``replicas``, with the same
+    words); this rule speaks of the sum.
+    """
+    groups = spec.get("task_groups")
+    if not isinstance(groups, list):
+        return []
+    replicas = [_int(g.get("replicas", 1)) if isinstance(g, dict) else None for g in groups]
+    counts = [n for n in replicas if n is not None and n >= 1]
+    if any(n > msg.WORKERS_MAX for n in counts) or sum(counts) <= msg.WORKERS_MAX:
+        return []
+    return [FieldError.invalid(SPEC.child("task_groups"), msg.WORKERS_SUM.format(n=sum(counts)))]
+
+
+def _quantities(template: dict, path: FieldPath) -> list[FieldError]:
+    """A friendly quantity read as more than 64 bits (``99999999999P``) is no size or duration."""
+    resources = template.get("requested_resources")
+    resources = resources if isinstance(resources, dict) else {}
+    per_gpu = resources.get("per_gpu")
+    places = [
+        (template, "time_limit_seconds", parse_duration, path),
+        (resources, "memory_bytes", parse_bytes, path.child("requested_resources")),
+        (
+            per_gpu if isinstance(per_gpu, dict) else {},
+            "memory_bytes",
+            parse_bytes,
+            path.child("requested_resources", "per_gpu"),
+        ),
+    ]
+    errors = []
+    for holder, key, parse, where in places:
+        value = holder.get(key)
+        if not isinstance(value, str):
+            continue
+        try:
+            read = parse(value)
+        except ValueError:
+            continue  # not a quantity: the schema's pattern says so
+        if read > msg.INT_MAX:
+            errors.append(FieldError.invalid(where.child(key), msg.QUANTITY_RANGE))
     return errors
 
 

@@ -16,12 +16,14 @@ import difflib
 import json
 import os
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
 from . import messages as msg
 from .errors import ErrorType, FieldError
 from .files import SPEC_SUFFIXES, find_files, published_schema
+from .limits import check_limits, printable_path
 from .loading import Document, load_file
 from .paths import FieldPath
 from .rules import check_rules
@@ -44,7 +46,16 @@ def _validator(kind: str):
 
 
 def validate_data(doc: Any, kind: str = "run") -> list[FieldError]:
-    """Every problem of one document, without positions, sorted by path."""
+    """Every problem of one document, without positions, sorted by path.
+
+    The limits of ``limits`` come first: a value they refuse (a lone surrogate, NaN, a 65-bit
+    integer, runaway nesting) is reported in their words alone, and nothing else is said of
+    that path or below it (the schema's words for such a value would be wrong: NaN is not
+    "null"). A document nesting too deep is not given to the schema at all.
+    """
+    limited = check_limits(doc)
+    if any(e.message == msg.TOO_DEEP for e in limited):
+        return sorted(limited, key=lambda e: (e.path, e.message))
     schema = published_schema(kind)
     try:
         found = [e for error in _validator(kind).iter_errors(doc) for e in _map(error, schema, doc)]
@@ -52,6 +63,10 @@ def validate_data(doc: Any, kind: str = "run") -> list[FieldError]:
         found = list(_not_json(doc, FieldPath.root()))
     if kind == "run":
         found += check_rules(doc, partial=isinstance(doc, dict) and "template" in doc)
+    if limited:
+        refused = {e.path.steps for e in limited if e.path.steps}
+        found = [replace(e, path=printable_path(e.path)) for e in found]
+        found = limited + [e for e in found if not any(e.path.steps[: len(r)] == r for r in refused)]
     unique = {(e.path, e.message): e for e in found}
     return sorted(unique.values(), key=lambda e: (e.path, e.message))
 
@@ -95,7 +110,7 @@ def _render(message: str, doc: Any, path: FieldPath) -> str:
         up, _, rest = message[start + 2 : end].partition("/")
         base = path.steps[: len(path.steps) - int(up)]
         value: Any = doc
-        for step in (*base, *rest.split("/")):
+        for step in (*base, *rest.split("/")) if rest else base:
             try:
                 value = value[step]
             except (KeyError, IndexError, TypeError):
