@@ -28,13 +28,12 @@ from typing import Any, Protocol
 from reconciler.runspec.errors import InvalidSpec
 from reconciler.runspec.models import Run
 from reconciler.runspec.normalize import normalize
-from reconciler.runspec.vocabulary import validate_update
+from reconciler.runspec.vocabulary import FINAL_RUN_STATES, validate_update
 
 from .inventory import Inventory
 from .scheduler import (
     HOLDING,
     QUEUED,
-    RUN_DONE,
     AdmitRun,
     CancelRun,
     ClusterState,
@@ -188,7 +187,7 @@ class Engine:
         record = self.state.runs.get(name)
         if record is None:
             raise NotFound(f"no run named {name}")
-        if record.state not in RUN_DONE:
+        if record.state not in FINAL_RUN_STATES:
             self.observe(CancelRun(name), now)
             self.step(now)
 
@@ -336,7 +335,7 @@ class _TickLog:
             m.updated_at = self.now
             if r.running_since is not None and m.started_at is None:
                 m.started_at = r.running_since
-            if r.state in RUN_DONE:
+            if r.state in FINAL_RUN_STATES:
                 m.finished_at = self.now
         return TickWrite(self.now, new, workers, runs, self.events, facts)
 

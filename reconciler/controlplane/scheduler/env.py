@@ -1,0 +1,36 @@
+"""Inside a worker: the environment Astraeus sets for it (CONTRACT §6).
+
+Owns: ``worker_env``: the template's own ``env`` with the rank and size variables over it
+(``RANK``, ``WORLD_SIZE`` and their Slurm names), an array copy's index and size, and, for a
+worker of a run spread over several workers, where its leader listens (``MASTER_ADDR``,
+``MASTER_PORT``). Array copies get no ``MASTER_ADDR``: they are independent.
+
+Must not touch: processes, the store, placement (the leader's address comes in as an argument).
+"""
+
+from __future__ import annotations
+
+from reconciler.runspec.messages import MASTER_PORT
+from reconciler.runspec.models import Run
+
+from .records import NewWorker, WorkerRecord
+
+__all__ = ["worker_env"]
+
+
+def worker_env(run: Run, worker: WorkerRecord | NewWorker, leader_address: str | None) -> dict[str, str]:
+    """The environment Astraeus sets in a worker (CONTRACT §6), over the template's own env."""
+    spec = run.spec
+    template = spec.task_template
+    if worker.group is not None and spec.task_groups:
+        template = next(g.task_template for g in spec.task_groups if g.name == worker.group)
+    env = dict(template.env or {}) if template else {}
+    rank, size = str(worker.rank), str(worker.world_size)
+    env.update({"RANK": rank, "WORLD_SIZE": size, "SLURM_PROCID": rank, "SLURM_NTASKS": size})
+    if spec.array is not None:
+        env.update(
+            {"ASTRAEUS_ARRAY_TASK_ID": rank, "ASTRAEUS_ARRAY_SIZE": size, "ASTRAEUS_REPLICA_INDEX": rank}
+        )
+    elif worker.world_size > 1:
+        env.update({"MASTER_ADDR": leader_address or "", "MASTER_PORT": str(MASTER_PORT)})
+    return dict(sorted(env.items()))

@@ -1,0 +1,125 @@
+"""Priorities: backfill behind the first blocked run, and preemption of lower-priority workers.
+
+Owns: whether a later run may start while an earlier one is blocked for room (``may_backfill``:
+only if every worker states a time limit and it ends before the blocked run could start, that
+start estimated from the running workers' time limits: ``shadow``), and ``preempt_for``: stopping
+workers of strictly lower priority so that a placement succeeds (a gang's or a RestartJob run's
+other workers go back to the queue with them; their restart counts stay untouched).
+
+Must not touch: the records (decisions go through ``Tick.emit``), the order runs are served in
+(the queue's), clocks, I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from reconciler.runspec.vocabulary import WorkerState
+
+from .admission import templates_of
+from .placement import Net, View, machines_of, search
+from .records import HOLDING, RunRecord, StopCause, StopWorker, WorkerRecord, ask_of
+
+if TYPE_CHECKING:
+    from .tick import Tick
+
+__all__ = ["INF", "fits_somehow", "may_backfill", "preempt_for", "shadow"]
+
+INF = math.inf
+
+
+def may_backfill(t: Tick, r: RunRecord) -> bool:
+    """Whether ``r`` may start now, ahead of the blocked run, and end before that one could start."""
+    limits = [tt.time_limit_seconds for tt in templates_of(r.run)]
+    if any(x is None for x in limits):
+        return False
+    return t.now + max(limits) <= shadow(t)  # type: ignore[type-var]
+
+
+def shadow(t: Tick) -> float:
+    """When the blocked run could start, if running workers end at their time limits."""
+    if t.shadow_at is not None:
+        return t.shadow_at
+    s, b = t.s, t.blocker
+    assert b is not None
+    ends = []
+    for name in s.active:
+        for w in s.workers_of(name) if s.holding(name) else ():
+            if w.state in HOLDING:
+                limit = s.template(w).time_limit_seconds
+                end = INF if limit is None else (w.started_at or t.now) + limit
+                ends.append((end, w.name))
+    ends.sort()
+    view = View(s)
+    view.over = dict(t.view.over)
+    t.shadow_at = INF
+    for end, wname in ends:
+        if end == INF:
+            break
+        view.give(s.workers[wname])
+        if fits_somehow(t, b, view):
+            t.shadow_at = end
+            break
+    return t.shadow_at
+
+
+def fits_somehow(t: Tick, r: RunRecord, view: View) -> bool:
+    """Whether ``r``'s shape, or its next waiting worker, fits in ``view``."""
+    s = t.s
+    pending = [s.workers[n] for n in s.pending[r.name]]
+    net = Net.of(r.run)
+    if not s.run_workers[r.name]:
+        tt = r.run.spec.task_template
+        assert tt and tt.requested_resources and tt.requested_resources.gpu_requests
+        gr = tt.requested_resources.gpu_requests
+        return search(view, ask_of(tt), gr.count, gr.min_per_machine or 1, net, t.memo) is not None
+    w = pending[0] if pending else None
+    if w is None:
+        return True
+    return any(view.fits(m, w.ask, w.ask.gpus) for m in view.candidates(w.ask.gpus))
+
+
+def preempt_for(t: Tick, r: RunRecord, place: Callable[[View], Any]) -> bool:
+    """Stop lower-priority workers so that ``place(view)`` succeeds; True when it now does."""
+    s = t.s
+    if not s.holding_priorities or min(s.holding_priorities) >= r.priority:
+        return False
+    lower = [
+        s.workers[n]
+        for m in s.on_machine.values()
+        for n in m
+        if s.runs[s.workers[n].run].priority < r.priority and s.workers[n].run not in t.touched
+    ]
+    if not lower:
+        return False
+    trial = View(s)
+    trial.over = dict(t.view.over)
+    for w in lower:
+        trial.give(w)
+    got = place(trial)
+    if got is None:
+        return False
+    machines = machines_of(got)
+    victims: dict[str, WorkerRecord] = {}
+    for w in sorted(lower, key=lambda w: (s.runs[w.run].priority, -(w.started_at or 0))):
+        if w.machine not in machines:
+            continue
+        victims[w.name] = w
+        vr = s.runs[w.run]
+        if vr.start == "Gang" or (vr.on_failure == "RestartJob" and not vr.is_array):
+            for other in s.workers_of(vr.name):
+                if other.state in HOLDING:
+                    victims[other.name] = other
+        check = View(s)
+        check.over = dict(t.view.over)
+        for v in victims.values():
+            check.give(v)
+        if place(check) is not None:
+            break
+    reason = f"Preempted for higher-priority run {r.name}; back in the queue"
+    for v in victims.values():
+        t.view.give(v)
+        t.emit(StopWorker(v.name, StopCause.PREEMPTED, WorkerState.PENDING, reason), v.run)
+    return True

@@ -1,0 +1,144 @@
+"""Restarts: what becomes of a worker that ended or ran out of time, and of a run restarted whole.
+
+Owns: settling each ended worker (done for good, restarted after a backoff, or failing its run),
+job-level restarts (``restart_run``: RestartJob, a lost gang leader, a gang's barrier), and time
+limits (the worker is Failed, never restarted). The seeds' numbers (the restart limit, the
+backoff, when the count resets) are the vocabulary's (``reconciler.runspec.vocabulary``).
+
+Must not touch: the records (a tick's phases return decisions through ``Tick.emit``), placement,
+clocks (``t.now`` is the tick's), I/O.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from reconciler.runspec.quantities import format_duration
+from reconciler.runspec.vocabulary import (
+    BACKOFF_START_SECONDS,
+    FINAL_RUN_STATES,
+    RESET_AFTER_SECONDS,
+    RESTART_LIMIT,
+    WorkerState,
+    backoff_seconds,
+)
+
+from .records import (
+    ENDED,
+    HOLDING,
+    MarkWorker,
+    RequeueWorker,
+    RestartRun,
+    RunRecord,
+    StopCause,
+    StopWorker,
+    WorkerRecord,
+)
+
+if TYPE_CHECKING:
+    from .tick import Tick
+
+__all__ = ["next_restart", "restart_run", "settle", "time_limits"]
+
+
+def next_restart(ran: float, spent: int) -> int:
+    """The number of the next restart: one more than those spent, or 1 after a long enough run."""
+    return (0 if ran >= RESET_AFTER_SECONDS else spent) + 1
+
+
+def _of_limit(r: RunRecord) -> str:
+    """`` of 10`` in ``restart 3 of 10``; a Service's restarts have no limit."""
+    return "" if r.service else f" of {RESTART_LIMIT}"
+
+
+def settle(t: Tick) -> None:
+    """Decide about each worker that ended since the last tick."""
+    s = t.s
+    for wname in list(s.unsettled):
+        w = s.workers[wname]
+        r = s.runs[w.run]
+        if r.name in t.frozen:
+            continue
+        if r.state in FINAL_RUN_STATES:
+            t.emit(MarkWorker(w.name, w.state, w.reason, final=True), r.name)
+            continue
+        completed = w.state is WorkerState.COMPLETED
+        if completed and not r.service and t.policy(w) != "Always":
+            t.emit(MarkWorker(w.name, w.state, w.reason, final=True), r.name)
+        elif completed:
+            at = t.now + BACKOFF_START_SECONDS
+            why = "it is a Service" if r.service else "restart_policy Always"
+            reason = f"{w.reason}; restarting in {BACKOFF_START_SECONDS} s ({why})"
+            t.emit(RequeueWorker(w.name, at, w.restarts, reason), r.name)
+        else:
+            _failed(t, w, r)
+
+
+def _failed(t: Tick, w: WorkerRecord, r: RunRecord) -> None:
+    """A worker that failed (or was lost): fail its run, restart the run, or restart the worker."""
+    where = f"Worker {w.name} failed on {w.machine or '-'}: {w.reason}"
+    if r.on_failure == "FailJob" and not r.service:
+        t.emit(MarkWorker(w.name, w.state, w.reason, final=True), r.name)
+        t.fail_run(r, where, skip=w.name)
+        return
+    if t.policy(w) == "Never" and not r.service:
+        t.emit(MarkWorker(w.name, w.state, w.reason, final=True), r.name)
+        if not r.is_array:
+            t.fail_run(r, where, skip=w.name)
+        return
+    gang = r.start == "Gang"
+    if not r.is_array and (r.on_failure == "RestartJob" or (gang and w.rank == 0)):
+        restart_run(t, r, where, StopCause.RUN_RESTART, w)
+        return
+    ran = (w.ended_at or t.now) - w.started_at if w.started_at is not None else 0
+    n = next_restart(ran, w.restarts)
+    if n > RESTART_LIMIT and not r.service:
+        t.emit(MarkWorker(w.name, w.state, w.reason, final=True), r.name)
+        if not r.is_array:
+            t.fail_run(r, f"{where}; no restarts left ({RESTART_LIMIT} used)", skip=w.name)
+        return
+    delay = backoff_seconds(n)
+    t.emit(
+        RequeueWorker(w.name, t.now + delay, n, f"{w.reason}; restart {n}{_of_limit(r)} in {delay} s"),
+        r.name,
+    )
+
+
+def restart_run(t: Tick, r: RunRecord, why: str, cause: StopCause, failed: WorkerRecord | None) -> None:
+    """A job-level restart: every worker back to the queue, the run waiting out its backoff."""
+    s, now = t.s, t.now
+    t.frozen.add(r.name)
+    ran = (now - r.running_since) if r.running_since is not None else 0
+    n = next_restart(ran, r.restarts)
+    if n > RESTART_LIMIT and not r.service:
+        t.fail_run(r, f"{why}; no restarts left ({RESTART_LIMIT} used)")
+        return
+    at = now + backoff_seconds(n)
+    for w in s.workers_of(r.name):
+        if w is failed or (w.state in ENDED and not w.settled):
+            t.emit(RequeueWorker(w.name, at, w.restarts, f"Restarting with the run: {why}"), r.name)
+        elif w.state in HOLDING:
+            t.emit(
+                StopWorker(w.name, cause, WorkerState.PENDING, f"Restarting with the run: {why}", at),
+                r.name,
+            )
+        elif w.state in ENDED:
+            t.emit(RequeueWorker(w.name, at, w.restarts, f"Restarting with the run: {why}"), r.name)
+    t.emit(RestartRun(r.name, at, n, f"{why}; restart {n}{_of_limit(r)} in {backoff_seconds(n)} s"), r.name)
+
+
+def time_limits(t: Tick) -> None:
+    """Workers past their time limit: Failed, never restarted; a non-array run fails with them."""
+    s = t.s
+    for wname in sorted(set(s.due(t.now, "deadline"))):
+        w = s.workers.get(wname)
+        if w is None or w.state is not WorkerState.RUNNING or w.run in t.frozen:
+            continue
+        limit = s.template(w).time_limit_seconds
+        if limit is None or w.started_at is None or w.started_at + limit > t.now:
+            continue
+        r = s.runs[w.run]
+        reason = f"Stopped at its time limit of {format_duration(limit)}"
+        t.emit(StopWorker(w.name, StopCause.TIME_LIMIT, WorkerState.FAILED, reason), r.name)
+        if not r.is_array and not r.service:
+            t.fail_run(r, f"Worker {w.name} failed on {w.machine}: {reason}", skip=w.name)

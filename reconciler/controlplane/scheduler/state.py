@@ -1,0 +1,422 @@
+"""The state the scheduler reads: runs, workers and free capacity, with the indexes that keep a tick cheap.
+
+Owns: ``ClusterState``: the records by name, the free room of each machine (and machines bucketed by
+free GPUs), the waiting, ready, unsettled and holding workers of each run, the counts of worker
+states, and the timers (retries, backoffs, barriers, time limits) as a heap. ``submit``,
+``observe`` and ``apply`` are the one place records change, written so that a store can do the
+same with rows (the simulation and the engine call them).
+
+Must not touch: clocks (``now`` is an argument), I/O, the decisions' reasons (a tick chooses those),
+placement. The indexes change only together with the records they index.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from reconciler.runspec import messages as msg
+from reconciler.runspec.messages import GANG_BARRIER_SECONDS
+from reconciler.runspec.models import Run, TaskTemplate
+from reconciler.runspec.vocabulary import CONTAINER_RUNNING, FINAL_RUN_STATES, RunState, WorkerState, exited
+
+from ..inventory import Inventory
+from .records import (
+    ENDED,
+    HOLDING,
+    AdmitRun,
+    CancelRun,
+    Decision,
+    MachineBack,
+    MachineLost,
+    MachineUnreachable,
+    MarkRun,
+    MarkWorker,
+    NewWorker,
+    Observation,
+    PlaceWorker,
+    RequeueWorker,
+    RestartRun,
+    RunRecord,
+    StartWorker,
+    StopWorker,
+    WorkerExited,
+    WorkerReady,
+    WorkerRecord,
+)
+
+__all__ = ["ClusterState"]
+
+
+@dataclass(eq=False)
+class ClusterState:
+    """Runs, workers and free capacity, with the indexes that keep a tick cheap.
+
+    Only ``submit``, ``observe`` and ``apply`` change it; ``plan_tick`` reads it.
+    """
+
+    inventory: Inventory
+    runs: dict[str, RunRecord] = field(default_factory=dict)
+    workers: dict[str, WorkerRecord] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.machines = {m.name: m for m in self.inventory}
+        self.max_gpus = self.inventory.largest_gpus
+        # free[name] = [healthy GPUs, other GPUs, cores, memory]
+        self.free: dict[str, list[int]] = {
+            m.name: [m.healthy, m.gpus - m.healthy, m.cpu_cores, m.memory_bytes] for m in self.inventory
+        }
+        self.buckets: list[dict[str, None]] = [{} for _ in range(self.max_gpus + 1)]
+        for m in self.inventory:
+            self.buckets[m.gpus][m.name] = None
+        self.down: set[str] = set()
+        self.on_machine: dict[str, dict[str, None]] = {m.name: {} for m in self.inventory}
+        self.run_workers: dict[str, list[str]] = {}
+        self.pending: dict[str, dict[str, None]] = {}
+        self.counts: dict[str, Counter[WorkerState]] = {}
+        self.final_counts: dict[str, list[int]] = {}  # [ended for good, failed for good]
+        self.active: dict[str, None] = {}
+        self.unsettled: dict[str, None] = {}
+        self.ready: dict[str, dict[str, None]] = {}
+        self.holding_priorities: Counter[int] = Counter()
+        self.timers: list[tuple[float, int, str, str]] = []
+        self._seq = 0
+        self._timer_seq = 0
+        runs, workers = self.runs, self.workers
+        self.runs, self.workers = {}, {}
+        for r in sorted(runs.values(), key=lambda r: r.seq):
+            self._add_run(r)
+        for w in sorted(workers.values(), key=lambda w: (w.run, w.rank)):
+            self._add_worker(w)
+
+    # -- building ----------------------------------------------------------------------------
+
+    def _add_run(self, r: RunRecord) -> None:
+        self.runs[r.name] = r
+        self._seq = max(self._seq, r.seq + 1)
+        self.run_workers.setdefault(r.name, [])
+        self.pending.setdefault(r.name, {})
+        self.counts.setdefault(r.name, Counter())
+        self.final_counts.setdefault(r.name, [0, 0])
+        self.ready.setdefault(r.name, {})
+        if r.state not in FINAL_RUN_STATES:
+            self.active[r.name] = None
+        if r.not_before is not None:
+            self._timer(r.not_before, "run", r.name)
+        if r.placed_at is not None and r.start == "Gang":
+            self._timer(r.placed_at + GANG_BARRIER_SECONDS, "barrier", r.name)
+
+    def _add_worker(self, w: WorkerRecord) -> None:
+        self.workers[w.name] = w
+        self.run_workers[w.run].append(w.name)
+        self.counts[w.run][w.state] += 1
+        if w.state is WorkerState.PENDING:
+            self.pending[w.run][w.name] = None
+            if w.not_before is not None:
+                self._timer(w.not_before, "worker", w.name)
+        if w.state in HOLDING and w.machine is not None:
+            self._take(w.machine, w.gpus - w.unhealthy_gpus, w.unhealthy_gpus, w.cpu_cores, w.memory_bytes)
+            self.on_machine[w.machine][w.name] = None
+            self.holding_priorities[self.runs[w.run].priority] += 1
+        if w.state is WorkerState.READY:
+            self.ready[w.run][w.name] = None
+        if w.state is WorkerState.RUNNING:
+            self._deadline(w)
+        if w.final:
+            self._count_final(w)
+        if not w.settled:
+            self.unsettled[w.name] = None
+
+    def replace_spec(self, name: str, run: Run) -> None:
+        """A run's spec replaced in place (the API's PUT). Of the indexes, only the priorities of
+        the workers holding machines are read from a spec: those move with it."""
+        r = self.runs[name]
+        held = sum(
+            1 for w in self.run_workers[name] if w in self.on_machine.get(self.workers[w].machine or "", ())
+        )
+        if held:
+            self.holding_priorities[r.priority] -= held
+            if self.holding_priorities[r.priority] <= 0:
+                del self.holding_priorities[r.priority]
+        r.run = run
+        if held:
+            self.holding_priorities[r.priority] += held
+
+    def submit(self, run: Run, now: float) -> RunRecord:
+        """Queue a new run (the API's POST /runs); the next tick admits it."""
+        name = run.metadata.name
+        if name in self.runs:
+            raise ValueError(f"run {name} exists")
+        record = RunRecord(name=name, run=run, seq=self._seq, submitted_at=now)
+        self._add_run(record)
+        return record
+
+    # -- capacity ----------------------------------------------------------------------------
+
+    def _rebucket(self, name: str, before: int) -> None:
+        f = self.free[name]
+        after = f[0] + f[1]
+        if name in self.down:
+            self.buckets[before].pop(name, None)
+            return
+        if after != before or name not in self.buckets[after]:
+            self.buckets[before].pop(name, None)
+            self.buckets[after][name] = None
+
+    def _take(self, name: str, gh: int, gu: int, cores: int, mem: int) -> None:
+        f = self.free[name]
+        before = f[0] + f[1]
+        f[0] -= gh
+        f[1] -= gu
+        f[2] -= cores
+        f[3] -= mem
+        self._rebucket(name, before)
+
+    def _give(self, name: str, gh: int, gu: int, cores: int, mem: int) -> None:
+        self._take(name, -gh, -gu, -cores, -mem)
+
+    # -- timers ------------------------------------------------------------------------------
+
+    def _timer(self, at: float, kind: str, name: str) -> None:
+        self._timer_seq += 1
+        heapq.heappush(self.timers, (at, self._timer_seq, kind, name))
+
+    def _deadline(self, w: WorkerRecord) -> None:
+        limit = self.template(w).time_limit_seconds
+        if limit is not None and w.started_at is not None:
+            self._timer(w.started_at + limit, "deadline", w.name)
+
+    def next_wakeup(self, now: float) -> float | None:
+        """The next time a tick has something to do, with no observation; ``None``: never."""
+        while self.timers and self.timers[0][0] <= now:
+            heapq.heappop(self.timers)
+        return self.timers[0][0] if self.timers else None
+
+    def due(self, now: float, kind: str) -> Iterator[str]:
+        """Names of timers of ``kind`` due at ``now`` (reads the heap, changes nothing)."""
+        heap, stack = self.timers, [0]
+        while stack:
+            i = stack.pop()
+            if i < len(heap) and heap[i][0] <= now:
+                if heap[i][2] == kind:
+                    yield heap[i][3]
+                stack.extend((2 * i + 1, 2 * i + 2))
+
+    # -- lookups -----------------------------------------------------------------------------
+
+    def template(self, w: WorkerRecord) -> TaskTemplate:
+        spec = self.runs[w.run].run.spec
+        if w.group is not None and spec.task_groups:
+            for g in spec.task_groups:
+                if g.name == w.group:
+                    return g.task_template
+        assert spec.task_template is not None
+        return spec.task_template
+
+    def workers_of(self, run: str) -> list[WorkerRecord]:
+        return [self.workers[n] for n in self.run_workers.get(run, ())]
+
+    def task_counts(self, run: str) -> dict[str, int]:
+        """``{"Completed": 41, "Pending": 51, "Running": 8}``: the API's readout, sorted."""
+        return {str(k): v for k, v in sorted(self.counts[run].items()) if v}
+
+    def holding(self, run: str) -> int:
+        c = self.counts[run]
+        return sum(c[s] for s in HOLDING)
+
+    # -- changing records --------------------------------------------------------------------
+
+    def _set_state(self, w: WorkerRecord, state: WorkerState, reason: str) -> None:
+        old = w.state
+        run = self.runs[w.run]
+        if old is not state:
+            c = self.counts[w.run]
+            c[old] -= 1
+            c[state] += 1
+            if old is WorkerState.PENDING:
+                self.pending[w.run].pop(w.name, None)
+            if state is WorkerState.PENDING:
+                self.pending[w.run][w.name] = None
+            if old is WorkerState.READY:
+                self.ready[w.run].pop(w.name, None)
+            if state is WorkerState.READY:
+                self.ready[w.run][w.name] = None
+            if old in HOLDING and state not in HOLDING:
+                self._release(w, run)
+        w.state = state
+        w.reason = reason
+
+    def _release(self, w: WorkerRecord, run: RunRecord) -> None:
+        if w.machine is not None:
+            self.on_machine[w.machine].pop(w.name, None)
+            self._give(w.machine, w.gpus - w.unhealthy_gpus, w.unhealthy_gpus, w.cpu_cores, w.memory_bytes)
+            self.holding_priorities[run.priority] -= 1
+            if self.holding_priorities[run.priority] <= 0:
+                del self.holding_priorities[run.priority]
+        if self.holding(w.run) == 0:
+            run.placed_at = None
+
+    def _count_final(self, w: WorkerRecord) -> None:
+        fc = self.final_counts[w.run]
+        fc[0] += 1
+        if w.state is not WorkerState.COMPLETED:
+            fc[1] += 1
+            run = self.runs[w.run]
+            if run.first_failure is None:
+                run.first_failure = msg.WORKER_FAILED_ON.format(
+                    worker=w.name, machine=w.machine or "-", reason=w.reason
+                )
+
+    def _end(self, w: WorkerRecord, state: WorkerState, reason: str, now: float) -> None:
+        self._set_state(w, state, reason)
+        w.ended_at = now
+        w.settled = False
+        self.unsettled[w.name] = None
+
+    def observe(self, event: Observation, now: float) -> None:
+        """Record what an executor (or a user) reports."""
+        if isinstance(event, WorkerReady):
+            w = self.workers.get(event.worker)
+            if w is not None and w.state is WorkerState.PREPARING:
+                self._set_state(w, WorkerState.READY, "Prepared; waiting to start")
+        elif isinstance(event, WorkerExited):
+            w = self.workers.get(event.worker)
+            if w is not None and w.state in (WorkerState.RUNNING, WorkerState.STALE):
+                w.exit_code = event.exit_code
+                state = WorkerState.COMPLETED if event.exit_code == 0 else WorkerState.FAILED
+                self._end(w, state, exited(event.exit_code), now)
+        elif isinstance(event, MachineUnreachable):
+            for name in list(self.on_machine[event.machine]):
+                w = self.workers[name]
+                self._set_state(w, WorkerState.STALE, f"Machine {event.machine} stopped reporting")
+        elif isinstance(event, MachineLost):
+            for name in list(self.on_machine[event.machine]):
+                self._end(self.workers[name], WorkerState.DOWN, f"Machine {event.machine} was lost", now)
+            f = self.free[event.machine]
+            self.buckets[f[0] + f[1]].pop(event.machine, None)
+            self.down.add(event.machine)
+        elif isinstance(event, MachineBack):
+            if event.machine in self.down:
+                self.down.discard(event.machine)
+                f = self.free[event.machine]
+                self.buckets[f[0] + f[1]][event.machine] = None
+        elif isinstance(event, CancelRun):
+            run = self.runs.get(event.run)
+            if run is not None and run.state not in FINAL_RUN_STATES:
+                run.cancel_requested = True
+        else:  # pragma: no cover - closed union
+            raise TypeError(event)
+
+    def apply(self, decisions: Iterable[Decision], now: float) -> None:
+        """Carry decisions into the records (what the store does with rows)."""
+        for d in decisions:
+            if isinstance(d, PlaceWorker):
+                self._place(d, now)
+            elif isinstance(d, StartWorker):
+                self._start(d, now)
+            elif isinstance(d, StopWorker):
+                self._stop(d, now)
+            elif isinstance(d, RequeueWorker):
+                self._requeue(d)
+            elif isinstance(d, MarkWorker):
+                self._mark_worker(d)
+            elif isinstance(d, MarkRun):
+                self._mark_run(d)
+            elif isinstance(d, RestartRun):
+                self._restart_run(d)
+            elif isinstance(d, AdmitRun):
+                self._admit(d)
+            else:  # pragma: no cover - closed union
+                raise TypeError(d)
+
+    # -- one decision each -------------------------------------------------------------------
+
+    def _new_worker(self, n: NewWorker) -> None:
+        self._add_worker(WorkerRecord(n.name, n.run, n.rank, n.world_size, n.ask, n.group, n.group_rank))
+
+    def _place(self, d: PlaceWorker, now: float) -> None:
+        if d.new is not None and d.new.name not in self.workers:
+            self._new_worker(d.new)
+        w = self.workers[d.worker]
+        run = self.runs[w.run]
+        if self.holding(w.run) == 0:
+            run.placed_at = now
+            if run.start == "Gang":
+                self._timer(now + GANG_BARRIER_SECONDS, "barrier", run.name)
+        self._set_state(w, WorkerState.PREPARING, f"Preparing on {d.machine}")
+        w.machine, w.gpus, w.unhealthy_gpus = d.machine, d.gpus, d.unhealthy_gpus
+        w.cpu_cores, w.memory_bytes = d.cpu_cores, d.memory_bytes
+        w.placed_at, w.started_at, w.ended_at, w.exit_code = now, None, None, None
+        w.not_before = None
+        self._take(d.machine, d.gpus - d.unhealthy_gpus, d.unhealthy_gpus, d.cpu_cores, d.memory_bytes)
+        self.on_machine[d.machine][w.name] = None
+        self.holding_priorities[run.priority] += 1
+
+    def _start(self, d: StartWorker, now: float) -> None:
+        w = self.workers[d.worker]
+        self._set_state(w, WorkerState.RUNNING, CONTAINER_RUNNING)
+        w.started_at = now
+        w.attempts += 1
+        self._deadline(w)
+        run = self.runs[w.run]
+        if run.running_since is None:
+            run.running_since = now
+
+    def _stop(self, d: StopWorker, now: float) -> None:
+        w = self.workers[d.worker]
+        self._set_state(w, d.state, d.reason)
+        w.ended_at = now
+        if d.state is WorkerState.PENDING:
+            w.not_before = d.not_before
+            if d.not_before is not None:
+                self._timer(d.not_before, "worker", w.name)
+        elif not w.final:
+            w.final = True
+            w.settled = True
+            self.unsettled.pop(w.name, None)
+            self._count_final(w)
+
+    def _requeue(self, d: RequeueWorker) -> None:
+        w = self.workers[d.worker]
+        was_final = w.final
+        self._set_state(w, WorkerState.PENDING, d.reason)
+        w.not_before, w.restarts, w.settled, w.final = d.at, d.restarts, True, False
+        if was_final:
+            fc = self.final_counts[w.run]
+            fc[0] -= 1
+            if w.exit_code != 0:
+                fc[1] -= 1
+        self.unsettled.pop(w.name, None)
+        self._timer(d.at, "worker", w.name)
+
+    def _mark_worker(self, d: MarkWorker) -> None:
+        w = self.workers[d.worker]
+        self._set_state(w, d.state, d.reason)
+        if d.final and not w.final:
+            w.final = True
+            self._count_final(w)
+        if d.state in ENDED:
+            w.settled = True
+            self.unsettled.pop(w.name, None)
+
+    def _mark_run(self, d: MarkRun) -> None:
+        run = self.runs[d.run]
+        run.state, run.reason = d.state, d.reason
+        if d.state in FINAL_RUN_STATES:
+            self.active.pop(d.run, None)
+        if d.state is not RunState.RUNNING:
+            run.running_since = None
+
+    def _restart_run(self, d: RestartRun) -> None:
+        run = self.runs[d.run]
+        run.state, run.reason = RunState.PENDING, d.reason
+        run.restarts, run.not_before, run.running_since = d.restarts, d.at, None
+        self._timer(d.at, "run", d.run)
+
+    def _admit(self, d: AdmitRun) -> None:
+        run = self.runs[d.run]
+        run.admitted, run.start, run.on_failure = True, d.start, d.on_failure
+        for n in d.workers:
+            self._new_worker(n)
