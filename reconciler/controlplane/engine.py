@@ -61,6 +61,9 @@ from .store import NameExists, NotFound, Store, TickWrite
 
 __all__ = ["Engine", "Executor", "RunMeta"]
 
+#: How many worker processes one step starts at most (the rest start in the next steps, which
+#: the executor asks for at once): a fork costs milliseconds, and a step holds the engine.
+SPAWN_SLICE = 32
 #: More ticks than this at one instant means the scheduler does not settle: a bug, said loudly.
 MAX_TICKS_PER_STEP = 10_000
 
@@ -244,6 +247,9 @@ class Engine:
                 break
         else:
             raise RuntimeError(f"the scheduler did not settle at {now}")
+        spawn = getattr(self.executor, "spawn", None)
+        if spawn is not None:
+            spawn(SPAWN_SLICE)
         drain = getattr(self.executor, "drain_facts", None)
         facts = drain() if drain else {}
         for name, f in facts.items():

@@ -4,7 +4,9 @@ Owns: turning the scheduler's decisions into processes and their ends into obser
 
 * ``PlaceWorker``: the image is recorded, not pulled (there is no container runtime here); the
   worker is ready at once (``WorkerReady``).
-* ``StartWorker``: ``command`` + ``args`` run as a process in a new session (so a new process
+* ``StartWorker``: queued; ``spawn(limit)`` starts a slice of the queue (the driver calls it
+  between ticks, so that thousands of forks never hold the control plane at once):
+  ``command`` + ``args`` run as a process in a new session (so a new process
   group), in the server's working folder, with exactly this environment: ``PATH`` and ``HOME`` of
   the host (what a command on the host needs to be found and run), then the template's ``env``
   and the variables of CONTRACT §6 from ``scheduler.worker_env`` (``RANK``, ``WORLD_SIZE``,
@@ -53,8 +55,22 @@ __all__ = ["HOST_VARIABLES", "LEADER_ADDRESS", "ProcessExecutor", "process_alive
 HOST_VARIABLES = ("PATH", "HOME")
 #: Every worker of the local executor runs on this host: the leader is reached on loopback.
 LEADER_ADDRESS = "127.0.0.1"
+NO_COMMAND = (
+    "this worker names no command, and the local executor cannot run an image's entrypoint: "
+    "give task_template.command"
+)
 #: Seconds between SIGTERM and SIGKILL when a worker is stopped.
 DEFAULT_GRACE = 5.0
+
+
+@dataclass(slots=True)
+class _Spawn:
+    """A worker released to start, waiting for its process (``spawn`` starts a slice of them)."""
+
+    worker: str
+    argv: list[str]
+    env: dict[str, str]
+    log: Path
 
 
 @dataclass(slots=True)
@@ -109,6 +125,8 @@ class ProcessExecutor:
         source = os.environ if host_env is None else host_env
         self.host_env = {k: source[k] for k in HOST_VARIABLES if k in source}
         self.running: dict[str, _Proc] = {}
+        #: Workers released to start whose process ``spawn`` has not started yet, in order.
+        self.queued: dict[str, _Spawn] = {}
         self.stopping: list[_Proc] = []
         self.due: list[Observation] = []
         #: Process facts changed since the last ``drain_facts``: {worker: {pid, pid_started, log, image}}.
@@ -140,13 +158,27 @@ class ProcessExecutor:
         return out
 
     def next_time(self) -> float | None:
-        """Observations are due now (``-inf``) or whenever a process ends (the driver polls)."""
-        return float("-inf") if self.due else None
+        """Now (``-inf``) while observations or starts wait; else whenever a process ends (polled)."""
+        return float("-inf") if self.due or self.queued else None
 
     @property
     def busy(self) -> bool:
-        """Processes are running or being stopped: the driver should poll them."""
-        return bool(self.running or self.stopping)
+        """Processes are starting, running or being stopped: the driver should poll them."""
+        return bool(self.running or self.stopping or self.queued)
+
+    def spawn(self, limit: int) -> int:
+        """Start the processes of at most ``limit`` released workers, oldest first; how many.
+
+        A fork costs milliseconds, so a 10,000-copy array would hold the control plane for a
+        minute if every process started in the tick that released it: the driver starts them a
+        slice at a time between ticks, and answers requests in between.
+        """
+        started = 0
+        while self.queued and started < limit:
+            name = next(iter(self.queued))
+            self._launch(self.queued.pop(name))
+            started += 1
+        return started
 
     def drain_facts(self) -> dict[str, dict[str, Any]]:
         out, self.facts = self.facts, {}
@@ -163,26 +195,32 @@ class ProcessExecutor:
         return {**self.host_env, **worker_env(state.runs[w.run].run, w, LEADER_ADDRESS)}
 
     def _start(self, name: str, state: ClusterState) -> None:
+        """Queue the worker's process (``spawn`` starts it) with its command, environment and log."""
         w = state.workers[name]
         template = state.template(w)
         log = self.log_path(w.run, name, max(w.attempts, 1))
-        log.parent.mkdir(parents=True, exist_ok=True)
-        env = self.environment(state, name)
-        argv = ([template.command] if template.command else []) + list(template.args or [])
         facts = self.facts.setdefault(name, {})
         facts.update({"log": str(log), "pid": None, "pid_started": None, "image": template.image})
-        with open(log, "wb") as out:
-            if not template.command:
-                out.write(
-                    b"astra: this worker names no command, and the local executor cannot run an "
-                    b"image's entrypoint: give task_template.command\n"
-                )
-                self.due.append(WorkerExited(name, 127))
-                return
-            try:
+        if not template.command:
+            self._not_started(name, log, 127, NO_COMMAND)
+            return
+        argv = [template.command, *(template.args or [])]
+        self.queued[name] = _Spawn(name, argv, self.environment(state, name), log)
+
+    def _launch(self, job: _Spawn) -> None:
+        """Start one queued worker; one that cannot be started ends Failed, in words.
+
+        Whatever goes wrong (a command not found, a log folder that cannot be made, an argument
+        the OS refuses) ends this worker alone: it exits 127 (not found) or 126 with the cause
+        as its reason and in its log, and the other workers go on.
+        """
+        name, argv, log = job.worker, job.argv, job.log
+        try:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with open(log, "wb") as out:
                 popen = subprocess.Popen(
                     argv,
-                    env=env,
+                    env=job.env,
                     cwd=self.cwd,
                     stdin=subprocess.DEVNULL,
                     stdout=out,
@@ -190,15 +228,26 @@ class ProcessExecutor:
                     start_new_session=True,
                     close_fds=True,
                 )
-            except OSError as exc:
-                out.write(f"astra: cannot start {argv[0]}: {exc.strerror or exc}\n".encode())
-                self.due.append(WorkerExited(name, 127 if isinstance(exc, FileNotFoundError) else 126))
-                return
+        except (OSError, ValueError, TypeError) as exc:  # what Popen and open raise for a bad start
+            words = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            code = 127 if isinstance(exc, FileNotFoundError) else 126
+            self._not_started(name, log, code, f"Could not start {argv[0]!r}: {words}")
+            return
+        facts = self.facts.setdefault(name, {})
         facts.update({"pid": popen.pid, "pid_started": process_start_time(popen.pid)})
         self.running[name] = _Proc(name, popen, popen.pid)
 
+    def _not_started(self, name: str, log: Path, code: int, reason: str) -> None:
+        """The worker ends at once with ``code`` and ``reason``; the reason goes to its log if it can."""
+        with contextlib.suppress(OSError):  # no log folder: the reason still reaches the worker's row
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.write_text(f"astra: {reason}\n", encoding="utf-8", errors="backslashreplace")
+        self.due.append(WorkerExited(name, code, f"{reason} (exit code {code})"))
+
     def stop(self, name: str) -> None:
         """SIGTERM the worker's process group now, SIGKILL it after the grace period."""
+        if self.queued.pop(name, None) is not None:
+            return  # never started
         proc = self.running.pop(name, None)
         if proc is None:
             return
@@ -235,6 +284,7 @@ class ProcessExecutor:
                     proc.popen.wait(timeout=5)
         self.running.clear()
         self.stopping.clear()
+        self.queued.clear()
 
 
 def _killpg(pgid: int, sig: int) -> None:

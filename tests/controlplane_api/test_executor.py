@@ -97,7 +97,9 @@ def test_a_missing_command_exits_127_with_the_reason_in_its_log(plane):
     plane.engine.submit(doc, plane.clock.now())
     plane.settle_run("nope")
     assert plane.worker("nope-0").exit_code == 127
-    assert "cannot start /no/such/program" in Path(plane.engine.processes["nope-0"]["log"]).read_text()
+    reason = "Could not start '/no/such/program': No such file or directory"
+    assert plane.worker("nope-0").reason == f"{reason} (exit code 127)"
+    assert reason in Path(plane.engine.processes["nope-0"]["log"]).read_text()
 
 
 def test_the_image_is_recorded_not_pulled(plane):

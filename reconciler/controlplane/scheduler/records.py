@@ -295,8 +295,11 @@ class WorkerReady:
 
 @dataclass(frozen=True, slots=True)
 class WorkerExited:
+    """A worker's process ended with ``exit_code``; ``reason``: why, when it never started."""
+
     worker: str
     exit_code: int
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

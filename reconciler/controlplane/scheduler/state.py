@@ -286,7 +286,7 @@ class ClusterState:
             if w is not None and w.state in (WorkerState.RUNNING, WorkerState.STALE):
                 w.exit_code = event.exit_code
                 state = WorkerState.COMPLETED if event.exit_code == 0 else WorkerState.FAILED
-                self._end(w, state, exited(event.exit_code), now)
+                self._end(w, state, event.reason or exited(event.exit_code), now)
         elif isinstance(event, MachineUnreachable):
             for name in list(self.on_machine[event.machine]):
                 w = self.workers[name]
