@@ -41,17 +41,31 @@ def server(
         typer.Option(
             "--token",
             envvar="ASTRA_TOKEN",
-            help="The bearer token (default: $ASTRA_HOME/token, generated with mode 0600).",
+            help=(
+                "The bearer token (default: $ASTRA_HOME/token, generated with mode 0600). The server "
+                "starts over without it in its command line or environment."
+            ),
         ),
+    ] = None,
+    token_file: Annotated[
+        str | None,
+        typer.Option("--token-file", help="Read the bearer token from this file (its first line)."),
     ] = None,
 ) -> None:
     """Run the control plane until stopped (Ctrl-C, or 'astra server stop')."""
     if ctx.invoked_subcommand is not None:
         return
-    from ..controlplane.server import ServerError, serve
+    from ..controlplane.server import ServerError, read_token_file, reexec_without_token, serve
     from ..controlplane.store import StoreError
 
     try:
+        if token_file is not None:
+            token = read_token_file(token_file)
+        elif token:
+            args = ["--host", host, "--port", str(port)]
+            args += ["--db", db] if db else []
+            args += ["--inventory", inventory] if inventory else []
+            reexec_without_token(token, args)
         serve(host=host, port=port, db=db, inventory=inventory, token=token)
     except (ServerError, StoreError) as exc:
         raise _Fail(str(exc)) from exc

@@ -59,6 +59,9 @@ NO_COMMAND = (
     "this worker names no command, and the local executor cannot run an image's entrypoint: "
     "give task_template.command"
 )
+#: A worker's files are made as a command of the user's shell makes them (the server's own
+#: umask, 077, keeps its database and logs private; a worker's results are the user's to share).
+WORKER_UMASK = 0o022
 #: Seconds between SIGTERM and SIGKILL when a worker is stopped.
 DEFAULT_GRACE = 5.0
 
@@ -227,6 +230,7 @@ class ProcessExecutor:
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                     close_fds=True,
+                    umask=WORKER_UMASK,
                 )
         except (OSError, ValueError, TypeError) as exc:  # what Popen and open raise for a bad start
             words = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

@@ -36,6 +36,8 @@ __all__ = [
     "astra_home",
     "load_inventory_file",
     "read_info",
+    "read_token_file",
+    "reexec_without_token",
     "resolve_token",
     "serve",
     "stop_server",
@@ -85,6 +87,37 @@ def resolve_token(home: Path, given: str | None) -> str:
         f.write(token + "\n")
     os.chmod(path, 0o600)
     return token
+
+
+def read_token_file(path: str | os.PathLike[str]) -> str:
+    """The token in ``path`` (its first line); ``ServerError`` when it cannot be read or is empty."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.readline().strip()
+    except OSError as exc:
+        raise ServerError(f"cannot read the token file {path}: {exc.strerror or exc}") from exc
+    if not text:
+        raise ServerError(f"the token file {path} is empty")
+    return text
+
+
+def reexec_without_token(token: str, args: list[str]) -> None:
+    """Run ``astra server ARGS`` again in this process, with the token out of sight; never returns.
+
+    A token given with ``--token`` shows in ``/proc/PID/cmdline``, and one in ``ASTRA_TOKEN`` in
+    ``/proc/PID/environ``, where removing it from ``os.environ`` changes nothing. So the process
+    starts over (``exec``): the same options, ``ASTRA_TOKEN`` left out of the environment, and
+    the token handed through a pipe (``--token-file /dev/fd/N``) that only this process holds.
+    """
+    import sys
+
+    read, write = os.pipe()
+    os.write(write, token.encode("utf-8") + b"\n")  # far below a pipe's buffer
+    os.close(write)
+    os.set_inheritable(read, True)
+    env = {k: v for k, v in os.environ.items() if k != "ASTRA_TOKEN"}
+    argv = [sys.executable, "-m", "reconciler.cli", "server", *args, "--token-file", f"/dev/fd/{read}"]
+    os.execve(sys.executable, argv, env)
 
 
 def load_inventory_file(path: str | os.PathLike[str] | None) -> Inventory:
@@ -158,7 +191,9 @@ def serve(
 ) -> None:
     """Run the control plane until SIGTERM or SIGINT."""
     home = home or astra_home()
+    os.umask(0o077)  # what the server writes (database, logs, server.json) is its user's alone
     home.mkdir(parents=True, exist_ok=True)
+    home.chmod(0o700)  # a home made by an older astra (0755) is closed too
     running = read_info(home)
     if running is not None and running.pid != os.getpid():
         raise ServerError(f"an astra server already runs for {home} (pid {running.pid}, {running.url})")
