@@ -410,13 +410,13 @@ def _check_output(run: Run, name: str, n: int) -> None:
 def _profile_warm(folder: Path, url: str, cache: Path, top: int = 12) -> dict[str, Any]:
     """cProfile over what ``astra plan`` does after its imports: connect, load (warm), plan, render."""
     from reconciler.cli.plan import setup
-    from reconciler.cli.planning import collector_paused
+    from reconciler.collector import gc_paused
     from reconciler.load import FileCache
     from reconciler.plan import plan_to_json, render_plan
     from reconciler.reconcile import plan_source
 
     def once() -> str:
-        with collector_paused():  # as the command runs it
+        with gc_paused():  # as the command runs it
             s = setup([str(folder)], source=SOURCE, state=None, server=url, token=TOKEN)
             _, made = plan_source(s.source, s.cluster, s.store, time.time(), cache=FileCache(cache))
             return render_plan(plan_to_json(made))

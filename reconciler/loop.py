@@ -35,7 +35,6 @@ source are injected (``FileEvents`` wraps watchfiles), so tests need no sleeps.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import math
@@ -47,8 +46,10 @@ from typing import Any
 
 from .apply import ApplyResult, apply_plan
 from .clusters.base import Cluster, ClusterError
+from .collector import Collector, gc_paused
 from .load import FileCache, Loaded, load_source, refresh
-from .plan import Action, Plan, PlanError, normalize
+from .load.loaded import display_name
+from .plan import Action, Plan, PlanError
 from .reconcile import Source, make_plan, retrying
 from .runspec.errors import ErrorType
 from .state import Locked, SourceState, SourceStore, StateError
@@ -108,8 +109,12 @@ class _Backoff:
     document: str  # the hash of the document that failed: a new one is tried at once
 
 
-def _digest(document: Any) -> str:
-    return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
+def _digest(normalized: dict[str, Any]) -> str:
+    """A normalised document's digest (``runspec.normalize.digest``; one of its JSON when it has
+    no canonical form): a run's backoff holds until its document changes."""
+    from .runspec.normalize import digest
+
+    return digest(normalized) or hashlib.sha256(json.dumps(normalized, sort_keys=True).encode()).hexdigest()
 
 
 class Reconciler:
@@ -269,7 +274,7 @@ class Reconciler:
         waiting = set()
         for name, b in list(self.backoff.items()):
             want = self.loaded.runs.get(name)
-            if want is not None and _digest(normalize(want.document)) != b.document:
+            if want is not None and (want.digest or _digest(want.after())) != b.document:
                 del self.backoff[name]  # its document changed: try it now
             elif b.next_attempt > now and name not in names:
                 waiting.add(name)
@@ -342,9 +347,7 @@ class Reconciler:
 
 
 def _name_in(changed: str, loaded: Loaded) -> str | None:
-    from .load import _display
-
-    return _display(changed, loaded)
+    return display_name(changed, loaded)
 
 
 def _summary(plan: Plan) -> str:
@@ -382,6 +385,7 @@ class Watch:
         self.rng = rng or random.Random()
         self.on_status = on_status
         self.next_resync = clock()  # the first pass is a full one, at once
+        self._collector = Collector()  # ``run``'s: what a full pass left alive is frozen
 
     def _jittered(self) -> float:
         return self.interval * (1 + JITTER * (2 * self.rng.random() - 1))
@@ -402,7 +406,10 @@ class Watch:
         elif now >= self.next_resync:
             status = self.reconciler.reconcile_once(None)
             self.next_resync = self.clock() + self._jittered()
-            _settle()
+            # what the pass left alive (the loaded documents, the source's state) lives on: the
+            # cyclic collector stops walking it at every later pass, once what was garbage is
+            # collected (frozen objects are still freed when nothing refers to them)
+            self._collector.settle()
         elif self.reconciler.retry_at is not None and now >= self.reconciler.retry_at:
             status = self.reconciler.reconcile_once(None)
         elif self.reconciler.due():
@@ -415,20 +422,10 @@ class Watch:
 
     def run(self) -> None:
         """Step until the events end (a test's scripted events, or a stop)."""
-        try:
+        with gc_paused(pause=False) as self._collector:  # unfrozen when the loop ends
             running = True
             while running:
                 running = self.step()
-        finally:
-            gc.unfreeze()
-
-
-def _settle() -> None:
-    """After a full pass: what it left alive (the loaded documents, the source's state) lives on,
-    so the cyclic collector stops walking it at every later pass (``gc.freeze``), once what was
-    garbage is collected. Frozen objects are still freed when nothing refers to them."""
-    gc.collect()
-    gc.freeze()
 
 
 class FileEvents:

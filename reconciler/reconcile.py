@@ -1,27 +1,33 @@
-"""The steps between the files and a plan that touch the world: observe, plan, check freshness.
+"""The steps between the files and a plan that touch the world, as one descent: load, observe, plan.
 
-``make_plan(source, loaded, cluster, store, now)`` reads the source's inventory (``state``),
-observes the runs it is concerned with (``observe``; the workers of runs it might stop, for
-the cost), and calls the pure ``build_plan``. It refuses a failed load (``LoadFailed``): a
-failed load is never an empty desired set.
+``plan_source(source, cluster, store, now)`` (what plan and apply call) is four steps, each a
+function of the data the one before gave, each entered once:
+
+1. **load** the files (``reconciler.load.load_source`` → ``Loaded``): refuses nothing, says
+   every problem; a failed load stops here (``LoadFailed``): it is never an empty desired set;
+2. **observe** the source's memory and the cluster (``observe_source`` → ``Observed``): the
+   inventory, the live runs the source is concerned with, which of them are unchanged by
+   digest, the workers of runs the plan might stop (for the cost), and which desired runs the
+   plan must read in full;
+3. **read** the documents of those runs (``reconciler.load.documents``: the load cache gave
+   digests only);
+4. **plan**: the pure ``reconciler.plan.build_plan``.
+
+``make_plan(source, loaded, cluster, store, now)`` is steps 2 to 4 (the watch loop loads, and
+refreshes, on its own).
 
 The fast path (``FAST_PATH``, on unless a test turns it off; same plans as without it): three
 digests of each run's normalised document are compared, and a run whose three are one is a noop
 without ``compare`` and without any of its documents. The desired digests come with the load
-cache (``reconciler.load``), the last-applied ones with the inventory read without its specs
-(``store.inventory(name, specs=False)``: the store keeps each entry's digest), the live ones
-with the runs listed as summaries (``clusters.base.summaries``: ``GET /runs?view=summary`` over
-http). Only the runs that differ get their live document (one by one when few, else in one
-list), their last-applied spec (``store.inventory(name, runs)``) and their desired document
-(loaded again from its file when the load cache answered for it), and are planned in full; so
-do runs a prune would delete. Workers are fetched only for the runs that may be stopped among those.
+cache, the last-applied ones with the inventory read without its specs
+(``store.inventory(name, specs=False)``), the live ones with the runs listed as summaries
+(``clusters.base.summaries``: ``GET /runs?view=summary`` over http). Only the runs that differ
+get their live document (one by one when few, else in one list), their last-applied spec and
+their desired document, and are planned in full; so do runs a prune would delete. The path a
+plan takes, and why it is not the fast one, is logged at debug level.
 
-``plan_source`` (what plan and apply call) loads, then plans; the inventory and the summaries
-the plan reads first are read while the files load, and handed to ``make_plan``. From
-``READ_APART_FROM`` files, when the cluster and the store can be read from a forked process
-(``reads_apart``: the HTTP ones before their first call), a forked process reads them
-(``cores.aside``) and sends them back as plain tuples; else, when the load runs on every core,
-this process reads them meanwhile (``load_source(meanwhile=)``). A read that fails there (its
+While a large source loads, the inventory and the summaries are read in a forked process when
+the cluster and the store allow it (``reconciler.readahead``); a read that fails there (its
 retries spent) is the plan's error, unless the files failed to load, which is said first.
 
 ``check_fresh(plan, cluster)`` says why a plan no longer holds: a file it was made from
@@ -39,29 +45,31 @@ Exceptions::
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import hashlib
+import logging
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .clusters.base import Cluster, LiveRun, RunSummary, Unreachable, WorkerInfo, summaries
-from .cores import aside, forkable
-from .load import FileCache, Loaded, load_source
+from .collector import gc_paused
+from .load import FileCache, Loaded, documents, load_source
 from .plan import Plan, build_plan, stopping
+from .readahead import read_ahead
 from .runspec.errors import FieldError
 from .runspec.files import find_files
 from .state import InventoryEntry, SourceStore
 
 __all__ = [
     "LoadFailed",
+    "Observed",
     "ReconcileError",
     "Source",
     "StalePlan",
     "check_fresh",
     "make_plan",
     "observe",
+    "observe_source",
     "plan_source",
     "retrying",
 ]
@@ -70,6 +78,8 @@ __all__ = [
 _GET_EACH_LIMIT = 50
 #: The plan's fast path (see the module docstring); tests run with it and without it.
 FAST_PATH = True
+
+log = logging.getLogger(__name__)
 
 
 class ReconcileError(Exception):
@@ -117,6 +127,78 @@ def observe(cluster: Cluster, names: Collection[str] | None = None) -> dict[str,
     return out
 
 
+@dataclass
+class Observed:
+    """What observe found for one plan (plain data; see ``observe_source``).
+
+    ``inventory``: the source's entries (with their specs where the plan compares); ``live``: the
+    runs the source is concerned with as the cluster has them (a ``RunSummary`` where no
+    document is needed); ``unchanged``: runs whose three digests are one; ``workers``: those of
+    the runs the plan might stop; ``needed``: the desired runs the plan reads in full;
+    ``by_digest``: whether the fast path was taken."""
+
+    inventory: Mapping[str, InventoryEntry]
+    live: dict[str, LiveRun | RunSummary]
+    unchanged: set[str] = field(default_factory=set)
+    workers: dict[str, list[WorkerInfo]] = field(default_factory=dict)
+    needed: set[str] = field(default_factory=set)
+    by_digest: bool = False
+
+
+def observe_source(
+    source: Source,
+    loaded: Loaded,
+    cluster: Cluster,
+    store: SourceStore,
+    *,
+    scope: Collection[str] | None = None,
+    inventory: Mapping[str, InventoryEntry] | None = None,
+    listed: Sequence[RunSummary] | None = None,
+    fast: bool | None = None,
+) -> Observed:
+    """Step 2 of a plan: the source's memory and the cluster, as the plan of ``loaded`` needs
+    them. ``inventory``: the source's, and ``listed``: the cluster's run summaries, when the
+    caller has just read them (else they are read here). ``fast``: the fast path (default
+    ``FAST_PATH``)."""
+    use_fast = FAST_PATH if fast is None else fast
+    if inventory is None:
+        inventory = store.inventory(source.name, specs=not use_fast)
+    concerned = set(loaded.runs) | set(inventory)
+    if scope is not None:
+        concerned &= set(scope)
+    unchanged: set[str] = set()
+    by_digest = use_fast and (scope is None or len(concerned) > _GET_EACH_LIMIT)
+    if by_digest:
+        live, unchanged = _observe_fast(source, loaded, cluster, inventory, concerned, listed)
+    else:
+        log.debug(
+            "plan: every run compared in full (%s)",
+            "the fast path is off" if not use_fast else f"a scope of {len(concerned)} runs: each got alone",
+        )
+        live = dict(observe(cluster, concerned if scope is not None else None))
+        live = {n: r for n, r in live.items() if n in concerned}
+    compared = [
+        n
+        for n in concerned
+        if n in loaded.runs and n in inventory and n not in unchanged and inventory[n].spec is None
+    ]
+    if compared:  # the last-applied specs of the runs to compare: only theirs are read
+        inventory = {**inventory, **store.inventory(source.name, compared)}
+    full = {n: r for n, r in live.items() if n not in unchanged}
+    workers = {
+        name: cluster.workers(name)
+        for name in stopping(loaded.runs, full, inventory, prune=source.prune, scope=scope)
+    }
+    # in full: every desired run but the unchanged ones, and an unchanged one whose file moved
+    # (its noop records the new file: ``build._unchanged``)
+    needed = {
+        n
+        for n in concerned & set(loaded.runs)
+        if n not in unchanged or inventory[n].file != loaded.runs[n].file
+    }
+    return Observed(inventory, live, unchanged, workers, needed, by_digest)
+
+
 def make_plan(
     source: Source,
     loaded: Loaded,
@@ -129,51 +211,31 @@ def make_plan(
     listed: Sequence[RunSummary] | None = None,
     fast: bool | None = None,
 ) -> Plan:
-    """The plan for ``source`` now (see the module docstring). ``inventory``: the source's, and
-    ``listed``: the cluster's run summaries, when the caller has just read them (else they are
-    read here). ``fast``: the fast path (default ``FAST_PATH``)."""
+    """The plan for ``source`` now, from what was loaded: observe, read the documents the plan
+    needs, plan (see the module docstring; the options are ``observe_source``'s)."""
     if not loaded.ok:
         raise LoadFailed(loaded.errors)
-    use_fast = FAST_PATH if fast is None else fast
-    if inventory is None:
-        inventory = store.inventory(source.name, specs=not use_fast)
-    concerned = set(loaded.runs) | set(inventory)
-    if scope is not None:
-        concerned &= set(scope)
-    unchanged: set[str] = set()
-    if use_fast and (scope is None or len(concerned) > _GET_EACH_LIMIT):
-        live, unchanged = _observe_fast(source, loaded, cluster, inventory, concerned, listed)
-    else:
-        live = observe(cluster, concerned if scope is not None else None)
-        live = {n: r for n, r in live.items() if n in concerned}
-    compared = [
-        n
-        for n in concerned
-        if n in loaded.runs and n in inventory and n not in unchanged and inventory[n].spec is None
-    ]
-    if compared:  # the last-applied specs of the runs to compare: only theirs are read
-        inventory = {**inventory, **store.inventory(source.name, compared)}
-    workers: dict[str, list[WorkerInfo]] = {}
-    full = {n: r for n, r in live.items() if n not in unchanged}
-    for name in stopping(loaded.runs, full, inventory, prune=source.prune, scope=scope):
-        workers[name] = cluster.workers(name)
+    seen = observe_source(
+        source, loaded, cluster, store, scope=scope, inventory=inventory, listed=listed, fast=fast
+    )
+    desired = documents(loaded, seen.needed)
     hashes = loaded.hashes()
     if scope is not None:
-        used = {loaded.runs[n].file for n in concerned if n in loaded.runs}
+        used = {desired[n].file for n in set(scope) & set(desired)}
         hashes = {p: h for p, h in hashes.items() if p in used or p in loaded.templates}
     return build_plan(
         source=source.name,
         cluster=cluster.address,
-        desired=loaded.runs,
-        live=live,
-        inventory=inventory,
+        desired=desired,
+        live=seen.live,
+        inventory=seen.inventory,
         now=now,
         prune=source.prune,
         allow_empty=source.allow_empty,
         files=hashes,
-        workers=workers,
+        workers=seen.workers,
         scope=scope,
-        unchanged=unchanged,
+        unchanged=seen.unchanged,
     )
 
 
@@ -205,6 +267,7 @@ def _observe_fast(
             live[name] = summary
         else:
             need.append(name)
+    log.debug("plan: %d of %d runs unchanged by digest (the fast path)", len(unchanged), len(concerned))
     if len(need) > _GET_EACH_LIMIT:
         wanted = set(need)
         live.update((r.name, r) for r in cluster.list_runs() if r.name in wanted)
@@ -298,41 +361,6 @@ def retrying(cluster: Cluster, *, attempts: int = 5, timeout: float = 60.0) -> C
     return _Retrying(cluster, attempts, timeout)  # type: ignore[return-value]
 
 
-#: From this many files, a plan reads the cluster in a forked process while it loads them here
-#: (``plan_source``), when the cluster and the store can be read from one (``reads_apart``).
-READ_APART_FROM = 200
-
-
-def _reads_apart(cluster: Cluster, store: SourceStore) -> bool:
-    """Whether a forked process may read this cluster and store: they say so (``reads_apart``:
-    nothing of theirs is open yet that a copy of this process would share)."""
-    return getattr(cluster, "reads_apart", False) is True and getattr(store, "reads_apart", False) is True
-
-
-def _packed(got: dict[str, Any]) -> dict[str, Any]:
-    """What ``read_ahead`` read, as plain tuples: a forked process pickles 20,000 of them in a few
-    milliseconds (as objects, in 50)."""
-    out: dict[str, Any] = {}
-    if "inventory" in got:
-        out["inventory"] = {n: (e.spec, e.applied_at, e.file, e.digest) for n, e in got["inventory"].items()}
-    if "listed" in got:
-        out["listed"] = [(r.name, r.resource_version, r.state, r.spec_digest) for r in got["listed"]]
-    if "failed" in got:
-        out["failed"] = got["failed"]
-    return out
-
-
-def _unpacked(packed: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if "inventory" in packed:
-        out["inventory"] = {n: InventoryEntry(*t) for n, t in packed["inventory"].items()}
-    if "listed" in packed:
-        out["listed"] = [RunSummary(*t) for t in packed["listed"]]
-    if "failed" in packed:
-        out["failed"] = packed["failed"]
-    return out
-
-
 def plan_source(
     source: Source,
     cluster: Cluster,
@@ -341,60 +369,29 @@ def plan_source(
     *,
     cache: FileCache | None = None,
 ) -> tuple[Loaded, Plan]:
-    """Load the source's files and plan them: what ``astra plan`` and ``astra apply -f`` do.
+    """Load the source's files and plan them: what ``astra plan`` and ``astra apply -f`` do (the
+    steps of the module docstring; the cyclic collector paused meanwhile: ``gc_paused``).
 
     Raises ``LoadFailed`` (with every problem) when the files do not load.
     """
-    # one plan builds many small trees and no cycles: the cyclic collector would only walk them
-    # again and again (a quarter of a warm load of 3,000 files); it runs again once the plan is made
-    collecting = gc.isenabled()
-    gc.disable()
-
-    def read_ahead() -> dict[str, Any]:
-        """The source's inventory and the cluster's runs (what the plan reads first), or the
-        error that stopped the reads (after the retries ``retrying`` gives them)."""
-        got: dict[str, Any] = {}
+    with gc_paused():
+        found = find_files(source.paths)
+        ahead = read_ahead(source.name, cluster, store, files=len(found[0]), specs=not FAST_PATH)
         try:
-            got["inventory"] = store.inventory(source.name, specs=not FAST_PATH)
-            if FAST_PATH:
-                got["listed"] = summaries(cluster)
-        except Exception as exc:  # the plan's error, once the files have loaded
-            got["failed"] = exc
-        return got
-
-    ahead: dict[str, Any] = {}
-    found = find_files(source.paths)
-    apart = None
-    if _reads_apart(cluster, store) and forkable(len(found[0]), READ_APART_FROM):
-        with contextlib.suppress(OSError):  # no fork: the reads are made here, in their turn
-            apart = aside(lambda: _packed(read_ahead()))  # another process reads the cluster
-
-    def take() -> None:
-        """What the other process read (nothing when it could not say: make_plan reads it all)."""
-        if "taken" not in ahead and apart is not None:
-            ahead["taken"] = True
-            with contextlib.suppress(Exception):
-                ahead.update(_unpacked(apart.result()))
-
-    try:
-        # while forked processes load many files, this one reads the cluster, or waits for the
-        # process that does; a load here takes the reads once it is done
-        loaded = load_source(
-            source.paths,
-            template=source.template,
-            sets=source.sets,
-            cache=cache,
-            found=found,
-            meanwhile=take if apart is not None else lambda: ahead.update(read_ahead()),
-        )
-        take()
-        if "failed" in ahead and loaded.ok:  # a load that failed is said first
-            raise ahead["failed"]  # not read again: its retries are spent
+            loaded = load_source(
+                source.paths, template=source.template, sets=source.sets, cache=cache, found=found
+            )
+            read = ahead.result()
+        finally:
+            ahead.close()
+        if read is not None and read.failed is not None and loaded.ok:  # a load that failed is said first
+            raise read.failed  # not read again: its retries are spent
         return loaded, make_plan(
-            source, loaded, cluster, store, now, inventory=ahead.get("inventory"), listed=ahead.get("listed")
+            source,
+            loaded,
+            cluster,
+            store,
+            now,
+            inventory=None if read is None else read.inventory,
+            listed=None if read is None else read.listed,
         )
-    finally:
-        if apart is not None:
-            apart.close()
-        if collecting:
-            gc.enable()

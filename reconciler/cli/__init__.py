@@ -7,22 +7,22 @@ errors too, so that ``--detailed-exitcode``'s 2 always means "changes").
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 from typing import Any
+
+from ..collector import gc_paused
 
 __all__ = ["app", "main", "validate_command"]
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    collecting = gc.isenabled()
-    if args and args[0] in _FAST:
-        # a short-lived command that keeps every document it reads (trees, no cycles): the cycle
-        # collector would walk them again and again, from the first import on
-        gc.disable()
-    try:
+    # a short-lived command that keeps every document it reads (trees, no cycles): the cycle
+    # collector would walk them again and again, from the first import on; and when this
+    # process ends here, what it made is garbage all at once, which the collector would walk
+    # (30 ms after a plan of 10,000 runs) for the memory the exit gives back anyway: frozen
+    with gc_paused(pause=bool(args) and args[0] in _FAST, exiting=argv is None):
         fast = _fast_call(args)
         if fast is not None:  # plain arguments, without typer: typer imports pydantic (100+ ms)
             code = _guarded(*fast)
@@ -30,14 +30,6 @@ def main(argv: list[str] | None = None) -> int:
             from .app import run
 
             code = run(args)
-    finally:
-        if argv is None:
-            # this process ends here: what it made is garbage all at once, and the collector
-            # would walk all of it (30 ms after a plan of 10,000 runs) for the memory the exit
-            # gives back anyway; frozen, nothing is walked
-            gc.freeze()
-        if collecting:
-            gc.enable()
     try:
         sys.stdout.flush()
     except BrokenPipeError:  # `astra … | head`: the reader left; say nothing more
@@ -53,15 +45,13 @@ def validate_command(
     Runs that name a template (or ``template``/``sets``: ``--template``, ``--set``) are rendered
     and merged first; what is validated is the final run, as plan and apply see it.
     """
-    import gc
-
     from ..check import check
     from .output import echo, print_json
 
     # a short-lived process that keeps every document: the cycle collector would rescan them
     # all again and again for nothing (measured in `task bench`)
-    gc.disable()
-    checked = check(paths, template=template, sets=sets)
+    with gc_paused():
+        checked = check(paths, template=template, sets=sets)
     errors = checked.errors
     files = len(checked.files | {e.file for e in errors if e.file != "<command line>"})
     if as_json:

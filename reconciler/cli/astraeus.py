@@ -124,8 +124,8 @@ def workers(
     from dataclasses import asdict
 
     from ..clusters import ClusterError
-    from ..clusters.connect import connect
     from ..runspec import messages as msg
+    from .connect import connect
     from .remote import print_listing
 
     try:

@@ -8,7 +8,6 @@ into the exit code); ``failures()`` turns our errors into one line and ``Exit(1)
 
 from __future__ import annotations
 
-import gc
 import json
 import sys
 import time
@@ -51,9 +50,9 @@ def setup(
     allow_empty: bool = False,
 ) -> Setup:
     """The source, the cluster (with retries) and the store the options name."""
-    from ..clusters.connect import connect
     from ..reconcile import Source, retrying
     from ..state import default_source_name, open_store
+    from .connect import connect
 
     cluster = connect(server, token)
     name = source or default_source_name(paths)
@@ -99,19 +98,6 @@ def require_files(files: list[Path] | list[str] | None) -> list[str]:
     return [str(f) for f in files]
 
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused: a plan's documents (many small trees, no cycles) are
-    garbage only once it is printed, and the collector would walk them again and again."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
-
-
 def plan_command(
     files: list[Path] | list[str] | None = None,
     template: str | None = None,
@@ -128,9 +114,11 @@ def plan_command(
     token: str | None = None,
 ) -> int:
     """``astra plan`` (its help is the typer command's, in ``reconciler.cli.plan``); the exit code."""
+    from ..collector import gc_paused
     from ..plan import plan_to_json, render_plan
 
-    with collector_paused():
+    # a plan's documents (many small trees, no cycles) are garbage only once it is printed
+    with gc_paused():
         paths = require_files(files)
         with failures():
             _, made = plan_files(

@@ -1,6 +1,6 @@
 """Talking to an Astraeus API from the CLI: the server (embedded by default), its token, errors.
 
-Thin: ``call(method, path, ...)`` finds the server with ``controlplane.embedded.ensure_server``
+Thin: ``call(method, path, ...)`` finds the server with ``reconciler.cli.local_server.ensure_server``
 (``--server``/``ASTRA_SERVER``, else the local control plane, started on demand), sends one
 request, and turns any failure into ``CommandError``: one line for the user, exit 1.
 """
@@ -17,9 +17,10 @@ class CommandError(Exception):
 
 
 def call(method: str, path: str, *, server: str | None, token: str | None, json: Any = None):
+    from ..clusters.http import api_base
     from ..clusters.httpx_lean import httpx
-    from ..controlplane.embedded import api_base, ensure_server
     from ..controlplane.server import ServerError
+    from .local_server import ensure_server
 
     try:
         url, tok = ensure_server(server, token)

@@ -6,7 +6,9 @@ Implementations: ``http`` (any Astraeus REST API, e.g. ``astra server``), ``slur
 Slurm cluster), and ``FakeCluster`` here, in memory, for tests.
 
 Runs cross this boundary as plain documents (``{"metadata": …, "spec": …}``, the shape of the
-seeds' run.json), so a cluster needs nothing of ours but the spec layer.
+seeds' run.json), so a cluster needs nothing of ours but the spec layer. What a cluster reports
+(``LiveRun``, ``RunSummary``, ``WorkerInfo``) is defined in the neutral ``reconciler.runs``, which
+the plan reads too, and re-exported here.
 
 ``summaries(cluster)`` lists every run as a ``RunSummary`` (its status and the digest of its
 normalised document, no document): by the cluster's own ``list_run_summaries()`` when it has
@@ -24,10 +26,9 @@ Exceptions::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ..runspec.vocabulary import FINAL_RUN_STATES
+from ..runs import LiveRun, RunSummary, WorkerInfo
 
 __all__ = [
     "Cluster",
@@ -63,66 +64,6 @@ class Rejected(ClusterError):
     def __init__(self, message: str, errors: list[dict[str, Any]] | None = None):
         super().__init__(message)
         self.errors = errors or []
-
-
-@dataclass(frozen=True)
-class WorkerInfo:
-    """One worker as the cluster reports it."""
-
-    name: str
-    rank: int
-    state: str
-    reason: str
-    machine: str | None = None
-    exit_code: int | None = None
-    restarts: int = 0
-    gpus: int = 0
-    started_at: float | None = None  # seconds since the epoch, of the current attempt
-    group: str | None = None
-
-
-@dataclass(frozen=True)
-class LiveRun:
-    """One run as the cluster reports it: the document it was given, and its status."""
-
-    name: str
-    document: dict[str, Any]  # {"metadata": {...}, "spec": {...}} as submitted (server fields removed)
-    resource_version: int
-    state: str
-    reason: str = ""
-    task_counts: dict[str, int] = field(default_factory=dict)
-    created_at: float | None = None
-    started_at: float | None = None  # when its first worker started running, if it has
-    finished_at: float | None = None
-    workers_running: int = 0
-    gpus_held: int = 0
-
-    @property
-    def final(self) -> bool:
-        return self.state in FINAL_RUN_STATES
-
-
-@dataclass(slots=True)
-class RunSummary:
-    """What a plan reads of a run whose digests agree: no document, and ``spec_digest``, the
-    digest of its normalised document (``reconciler.runspec.normalize.spec_digest``; ``None``: not
-    known). It stands for the run's ``LiveRun`` where the plan needs no document (it has the
-    same ``name``, ``resource_version``, ``state`` and ``final``)."""
-
-    name: str
-    resource_version: int
-    state: str
-    spec_digest: str | None
-
-    @property
-    def final(self) -> bool:
-        return self.state in FINAL_RUN_STATES
-
-    @classmethod
-    def of(cls, run: LiveRun) -> RunSummary:
-        from ..runspec.normalize import spec_digest
-
-        return cls(run.name, run.resource_version, run.state, spec_digest(run.document))
 
 
 def summaries(cluster: Any) -> list[RunSummary]:

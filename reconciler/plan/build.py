@@ -22,10 +22,10 @@ is never an empty desired set. Pure: no I/O; ``now`` is passed in.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol
 
-from ..clusters.base import LiveRun, RunSummary, WorkerInfo
+from ..runs import DesiredItem, LiveRun, RunSummary, WorkerInfo
 from .cost import cost_of
 from .diff import compare
 from .model import Action, Change, Plan, PlanError, action_for
@@ -39,64 +39,6 @@ REASON_FINISHED_IN_PLACE = "finished: updated in place, not rerun"
 REASON_ADOPT = "on the cluster but not in this source's inventory: astra takes it over"
 REASON_PRUNE = "no longer in the files (--prune)"
 REASON_DRIFT = "changed outside astra: set back to the files"
-
-
-class DesiredItem:
-    """One run the files ask for: its final document and the file it came from.
-
-    ``normalized`` (``normalize(document)``) and ``digest`` (its digest) when known already: the
-    load cache keeps them. An item from the cache may come with its digest only and ``fetch``,
-    which gives ``(document, normalized)`` the first time either is read: a plan that finds the
-    run unchanged by its digest never reads its document.
-    """
-
-    __slots__ = ("_document", "_fetch", "_normalized", "digest", "file", "name")
-
-    def __init__(
-        self,
-        name: str,
-        document: dict[str, Any] | None = None,
-        file: str | None = None,
-        normalized: dict[str, Any] | None = None,
-        digest: str | None = None,
-        *,
-        fetch: Callable[[], tuple[dict[str, Any], dict[str, Any] | None]] | None = None,
-    ):
-        if document is None and fetch is None:
-            raise TypeError("a DesiredItem needs its document or a way to fetch it")
-        self.name, self.file, self.digest = name, file, digest
-        self._document, self._normalized, self._fetch = document, normalized, fetch
-
-    def _load(self) -> None:
-        if self._document is None and self._fetch is not None:
-            self._document, self._normalized = self._fetch()
-            self._fetch = None
-
-    @property
-    def document(self) -> dict[str, Any]:
-        self._load()
-        assert self._document is not None
-        return self._document
-
-    @property
-    def normalized(self) -> dict[str, Any] | None:
-        self._load()
-        return self._normalized
-
-    def after(self) -> dict[str, Any]:
-        """The normalised document: the one kept, else computed now."""
-        kept = self.normalized
-        return kept if kept is not None else normalize(self.document)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, DesiredItem):
-            return NotImplemented
-        return (self.name, self.file, self.document) == (other.name, other.file, other.document)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"DesiredItem(name={self.name!r}, file={self.file!r})"
 
 
 class Applied(Protocol):

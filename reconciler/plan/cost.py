@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..clusters.base import LiveRun, WorkerInfo
+from ..runs import LiveRun, WorkerInfo
 from ..runspec.vocabulary import FINAL_RUN_STATES
 from .model import Cost
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from ..runs import PlanError
 from ..runspec.vocabulary import IN_PLACE_FIELDS, forces_replace, same
 
 __all__ = [
@@ -40,10 +41,6 @@ __all__ = [
 #: carry theirs) and refuses any other.
 FORMAT_VERSION = "2"
 READS = ("1", "2")
-
-
-class PlanError(Exception):
-    """The plan cannot be made (or a saved one cannot be read): one line for the user."""
 
 
 class _Absent:

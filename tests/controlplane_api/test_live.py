@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from reconciler.controlplane.embedded import ensure_server
+from reconciler.cli.local_server import ensure_server
 from reconciler.controlplane.server import read_info, stop_server
 
 from .conftest import LONG, ROOT, SEEDS, TOKEN, until
@@ -223,7 +223,7 @@ spec:
 def test_a_plan_reads_the_server_in_a_forked_process_while_it_loads_its_files(live, monkeypatch):
     """Over a real socket, the inventory and the run summaries are read by a forked process
     (``cores.aside``) while the files load here: the plan is the one made without it."""
-    from reconciler import reconcile
+    from reconciler import readahead, reconcile
     from reconciler.cli.planning import setup
     from reconciler.load import FileCache
     from reconciler.plan import plan_to_json
@@ -236,10 +236,10 @@ def test_a_plan_reads_the_server_in_a_forked_process_while_it_loads_its_files(li
     assert applied.returncode == 0, applied.stderr
     (folder / "r0.yaml").write_text(RUN_SPEC.format(name="r0").replace("python:3.12", "python:3.13"))
     monkeypatch.chdir(live.cwd)
-    monkeypatch.setattr(reconcile, "forkable", lambda n, minimum: n >= minimum)  # whatever threads pytest has
+    monkeypatch.setattr(readahead, "forkable", lambda n, minimum: n >= minimum)  # whatever threads pytest has
     forks, listed_here = [], []
-    real_aside, real_summaries = reconcile.aside, reconcile.summaries
-    monkeypatch.setattr(reconcile, "aside", lambda work: forks.append(1) or real_aside(work))
+    real_aside, real_summaries = readahead.aside, reconcile.summaries
+    monkeypatch.setattr(readahead, "aside", lambda work: forks.append(1) or real_aside(work))
 
     def summaries(cluster):  # counted in this process only: the forked one keeps its own count
         listed_here.append(1)
@@ -248,7 +248,7 @@ def test_a_plan_reads_the_server_in_a_forked_process_while_it_loads_its_files(li
     monkeypatch.setattr(reconcile, "summaries", summaries)
 
     def plan(read_apart_from: int) -> dict:
-        monkeypatch.setattr(reconcile, "READ_APART_FROM", read_apart_from)
+        monkeypatch.setattr(readahead, "READ_APART_FROM", read_apart_from)
         s = setup(["runs"], source="s", state=None, server=live.url, token=TOKEN)
         _, made = reconcile.plan_source(s.source, s.cluster, s.store, 1.0, cache=FileCache(live.cwd / "c"))
         return plan_to_json(made)
@@ -261,7 +261,7 @@ def test_a_plan_reads_the_server_in_a_forked_process_while_it_loads_its_files(li
     changed = [(c["address"], c["action"]) for c in apart["changes"] if c["action"] != "noop"]
     assert changed == [("r0", "replace")]
 
-    monkeypatch.setattr(reconcile, "READ_APART_FROM", 2)
+    monkeypatch.setattr(readahead, "READ_APART_FROM", 2)
     s = setup(["runs"], source="s", state=None, server=live.url, token="not-the-token")
     with pytest.raises(Exception, match="401"):  # the reads failed apart: that is the plan's error
         reconcile.plan_source(s.source, s.cluster, s.store, 1.0, cache=FileCache(live.cwd / "c"))

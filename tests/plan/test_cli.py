@@ -9,13 +9,11 @@ import re
 import pytest
 
 from reconciler.cli.app import run
-from reconciler.clusters.base import ClusterError
-from reconciler.clusters.connect import NO_CLUSTER
 
 
 @pytest.fixture
 def cli(world, monkeypatch, capsys):
-    monkeypatch.setattr("reconciler.clusters.connect.connect", lambda server, token: world.cluster)
+    monkeypatch.setattr("reconciler.cli.connect.connect", lambda server, token: world.cluster)
     monkeypatch.setattr("sys.stdin", io.StringIO(""))  # no terminal
 
     def call(*argv: str) -> tuple[int, str, str]:
@@ -91,14 +89,11 @@ def test_watch_once_status_and_force_unlock(world, cli):
     assert code == 1 and "no source holds lock" in err
 
 
-def test_no_cluster_is_one_clear_line(world, monkeypatch, capsys):
-    def nowhere(server, token):
-        raise ClusterError(NO_CLUSTER)
-
-    monkeypatch.setattr("reconciler.clusters.connect.connect", nowhere)
+def test_a_server_astra_cannot_use_is_one_clear_line(world, capsys):
     world.run("a")
-    assert run(["plan", "-f", "runs"]) == 1
-    assert capsys.readouterr().err == f"astra: error: {NO_CLUSTER}\n"
+    assert run(["plan", "-f", "runs", "--server", "ftp://x"]) == 1
+    said = "cannot use server 'ftp://x': give an http(s):// URL or slurm://[PARTITION]"
+    assert capsys.readouterr().err == f"astra: error: {said}\n"
 
 
 @pytest.mark.parametrize(

@@ -14,9 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reconciler import cores
-from reconciler import load as load_module
 from reconciler.clusters.base import RunSummary, summaries
-from reconciler.load import load_source
+from reconciler.load import cache as cache_module
+from reconciler.load import documents, load_source
+from reconciler.load import parallel as parallel_module
+from reconciler.load import reread as documents_module
+from reconciler.load import source as source_module
 from reconciler.plan import build, compare, normalize
 from reconciler.reconcile import make_plan
 from reconciler.runspec.normalize import DIGEST_VERSION, digest, spec_digest
@@ -160,9 +163,11 @@ def test_a_warm_plan_of_an_unchanged_source_compares_nothing(world, monkeypatch)
     real = build.compare
     monkeypatch.setattr(build, "compare", lambda *a: calls.append(a[0]) or real(*a))
     read_documents, inventory_reads = [], []
-    real_at = load_module._Reloaded.at
+    real_reload = documents_module._reload
     monkeypatch.setattr(
-        load_module._Reloaded, "at", lambda self, k: read_documents.append(k) or real_at(self, k)
+        documents_module,
+        "_reload",
+        lambda loaded, path: read_documents.append(path) or real_reload(loaded, path),
     )
     real_inventory = world.store.inventory
     monkeypatch.setattr(
@@ -179,7 +184,7 @@ def test_a_warm_plan_of_an_unchanged_source_compares_nothing(world, monkeypatch)
     assert all(c.before is None and c.after is None for c in fast.changes)
     slow = make_plan(source, loaded, world.cluster, world.store, world.now, fast=False)
     assert len(calls) == 5 and as_json(fast) == as_json(slow)
-    assert len(read_documents) == 5 and all(r.digest and r.normalized for r in loaded.runs.values())
+    assert len(read_documents) == 5 and all(r.digest and r.document is None for r in loaded.runs.values())
 
 
 def test_only_the_runs_that_differ_are_fetched_and_compared(world, monkeypatch):
@@ -259,65 +264,48 @@ def test_a_cold_load_on_every_core_is_the_load_in_one_process(world, monkeypatch
         world.run(f"r{i}")
     world.write("bad.yaml", "metadata: {name: bad}\nspec: {task_template: {image: 1}}\n")
     alone = load_source(["runs"], cache=FileCache(None))
-    monkeypatch.setattr(load_module, "PARALLEL_FROM", 2)
-    monkeypatch.setattr(load_module, "forkable", lambda n, minimum: n >= 2)
-    monkeypatch.setattr(cores, "cores", lambda: 2)  # two shares, whatever this machine has
+    _cold_on_two_cores(monkeypatch)  # two shares, whatever this machine has
     forked = load_source(["runs"], cache=FileCache(world.root / "cold"))
+    assert forked.taken == {"shares": 7, "here": 1} and alone.taken == {"here": 8}
     assert [str(e) for e in forked.errors] == [str(e) for e in alone.errors] != []
     assert forked.hashes() == alone.hashes()
     for name, f in alone.files.items():
         g = forked.files[name]
-        assert [(i, r.document, r.digest) for i, r in g.entries] == [
-            (i, r.document, r.digest) for i, r in f.entries
-        ]
+        assert [(i, r.name, r.digest) for i, r in g.entries] == [(i, r.name, r.digest) for i, r in f.entries]
     packs = list((world.root / "cold" / "packs").glob("*.json"))
     assert len(packs) == 2  # a part from each share: one pack
     entries = [e for p in packs for e in json.loads(p.read_text())["entries"]]
     assert len(entries) == 7  # the bad file is never cached
 
 
-def test_a_cold_plan_reads_the_cluster_while_other_cores_load_its_files(world, monkeypatch):
-    from reconciler import reconcile
+def test_a_cold_plan_reads_the_cluster_apart_while_other_cores_load_its_files(world, monkeypatch):
+    """With a cluster and a store that can be read from a forked process, a cold plan of many
+    files reads them there (``readahead``) while the files load on every core here: nothing is
+    listed in this process, and the plan is the one made after the load."""
+    from reconciler import readahead, reconcile
 
     for i in range(6):
         world.run(f"r{i}")
     world.converge()
     world.run("r0", image="python:3.13")  # one change, so that the plan is not all no-ops
-    monkeypatch.setattr(load_module, "PARALLEL_FROM", 2)
-    monkeypatch.setattr(load_module, "forkable", lambda n, minimum: n >= 2)
-    monkeypatch.setattr(cores, "cores", lambda: 2)
-    loading, reads = [False], []
-    real_cores, real_summaries, real_inventory = (
-        load_module.on_every_core,
-        reconcile.summaries,
-        world.store.inventory,
-    )
-
-    def on_every_core(*args, **kwargs):
-        loading[0] = True
-        try:
-            return real_cores(*args, **kwargs)
-        finally:
-            loading[0] = False
-
-    def read(name, real):
-        return lambda *a, **k: reads.append((name, loading[0])) or real(*a, **k)
-
-    monkeypatch.setattr(load_module, "on_every_core", on_every_core)
-    monkeypatch.setattr(reconcile, "summaries", read("summaries", real_summaries))
-    monkeypatch.setattr(world.store, "inventory", read("inventory", real_inventory))
+    _cold_on_two_cores(monkeypatch)
+    monkeypatch.setattr(readahead, "reads_apart", lambda cluster, store: True)  # the fake is memory
+    monkeypatch.setattr(readahead, "forkable", lambda n, minimum: n >= 2)
+    listed_here = []
+    real_summaries = reconcile.summaries
+    monkeypatch.setattr(reconcile, "summaries", lambda c: listed_here.append(1) or real_summaries(c))
     source = world.source()
-    _, ahead = reconcile.plan_source(source, world.cluster, world.store, world.now, cache=world.cache)
-    assert reads[:2] == [("inventory", True), ("summaries", True)]  # both while the files loaded
-    assert ("summaries", False) not in reads  # and not read again after
-    loaded = load_source(source.paths, cache=world.cache)
-    assert as_json(ahead) == as_json(make_plan(source, loaded, world.cluster, world.store, world.now))
+    loaded, ahead = reconcile.plan_source(source, world.cluster, world.store, world.now, cache=world.cache)
+    assert listed_here == [] and loaded.taken == {"shares": 6}
+    after = load_source(source.paths, cache=world.cache)
+    assert as_json(ahead) == as_json(make_plan(source, after, world.cluster, world.store, world.now))
+    assert listed_here == [1]
     assert [c.action.value for c in ahead.changes if c.action.value != "noop"] == ["replace"]
 
 
 def _cold_on_two_cores(monkeypatch) -> None:
-    monkeypatch.setattr(load_module, "PARALLEL_FROM", 2)
-    monkeypatch.setattr(load_module, "forkable", lambda n, minimum: n >= 2)
+    monkeypatch.setattr(parallel_module, "PARALLEL_FROM", 2)
+    monkeypatch.setattr(source_module, "forkable", lambda n, minimum: n >= 2)
     monkeypatch.setattr(cores, "cores", lambda: 2)
 
 
@@ -395,7 +383,7 @@ def test_only_the_newest_packs_are_kept_each_with_all_its_parts(tmp_path):
             assert cache.put_part({f"{generation}{part}": {"runs": []}}, generation, part)
     cache.prune_packs()
     kept = sorted(p.name for p in (tmp_path / "packs").glob("*.json"))
-    assert len(kept) == 2 * load_module.PACKS_KEPT
+    assert len(kept) == 2 * cache_module.PACKS_KEPT
     assert kept[0].startswith("0000000000000002") and kept[-1] == "0000000000000003-1.json"
     assert FileCache(tmp_path).get("00000000000000031") == {"runs": []}
     assert FileCache(tmp_path).get("00000000000000010") is None
@@ -405,7 +393,7 @@ def test_a_cold_load_of_many_files_writes_one_pack_that_a_warm_load_reads(world,
 
     from reconciler.load import FileCache
 
-    monkeypatch.setattr(load_module, "PACK_FROM", 3)
+    monkeypatch.setattr(cache_module, "PACK_FROM", 3)
     for i in range(4):
         world.run(f"r{i}")
     folder = world.root / "packed"
@@ -422,7 +410,7 @@ def test_a_cold_load_of_many_files_writes_one_pack_that_a_warm_load_reads(world,
         load_source(["runs"], cache=FileCache(folder))  # one miss: one file, no pack
         world.run(f"t{k}a"), world.run(f"t{k}b"), world.run(f"t{k}c")
         load_source(["runs"], cache=FileCache(folder))
-    assert len(list((folder / "packs").glob("*.json"))) == load_module.PACKS_KEPT
+    assert len(list((folder / "packs").glob("*.json"))) == cache_module.PACKS_KEPT
     again = load_source(["runs"], cache=FileCache(folder))
     assert again.ok and len(again.runs) == 4 + 3 + 9
 
@@ -442,10 +430,15 @@ def test_a_run_from_the_cache_reads_its_document_again_from_its_file(world, monk
     cache = FileCache(world.root / "c")
     load_source(["runs"], cache=cache)  # cold: the cache learns names and digests
     warm = load_source(["runs"], cache=FileCache(world.root / "c"))
+    assert warm.taken == {"cache": 2}
+    full = documents(warm, {"plain", "templated"})
     for name in ("plain", "templated"):
         item = warm.runs[name]
-        assert item._document is None and item.digest == fresh.runs[name].digest
-        assert item.document == fresh.runs[name].document and item.after() == fresh.runs[name].after()
+        assert item.document is None and item.digest == fresh.runs[name].digest
+        assert (
+            full[name].document == fresh.runs[name].document
+            and full[name].after() == fresh.runs[name].after()
+        )
 
 
 def test_a_cached_file_changed_before_its_document_is_read_stops_the_plan(world):
@@ -457,7 +450,7 @@ def test_a_cached_file_changed_before_its_document_is_read_stops_the_plan(world)
     warm = load_source(["runs"], cache=FileCache(world.root / "c"))
     world.run("a", image="python:3.13")
     with pytest.raises(PlanError, match=r"runs/a.yaml changed while it was being planned: plan again"):
-        _ = warm.runs["a"].document
+        documents(warm, {"a"})
 
 
 def test_files_touched_since_are_hashed_on_every_core_and_taken_from_the_cache(world, monkeypatch):
@@ -465,7 +458,7 @@ def test_files_touched_since_are_hashed_on_every_core_and_taken_from_the_cache(w
 
     for i in range(6):
         world.run(f"r{i}")
-    monkeypatch.setattr(load_module, "forkable", lambda n, minimum: n >= 2)
+    monkeypatch.setattr(source_module, "forkable", lambda n, minimum: n >= 2)
     monkeypatch.setattr(cores, "cores", lambda: 2)
     first = load_source(["runs"], cache=FileCache(world.root / "c"))
     for path in (world.root / "runs").iterdir():

@@ -2,25 +2,24 @@
 
 ``server`` (``--server`` / ``ASTRA_SERVER``):
 
-* ``http://…`` or ``https://…``: an Astraeus API (``HttpCluster``);
+* ``http://…`` or ``https://…``: an Astraeus API (``reconciler.clusters.http.HttpCluster``);
 * ``slurm://[PARTITION]``: a Slurm cluster reached by the local Slurm commands
   (``reconciler.clusters.slurm``);
-* nothing: the embedded local control plane, started on demand
-  (``reconciler.controlplane.embedded.ensure_server() -> (url, token)``).
+* nothing: the local control plane, started on demand
+  (``reconciler.cli.local_server.ensure_server() -> (url, token)``).
 
-This is the one place those hooks meet; the commands call nothing else to get a cluster.
+This is the one place those meet; the commands call nothing else to get a cluster. It is the
+CLI's (a library user makes the cluster they want): the clusters never import the control
+plane. Each is imported when chosen, so a command pays only for the cluster it uses.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 
-from .base import Cluster, ClusterError
+from ..clusters.base import Cluster, ClusterError
 
-__all__ = ["NO_CLUSTER", "connect"]
-
-NO_CLUSTER = "no cluster: give --server or ASTRA_SERVER"
+__all__ = ["connect"]
 
 
 def connect(server: str | None, token: str | None) -> Cluster:
@@ -28,22 +27,20 @@ def connect(server: str | None, token: str | None) -> Cluster:
     server = server or os.environ.get("ASTRA_SERVER") or None
     token = token or os.environ.get("ASTRA_TOKEN") or None
     if server is None:
-        try:
-            embedded = importlib.import_module("reconciler.controlplane.embedded")
-        except ImportError as exc:
-            raise ClusterError(NO_CLUSTER) from exc
-        server, token = embedded.ensure_server()
+        from .local_server import ensure_server
+
+        server, token = ensure_server()
     if server.startswith(("http://", "https://")):
-        from .http import HttpCluster
+        from ..clusters.http import HttpCluster
 
         return HttpCluster(server, token)
     if server.startswith("slurm://"):
         try:
-            slurm = importlib.import_module("reconciler.clusters.slurm")
-        except ImportError as exc:
+            from ..clusters.slurm import SlurmCluster
+        except ImportError as exc:  # a platform without what it needs (fcntl)
             raise ClusterError(f"the Slurm cluster is not available: {exc}") from exc
         try:
-            return slurm.SlurmCluster.from_url(server)  # type: ignore[no-any-return]
+            return SlurmCluster.from_url(server)
         except ValueError as exc:
             raise ClusterError(str(exc)) from exc
     raise ClusterError(f"cannot use server '{server}': give an http(s):// URL or slurm://[PARTITION]")

@@ -1,12 +1,15 @@
-"""The embedded default cluster: find the Astraeus API to talk to, starting a local one if needed.
+"""The CLI's default cluster: find the Astraeus API to talk to, starting a local one if needed.
 
 Owns: ``ensure_server() -> (url, token)``. With ``--server``/``ASTRA_SERVER`` that server is used
 (and ``--token``/``ASTRA_TOKEN``). Without, the local control plane of the current folder (or of
 ``$ASTRA_HOME``) is used: reused when its ``server.json`` names a live process that answers,
 else ``astra server --port 0`` is started in the background (its own session, output to
 ``HOME/server.log``) and waited for. Later commands find it the same way; ``astra server stop``
-ends it. Also ``api_base(url)``: the API root for a server URL (``…/api`` unless the URL already
-names one).
+ends it.
+
+It lives with the CLI (it starts a process, ``astra server``, and waits for it: a command's
+business); the control plane only writes its ``server.json`` (``controlplane.server``), and the
+clusters never start one.
 
 Must not touch: the server's internals (it only starts the process and reads ``server.json``).
 """
@@ -19,18 +22,12 @@ import sys
 import time
 from pathlib import Path
 
-from .server import ServerError, astra_home, read_info
+from ..controlplane.server import ServerError, astra_home, read_info
 
-__all__ = ["api_base", "ensure_server"]
+__all__ = ["ensure_server"]
 
 #: How long a freshly started server may take to answer.
 START_TIMEOUT = 60.0
-
-
-def api_base(url: str) -> str:
-    """``http://h:p`` → ``http://h:p/api``; a URL that already ends in ``/api`` is kept."""
-    url = url.rstrip("/")
-    return url if url.endswith("/api") else url + "/api"
 
 
 def _healthy(url: str) -> bool:

@@ -1,0 +1,94 @@
+"""The parallel load: a cold load of many files hashed and loaded on every core.
+
+``fill_cache(loaded, names, cache)`` splits ``names`` into one share a core
+(``reconciler.cores``); each forked share reads each file once (the bytes hashed are the bytes
+loaded), answers what the cache already knows and loads the rest, writes its part of one new
+pack, and sends back each name's content hash and cache entry (``None``: the file has
+problems), and the hashes its ``StatHashes`` learned. The caller then takes every file from
+those entries as from a warm cache (``from_cache``), so the result is the load in one process:
+``tests/plan/test_fast.py`` compares the two.
+
+When the shares cannot run (no fork, a share died), the names they did not answer are loaded
+in this process (the plain path), and the reason is logged at debug level.
+
+Must not touch: clusters, the plan, the source's state.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from ..cores import on_every_core, split
+from ..hashes import StatHashes
+from .cache import FileCache, from_cache, new_generation
+from .fresh import load_here
+from .loaded import Loaded, LoadedFile
+
+__all__ = ["PARALLEL_FROM", "fill_cache"]
+
+log = logging.getLogger(__name__)
+
+#: From this many files missing from the cache, they are loaded on every core (as validate does).
+PARALLEL_FROM = 500
+
+
+def fill_cache(loaded: Loaded, names: list[str], cache: FileCache) -> dict[str, tuple[str, Any]]:
+    """Hash ``names`` on every core, and load the ones the cache does not know: each name's
+    content hash and cache entry (``None`` when it has problems). The new entries go into the
+    cache (one pack when many), and the hashes learned into ``cache.hashes``."""
+    work = partial(_cache_share, loaded.template, loaded.templates, cache.folder, new_generation())
+    found: dict[str, tuple[str, Any]] = {}
+    wrote = False
+    try:
+        for part, written, learned in on_every_core(work, split(names)):
+            found.update(part)
+            wrote = wrote or written
+            cache.hashes.learn(learned)
+    except Exception as exc:  # a fork or a share failed: whatever was not found is loaded here
+        log.debug(
+            "parallel load: the shares failed (%s: %s): %d of %d files are loaded in this process",
+            type(exc).__name__,
+            exc,
+            len(names) - len(found),
+            len(names),
+        )
+    if wrote:
+        cache.prune_packs()
+    return found
+
+
+def _cache_share(
+    template: str | None,
+    templates: dict[str, str],
+    folder: Path,
+    generation: str,
+    share_index: int,
+    names: list[str],
+) -> tuple[dict[str, tuple[str, Any]], bool, dict[str, str]]:
+    """One process's share: each name's hash and cache entry (from the cache, else loaded),
+    whether it wrote the entries it made (its part of the pack ``generation``), and what its
+    ``StatHashes`` remembered. Each file is read once: the bytes hashed are the bytes loaded."""
+    share = Loaded([], template, (), templates=templates)
+    cache, hashes = FileCache(folder), StatHashes(None)
+    found: dict[str, tuple[str, Any]] = {}
+    missed = []
+    contents: dict[str, bytes] = {}
+    for name in names:
+        try:
+            data, sha = hashes.read(name)
+        except OSError:
+            data, sha = None, ""  # load_desired says what is wrong with it
+        entry = cache.get(sha) if sha else None
+        if entry is not None and from_cache(share, name, sha, entry):
+            found[name] = (sha, entry)
+        else:
+            share.files[name] = LoadedFile(name, sha)
+            missed.append(name)
+            if data is not None:
+                contents[name] = data
+    fresh = load_here(share, missed, contents, documents=False) if missed else {}
+    found.update((n, (share.files[n].sha256, fresh.get(share.files[n].sha256))) for n in missed)
+    return found, cache.put_part(fresh, generation, share_index), hashes.remembered()

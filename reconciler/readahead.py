@@ -1,0 +1,112 @@
+"""The read-ahead: the source's memory and the cluster's run summaries, read in a forked process
+while this one loads the files.
+
+``read_ahead(source, cluster, store, files=n)`` starts, from ``READ_APART_FROM`` files and when
+the cluster and the store can be read from a forked process (``reads_apart``: the HTTP ones
+before their first call), a process (``reconciler.cores.aside``) that reads the source's
+inventory (without specs when the plan takes its fast path) and the cluster's run summaries,
+and sends them back as plain tuples (pickled 20,000 at a time in a few milliseconds; as objects,
+in 50). ``result()`` gives them back as ``Ahead``: plain data, or the error that stopped the
+reads (after the retries ``reconcile.retrying`` gives them), which is the plan's error once the
+files have loaded. ``result()`` is ``None`` when nothing was read ahead (too few files, a cluster
+that cannot be read apart, no fork, or the forked process could not answer: the last two are
+logged at debug level); the plan then reads them in its turn, with the same result.
+
+Must not touch: the files, the plan. It calls the store and the cluster only through their
+protocols.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from .clusters.base import Cluster, summaries
+from .cores import Aside, aside, forkable
+from .runs import RunSummary
+from .state import InventoryEntry, SourceStore
+
+__all__ = ["READ_APART_FROM", "Ahead", "ReadAhead", "read_ahead"]
+
+log = logging.getLogger(__name__)
+
+#: From this many files, a plan reads the cluster in a forked process while it loads them.
+READ_APART_FROM = 200
+
+
+@dataclass(frozen=True)
+class Ahead:
+    """What was read ahead: the inventory and the summaries, or the error that stopped them."""
+
+    inventory: dict[str, InventoryEntry] | None = None
+    listed: list[RunSummary] | None = None
+    failed: BaseException | None = None
+
+
+class ReadAhead:
+    """The forked read, if one was started (``result()``, then ``close()``)."""
+
+    def __init__(self, apart: Aside | None):
+        self._apart = apart
+
+    def result(self) -> Ahead | None:
+        """What the other process read; ``None`` when it read nothing that can be used."""
+        if self._apart is None:
+            return None
+        try:
+            return _unpacked(self._apart.result())
+        except Exception as exc:  # it died or answered nothing: the plan reads in its turn
+            log.debug("read-ahead: no answer (%s: %s): the plan reads in its turn", type(exc).__name__, exc)
+            return None
+
+    def close(self) -> None:
+        if self._apart is not None:
+            self._apart.close()
+
+
+def reads_apart(cluster: Cluster, store: SourceStore) -> bool:
+    """Whether a forked process may read this cluster and store: they say so (``reads_apart``:
+    nothing of theirs is open yet that a copy of this process would share)."""
+    return getattr(cluster, "reads_apart", False) is True and getattr(store, "reads_apart", False) is True
+
+
+def read_ahead(source: str, cluster: Cluster, store: SourceStore, *, files: int, specs: bool) -> ReadAhead:
+    """Start reading ``source``'s inventory (``specs``: with its specs) and the cluster's run
+    summaries in a forked process, when it pays and can be done (see the module docstring)."""
+    if not (reads_apart(cluster, store) and forkable(files, READ_APART_FROM)):
+        return ReadAhead(None)
+    try:
+        return ReadAhead(aside(lambda: _packed(_read(source, cluster, store, specs))))
+    except OSError as exc:  # no fork here: the plan reads in its turn
+        log.debug("read-ahead: cannot fork (%s): the plan reads in its turn", exc)
+        return ReadAhead(None)
+
+
+def _read(source: str, cluster: Cluster, store: SourceStore, specs: bool) -> Ahead:
+    try:
+        inventory = store.inventory(source, specs=specs)
+        listed = None if specs else summaries(cluster)
+    except Exception as exc:  # given back: the plan's error, once the files have loaded
+        return Ahead(failed=exc)
+    return Ahead(inventory, listed)
+
+
+def _packed(got: Ahead) -> dict[str, Any]:
+    """``got`` as plain tuples."""
+    out: dict[str, Any] = {"failed": got.failed}
+    if got.inventory is not None:
+        out["inventory"] = {n: (e.spec, e.applied_at, e.file, e.digest) for n, e in got.inventory.items()}
+    if got.listed is not None:
+        out["listed"] = [(r.name, r.resource_version, r.state, r.spec_digest) for r in got.listed]
+    return out
+
+
+def _unpacked(packed: dict[str, Any]) -> Ahead:
+    inventory = packed.get("inventory")
+    listed = packed.get("listed")
+    return Ahead(
+        None if inventory is None else {n: InventoryEntry(*t) for n, t in inventory.items()},
+        None if listed is None else [RunSummary(*t) for t in listed],
+        packed.get("failed"),
+    )
