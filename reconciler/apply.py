@@ -17,6 +17,11 @@
 It follows ``Change.action`` only, never the reasons. The result (``ApplyResult``) tags each
 run created, configured, replaced, deleted, unchanged, recorded, forgotten, failed or skipped.
 
+``apply_source(source, cluster, store, …)`` is what ``astra apply`` does, in one call: plan the
+source's files (``reconcile.plan_source``), or take a saved plan; show it to ``review``, which
+may stop it; then either check it without changing anything (``dry_run``: ``preflight`` and
+``check_fresh``) or apply it (``apply_plan``, as the caller's user, at the files' git commit).
+
 ``wait_for_runs`` follows runs until each has settled (a Service run Running, a Batch run
 final): what ``--wait`` shows.
 """
@@ -24,16 +29,28 @@ final): what ``--wait`` shows.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
 from .clusters.base import Cluster, ClusterError, Conflict, LiveRun, NotFound, Unreachable
+from .load import FileCache
 from .plan import Action, Change, Plan, compare, normalize
-from .reconcile import StalePlan, check_fresh
-from .state import HistoryEntry, InventoryEntry, SourceStore
+from .reconcile import Source, StalePlan, check_fresh, plan_source
+from .state import HistoryEntry, InventoryEntry, SourceStore, git_commit, owner
 
-__all__ = ["ApplyFailed", "ApplyResult", "Entry", "apply_plan", "settled", "wait_for_runs"]
+__all__ = [
+    "ApplyFailed",
+    "ApplyResult",
+    "Entry",
+    "SourceApplied",
+    "apply_plan",
+    "apply_source",
+    "preflight",
+    "settled",
+    "wait_for_runs",
+]
 
 
 class ApplyFailed(Exception):
@@ -156,6 +173,65 @@ def apply_plan(
         finally:
             store.unlock(plan.source, lock.id)
     return result
+
+
+@dataclass
+class SourceApplied:
+    """What ``apply_source`` did: the plan, and the apply's result (``None``: nothing applied,
+    because ``review`` said no or it was a dry run); ``problems``: a dry run's, of the documents
+    the plan would send."""
+
+    plan: Plan
+    result: ApplyResult | None = None
+    problems: list[str] = field(default_factory=list)
+    dry_run: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """Whether it did what was asked: applied without a failure, or checked without a problem."""
+        if self.dry_run:
+            return not self.problems
+        return self.result is not None and self.result.ok
+
+
+def apply_source(
+    source: Source,
+    cluster: Cluster,
+    store: SourceStore,
+    *,
+    plan: Plan | None = None,
+    cache: FileCache | None = None,
+    now: Callable[[], float] = time.time,
+    who: str | None = None,
+    review: Callable[[Plan], bool] | None = None,
+    dry_run: bool = False,
+    on_entry: Callable[[Entry], None] | None = None,
+) -> SourceApplied:
+    """``astra apply``: plan ``source``'s files (or take the saved ``plan``, which must be
+    ``source``'s), let ``review`` see the plan (``False``: stop, nothing applied), then check it
+    (``dry_run``: ``StalePlan`` when it no longer holds) or apply it as ``who`` (default: this
+    user, host and process) at the files' git commit. ``LoadFailed``, ``StalePlan``,
+    ``ApplyFailed``, ``Locked`` and the cluster's errors rise as ``apply_plan`` raises them."""
+    made = plan if plan is not None else plan_source(source, cluster, store, now(), cache=cache)[1]
+    if review is not None and not review(made):
+        return SourceApplied(made, dry_run=dry_run)
+    if dry_run:
+        problems = preflight(made)
+        stale = check_fresh(made, cluster)
+        if stale:
+            raise StalePlan(stale)
+        return SourceApplied(made, problems=problems, dry_run=True)
+    paths = sorted(made.files) if plan is not None and made.files else list(source.paths)
+    result = apply_plan(
+        made,
+        cluster,
+        store,
+        now=now,
+        who=who or owner(),
+        commit=git_commit(paths),
+        on_entry=on_entry,
+    )
+    return SourceApplied(made, result)
 
 
 def _apply_one(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from .output import echo, error
-from .planning import Exit, failures, plan_command, plan_files, require_files, setup
+from .planning import Exit, Setup, failures, plan_command, require_files, setup
 
 __all__ = [
     "AllowEmpty",
@@ -160,72 +159,93 @@ def apply(
 
         astra plan -f runs/ --out plan.json && astra apply plan.json
     """
-    from ..apply import apply_plan, preflight
-    from ..plan import plan_from_json, plan_to_json, render_apply, render_plan
-    from ..reconcile import StalePlan, check_fresh
-    from ..state import git_commit, owner
+    from ..apply import apply_source
+    from ..load import default_cache
+    from ..plan import Plan, plan_to_json, render_plan
 
     if planfile is not None and files:
         error("give a saved plan or -f PATH, not both")
         raise Exit(1)
-    with failures():
-        if planfile is not None:
-            try:
-                made = plan_from_json(json.loads(planfile.read_text(encoding="utf-8")))
-            except (OSError, ValueError) as exc:
-                error(f"cannot read the plan {planfile}: {exc}")
-                raise Exit(1) from None
-            s = setup([str(planfile.parent)], source=made.source, state=state, server=server, token=token)
-            paths = sorted(made.files) or [str(planfile.parent)]
-        else:
-            paths = require_files(files)
-            s, made = plan_files(
-                paths,
-                source=source,
-                state=state,
-                server=server,
-                token=token,
-                template=template,
-                sets=sets,
-                prune=prune,
-                allow_empty=allow_empty,
-            )
+    progress = _Progress()
+
+    def review(made: Plan) -> bool:
+        """Show the plan; ask, when it changes something (unless --yes or --dry-run)."""
         sys.stdout.write(render_plan(plan_to_json(made), verbose=verbose))
         if dry_run:
-            problems = preflight(made)
-            stale = check_fresh(made, s.cluster)
-            if stale:
-                raise StalePlan(stale)
-            for p in problems:
-                echo(p, err=True)
-            echo("Dry run: nothing was applied.")
-            raise Exit(1 if problems else 0)
-        if made.has_changes and not yes:
-            _confirm(made.source, made.cluster)
-        progress = _progress(made)
-        with progress as on_entry:
-            result = apply_plan(
-                made,
+            return True
+        if made.has_changes and not yes and not _confirm(made.source, made.cluster):
+            return False
+        progress.start(made)
+        return True
+
+    with failures():
+        saved, s = _setup(planfile, files, source, state, server, token, template, sets, prune, allow_empty)
+        with progress:
+            done = apply_source(
+                s.source,
                 s.cluster,
                 s.store,
-                now=time.time,
-                who=owner(),
-                commit=git_commit(paths),
-                on_entry=on_entry,
+                plan=saved,
+                cache=None if saved is not None else default_cache(),
+                review=review,
+                dry_run=dry_run,
+                on_entry=progress.advance,
             )
-        if made.has_changes or not result.ok or verbose:
-            sys.stdout.write(render_apply(result.to_json(), verbose=verbose))
-        if not result.ok:
-            raise Exit(1)
-        if wait:
-            names = [c.address for c in made.changes if c.action.value != "delete"]
-            raise Exit(_wait(s.cluster, names))
+        raise Exit(_outcome(done, s.cluster, verbose=verbose, wait=wait))
 
 
-def _confirm(source: str, cluster: str) -> None:
+def _setup(
+    planfile: Path | None,
+    files: list[Path] | None,
+    source: str | None,
+    state: str | None,
+    server: str | None,
+    token: str | None,
+    template: str | None,
+    sets: list[str] | None,
+    prune: bool,
+    allow_empty: bool,
+) -> tuple[Any, Setup]:
+    """The saved plan (``None`` for -f) and the source, cluster and store the options name."""
+    from ..plan import plan_from_json
+
+    if planfile is None:
+        paths = require_files(files)
+        options = {"template": template, "sets": sets, "prune": prune, "allow_empty": allow_empty}
+        return None, setup(paths, source=source, state=state, server=server, token=token, **options)
+    try:
+        saved = plan_from_json(json.loads(planfile.read_text(encoding="utf-8")))
+    except (OSError, ValueError) as exc:
+        error(f"cannot read the plan {planfile}: {exc}")
+        raise Exit(1) from None
+    return saved, setup([str(planfile.parent)], source=saved.source, state=state, server=server, token=token)
+
+
+def _outcome(done: Any, cluster: Any, *, verbose: bool, wait: bool) -> int:
+    """Print what ``apply_source`` did; the exit code (``--wait``: once the runs settled)."""
+    from ..plan import render_apply
+
+    if done.dry_run:
+        for p in done.problems:
+            echo(p, err=True)
+        echo("Dry run: nothing was applied.")
+        return 0 if done.ok else 1
+    if done.result is None:  # not confirmed: said already
+        return 1
+    if done.plan.has_changes or not done.result.ok or verbose:
+        sys.stdout.write(render_apply(done.result.to_json(), verbose=verbose))
+    if not done.result.ok:
+        return 1
+    if wait:
+        return _wait(cluster, [c.address for c in done.plan.changes if c.action.value != "delete"])
+    return 0
+
+
+def _confirm(source: str, cluster: str) -> bool:
+    """Whether the user types 'yes' (said why not, when not)."""
     if not sys.stdin.isatty():
         error("no terminal to ask on: give --yes to apply without asking")
-        raise Exit(1)
+        return False
     echo(f"Apply these changes to source {source} on {cluster}? Only 'yes' goes on.")
     try:
         answer = input("Enter a value: ").strip().lower()
@@ -233,22 +253,23 @@ def _confirm(source: str, cluster: str) -> None:
         answer = ""
     if answer != "yes":
         error("not applied: the answer was not 'yes'")
-        raise Exit(1)
+        return False
+    return True
 
 
 class _Progress:
-    """A rich progress bar on stderr when a plan has many changes; else nothing."""
+    """A rich progress bar on stderr while a plan with many changes is applied; else nothing."""
 
     MANY = 10
 
-    def __init__(self, total: int):
-        self.total = total
+    def __init__(self) -> None:
         self._bar: Any = None
         self._task: Any = None
 
-    def __enter__(self) -> Callable[[Any], None] | None:
-        if self.total < self.MANY:
-            return None
+    def start(self, made: Any) -> None:
+        total = sum(1 for c in made.changes if c.action.value != "noop")
+        if total < self.MANY:
+            return
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -261,16 +282,18 @@ class _Progress:
             transient=True,
         )
         self._bar.__enter__()
-        self._task = self._bar.add_task("apply", total=self.total)
-        return lambda _entry: self._bar.advance(self._task)
+        self._task = self._bar.add_task("apply", total=total)
+
+    def advance(self, _entry: Any) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task)
+
+    def __enter__(self) -> _Progress:
+        return self
 
     def __exit__(self, *exc: Any) -> None:
         if self._bar is not None:
             self._bar.__exit__(*exc)
-
-
-def _progress(made: Any) -> _Progress:
-    return _Progress(sum(1 for c in made.changes if c.action.value != "noop"))
 
 
 def _wait(cluster: Any, names: list[str]) -> int:

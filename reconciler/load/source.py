@@ -123,7 +123,8 @@ def _load_files(loaded: Loaded, names: list[str], cache: FileCache | None) -> No
     if unknown and use_cache and cache is not None and forkable(len(unknown), parallel.PARALLEL_FROM):
         found = parallel.fill_cache(loaded, unknown, cache)
         shared = {n for n in unknown if from_cache(loaded, n, *found.get(n, ("", None)))}
-        loaded.taken["shares"] += len(shared)
+        if shared:
+            loaded.taken["shares"] += len(shared)
         unknown = [n for n in unknown if n not in shared]
     for name in unknown:
         try:

@@ -188,3 +188,53 @@ def test_a_lost_answer_to_a_create_is_retried_and_counts_as_done(world):
         ("created", "already there with this spec: counted as done")
     ]
     assert fake.names() == ["a"]
+
+
+# ---- apply_source: what `astra apply` does, in one call ------------------------------------------
+
+
+def test_apply_source_plans_and_applies_the_files_in_one_call(world):
+    from reconciler.apply import apply_source
+
+    world.run("a")
+    world.run("b")
+    seen = []
+    done = apply_source(
+        world.source(),
+        world.cluster,
+        world.store,
+        cache=world.cache,
+        now=lambda: world.now,
+        who="lib@host:1",
+        review=lambda plan: seen.append(plan.summary["create"]) or True,
+    )
+    assert done.ok and seen == [2] and world.cluster.names() == ["a", "b"]
+    assert {e.outcome for e in done.result.entries} == {"created"}
+    assert world.store.read("test").history[-1].who == "lib@host:1"
+    again = apply_source(world.source(), world.cluster, world.store, cache=world.cache, now=lambda: world.now)
+    assert (
+        again.ok and not again.plan.has_changes and {e.outcome for e in again.result.entries} == {"unchanged"}
+    )
+
+
+def test_apply_source_stops_when_review_says_no_and_a_dry_run_changes_nothing(world):
+    from reconciler.apply import apply_source
+
+    world.run("a")
+    declined = apply_source(world.source(), world.cluster, world.store, review=lambda plan: False)
+    assert declined.result is None and not declined.ok and declined.plan.summary["create"] == 1
+    dry = apply_source(world.source(), world.cluster, world.store, dry_run=True)
+    assert dry.ok and dry.dry_run and dry.result is None and dry.problems == []
+    assert world.cluster.names() == [] and world.store.read("test").history == []
+
+
+def test_apply_source_applies_a_saved_plan_only_while_it_holds(world):
+    from reconciler.apply import apply_source
+    from reconciler.reconcile import StalePlan
+
+    world.run("a")
+    saved = world.plan()
+    done = apply_source(world.source(), world.cluster, world.store, plan=saved)
+    assert done.ok and done.plan is saved and world.cluster.names() == ["a"]
+    with pytest.raises(StalePlan, match="run a was created on the cluster since the plan"):
+        apply_source(world.source(), world.cluster, world.store, plan=saved)

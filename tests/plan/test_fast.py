@@ -472,3 +472,69 @@ def test_files_touched_since_are_hashed_on_every_core_and_taken_from_the_cache(w
     assert {n: r.digest for n, r in again.runs.items()} == {n: r.digest for n, r in first.runs.items()}
     assert entries_written() == before  # nothing loaded anew: all from the cache
     assert again.hashes() == first.hashes()
+
+
+# ---- the path taken: said by the load (``Loaded.taken``) and by the debug log -----------------------
+
+
+def test_a_warm_plan_takes_the_cache_and_the_digests(world, caplog):
+    import logging
+
+    from reconciler import reconcile
+
+    for i in range(3):
+        explicit_run(world, f"r{i}")
+    world.converge()
+    caplog.set_level(logging.DEBUG, logger="reconciler")
+    loaded, plan = reconcile.plan_source(
+        world.source(), world.cluster, world.store, world.now, cache=world.cache
+    )
+    assert loaded.taken == {"cache": 3} and not plan.has_changes
+    assert "plan: 3 of 3 runs unchanged by digest (the fast path)" in caplog.messages
+    seen = reconcile.observe_source(world.source(), loaded, world.cluster, world.store)
+    assert seen.by_digest and seen.unchanged == {"r0", "r1", "r2"} and seen.needed == set()
+
+
+def test_a_plan_off_the_fast_path_says_why(world, caplog, monkeypatch):
+    import logging
+
+    from reconciler import reconcile
+
+    world.run("a")
+    world.converge()
+    caplog.set_level(logging.DEBUG, logger="reconciler")
+    monkeypatch.setattr(reconcile, "FAST_PATH", False)
+    loaded, _ = reconcile.plan_source(
+        world.source(), world.cluster, world.store, world.now, cache=world.cache
+    )
+    assert "plan: every run compared in full (the fast path is off)" in caplog.messages
+    seen = reconcile.observe_source(
+        world.source(), loaded, world.cluster, world.store, scope={"a"}, fast=True
+    )
+    assert not seen.by_digest and seen.needed == {"a"}
+    assert "plan: every run compared in full (a scope of 1 runs: each got alone)" in caplog.messages
+
+
+def test_a_cold_load_of_many_files_takes_the_forked_shares_and_says_so_when_they_fail(
+    world, monkeypatch, caplog
+):
+    import logging
+
+    from reconciler.load import FileCache
+
+    for i in range(4):
+        world.run(f"r{i}")
+    _cold_on_two_cores(monkeypatch)
+    assert load_source(["runs"], cache=FileCache(world.root / "a")).taken == {"shares": 4}
+
+    def broken(*args, **kwargs):
+        raise OSError("no fork here")
+
+    monkeypatch.setattr(parallel_module, "on_every_core", broken)
+    caplog.set_level(logging.DEBUG, logger="reconciler")
+    fallen = load_source(["runs"], cache=FileCache(world.root / "b"))
+    assert fallen.taken == {"here": 4} and fallen.ok and sorted(fallen.runs) == ["r0", "r1", "r2", "r3"]
+    assert (
+        "parallel load: the shares failed (OSError: no fork here): 4 of 4 files are loaded in this process"
+        in caplog.messages
+    )
