@@ -75,7 +75,10 @@ def validate_command(
 #: and kind (a flag; a value; a value that may repeat, gathered in a list), the parameter that
 #: takes the positional arguments, and the parameters read from the environment when not given.
 #: Anything else (``--help``, ``--``, an unknown option, a value out of its choices) goes to
-#: typer, which answers as for any command; both routes call the same function.
+#: typer, which answers as for any command; both routes call the same function. It saves
+#: typer's import: ``astra validate examples/laptop`` takes 111 ms by this route and 279 ms through
+#: typer (medians of 15 runs each). ``tests/plan/test_cli.py`` checks it against every option typer
+#: declares for the two commands.
 _FAST: dict[str, tuple[dict[str, tuple[str, str]], str | None, dict[str, str]]] = {
     "validate": (
         {
