@@ -87,6 +87,8 @@ class ReconcileError(Exception):
 
 
 class LoadFailed(ReconcileError):
+    """The files did not load, render or validate: ``errors`` holds every problem."""
+
     def __init__(self, errors: Sequence[FieldError]):
         self.errors = list(errors)
         noun = "problem" if len(self.errors) == 1 else "problems"
@@ -96,6 +98,8 @@ class LoadFailed(ReconcileError):
 
 
 class StalePlan(ReconcileError):
+    """A saved plan no longer matches the files or the cluster: ``reasons`` says how."""
+
     def __init__(self, reasons: Sequence[str]):
         self.reasons = list(reasons)
         super().__init__("the saved plan is stale: " + "; ".join(self.reasons) + ": make a new plan")
