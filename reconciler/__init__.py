@@ -63,6 +63,7 @@ __all__ = [
 ]
 __version__ = "0.1.0"
 
+
 def __getattr__(name: str) -> Any:
     """A public name, imported from its home on first use (then kept here)."""
     home: ModuleType

@@ -26,7 +26,6 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .runspec.errors import ErrorType, FieldError
@@ -100,7 +99,7 @@ class Desired:
     runs: list[DesiredRun]
     documents: list[Document]
     errors: list[FieldError]
-    files: list[Path]
+    files: list[str]
 
 
 def load_desired(
@@ -179,12 +178,13 @@ class _State:
         if errors or self.flags_bad:
             return None, errors
         ref = data.get("template") or {}
-        name = ref.get("name")
+        given_name = ref.get("name")
+        name: str | None = given_name if isinstance(given_name, str) else None
         if name and self.template and name != self.template:
             text = f"this run uses template '{name}' but --template says '{self.template}': give one of them"
             at = here.child("template").child("name")
             return None, [at.error(FieldError.invalid(_TEMPLATE.child("name"), text))]
-        name = name or self.template
+        name = name or self.template or ""  # one of them is there: validate_data saw to it
         from_file = ref.get("parameters") or {}
         given: dict[str, tuple[Any, Origin]] = {
             k: (v, here.child("template").child("parameters").child(k)) for k, v in from_file.items()
@@ -245,11 +245,13 @@ class _State:
         return (None if errors else run), errors
 
 
-def _exists(value: Any, steps: tuple) -> bool:
+def _exists(value: Any, steps: tuple[str | int, ...]) -> bool:
     for step in steps:
-        if (isinstance(value, dict) and isinstance(step, str) and value.get(step) is not None) or (
-            isinstance(value, list) and isinstance(step, int) and 0 <= step < len(value)
-        ):
+        if isinstance(value, dict) and isinstance(step, str):
+            value = value.get(step)
+            if value is None:
+                return False
+        elif isinstance(value, list) and isinstance(step, int) and 0 <= step < len(value):
             value = value[step]
         else:
             return False

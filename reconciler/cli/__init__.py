@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from ..collector import gc_paused
@@ -38,7 +39,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def validate_command(
-    paths: list[str], as_json: bool, template: str | None = None, sets: list[str] | tuple[str, ...] = ()
+    paths: Sequence[str | os.PathLike[str]],
+    as_json: bool,
+    template: str | None = None,
+    sets: list[str] | tuple[str, ...] = (),
 ) -> int:
     """``astra validate``: print every problem; 0 when all documents are valid, 1 otherwise.
 

@@ -7,11 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-
-try:  # typer ships its own copy of click from 0.26 on
-    from typer._click import exceptions as cx
-except ImportError:  # pragma: no cover - older typer
-    from click import exceptions as cx
+from typer._click import exceptions as cx  # typer ships its own copy of click from 0.26 on
 
 from .output import echo, error
 from .planning import Exit

@@ -211,8 +211,18 @@ def _setup(
 
     if planfile is None:
         paths = require_files(files)
-        options = {"template": template, "sets": sets, "prune": prune, "allow_empty": allow_empty}
-        return None, setup(paths, source=source, state=state, server=server, token=token, **options)
+        made = setup(
+            paths,
+            source=source,
+            state=state,
+            server=server,
+            token=token,
+            template=template,
+            sets=sets,
+            prune=prune,
+            allow_empty=allow_empty,
+        )
+        return None, made
     try:
         saved = plan_from_json(json.loads(planfile.read_text(encoding="utf-8")))
     except (OSError, ValueError) as exc:

@@ -63,7 +63,7 @@ def print_listing(rows: list[dict[str, Any]], output: str) -> None:
     else:
         from ruamel.yaml import YAML
 
-        yaml = YAML(typ="safe", pure=True)
+        yaml: Any = YAML(typ="safe", pure=True)  # its options are set as attributes
         yaml.default_flow_style = False
         yaml.sort_base_mapping_type_on_output = False  # the API's order: name first
         yaml.dump(rows, sys.stdout)

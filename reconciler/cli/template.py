@@ -194,7 +194,7 @@ def render(
         text = to_json(docs) if output is RenderFormat.json else to_yaml(docs)
         echo(text.rstrip("\n"))
         raise typer.Exit(0)
-    explained = [
+    explained: list[dict[str, Any]] = [
         {"name": r.name, "file": r.document.source.name, "fields": explain_run(r)} for r in desired.runs
     ]
     if output is RenderFormat.json:

@@ -63,7 +63,7 @@ def fill_cache(loaded: Loaded, names: list[str], cache: FileCache) -> dict[str, 
 def _cache_share(
     template: str | None,
     templates: dict[str, str],
-    folder: Path,
+    folder: Path | None,
     generation: str,
     share_index: int,
     names: list[str],

@@ -108,11 +108,12 @@ def build_plan(
             if have is not None and applied is not None and name in unchanged:
                 changes.append(_unchanged(want, have, applied))
             else:
-                changes.append(_for_desired(want, have, applied, workers.get(name), now))
+                changes.append(_for_desired(want, _full(have), applied, workers.get(name), now))
         elif have is None:
             if prune:
                 forget.append(name)
         elif prune:
+            have = _full_run(have)
             before = normalize(have.document)
             changes.append(
                 Change(
@@ -145,6 +146,19 @@ def build_plan(
         not_pruned=tuple(not_pruned),
         forget=tuple(forget),
     )
+
+
+def _full(have: LiveRun | RunSummary | None) -> LiveRun | None:
+    """``have``, which must be a ``LiveRun`` or nothing (see ``_full_run``)."""
+    return None if have is None else _full_run(have)
+
+
+def _full_run(have: LiveRun | RunSummary) -> LiveRun:
+    """The live run with its document: a run the plan compares or deletes must come in full (only
+    an unchanged or an unpruned one may come as its summary)."""
+    if isinstance(have, RunSummary):
+        raise PlanError(f"the live run {have.name} came without its document: it cannot be compared")
+    return have
 
 
 def _unchanged(want: DesiredItem, have: LiveRun | RunSummary, applied: Applied) -> Change:
@@ -208,7 +222,16 @@ def _for_desired(
         if have.final:
             reason = f"finished ({have.state}) and unchanged: it stays"
         if applied is not None and applied.records(after, want.file):
-            before = after = None  # nothing to send or record: as ``_unchanged`` gives it
+            # nothing to send or record: as ``_unchanged`` gives it
+            return Change(
+                address=want.name,
+                action=action,
+                before=None,
+                after=None,
+                reason=reason,
+                file=want.file,
+                resource_version=have.resource_version,
+            )
     return Change(
         address=want.name,
         action=action,

@@ -35,13 +35,13 @@ def cost_of(live: LiveRun, workers: Sequence[WorkerInfo] | None, now: float) -> 
             gpu_seconds=(ran or 0.0) * live.gpus_held,
         )
     busy = [w for w in workers if w.state not in _IDLE_WORKER_STATES]
-    ran = [max(0.0, now - w.started_at) for w in busy if w.started_at is not None]
+    spans = [max(0.0, now - w.started_at) for w in busy if w.started_at is not None]
     return Cost(
         state=live.state,
         workers=len(busy),
         gpus=sum(w.gpus for w in busy),
-        ran_seconds_min=min(ran) if ran else None,
-        ran_seconds_max=max(ran) if ran else None,
+        ran_seconds_min=min(spans) if spans else None,
+        ran_seconds_max=max(spans) if spans else None,
         gpu_seconds=sum(w.gpus * max(0.0, now - w.started_at) for w in busy if w.started_at is not None),
     )
 
@@ -51,7 +51,7 @@ def duration_words(seconds: float) -> str:
     s = int(seconds)
     if s < 60:
         return f"{s}s"
-    parts = []
+    parts: list[tuple[int, str]] = []
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
         n, s = divmod(s, size)
         if n or parts:

@@ -63,12 +63,9 @@ class _Absent:
 ABSENT: Any = _Absent()
 
 
-class Action(StrEnum):
-    noop = "noop"
-    create = "create"
-    update = "update"
-    replace = "replace"
-    delete = "delete"
+#: What a change does: a closed set (made by the functional form, as a member named ``replace``
+#: would stand where ``str.replace`` is in a class body).
+Action = StrEnum("Action", "noop create update replace delete", module=__name__, qualname="Action")
 
 
 def action_for(before: dict[str, Any] | None, after: dict[str, Any] | None) -> Action:
