@@ -4,8 +4,7 @@ many as there are cores; the answers in order. ``split(items)`` makes one share 
 
 Only a process without other threads is forked (a fork copies none of them, nor the locks they
 hold): ``forkable(n, minimum)`` says whether ``n`` items are worth it here. Used by
-``astra validate`` (``reconciler.check``) and by a cold load (``reconciler.load``), which gives
-this process other work ``meanwhile`` (a plan reads the cluster while its files load).
+``astra validate`` (``reconciler.check``) and by a cold load (``reconciler.load.parallel``).
 
 ``aside(work)`` runs ``work()`` in one forked process while this one goes on; ``result()`` is
 its answer, pickled back (a plan reads the cluster there while it loads its files here).
@@ -41,26 +40,17 @@ def split(items: Sequence[T]) -> list[list[T]]:
     return [list(items[i::jobs]) for i in range(jobs)]
 
 
-def on_every_core(
-    work: Callable[[int, Any], T], shares: Sequence[Any], *, meanwhile: Callable[[], None] | None = None
-) -> list[T]:
+def on_every_core(work: Callable[[int, Any], T], shares: Sequence[Any]) -> list[T]:
     """``[work(0, shares[0]), work(1, shares[1]), …]``, the first here and the rest in forked
-    processes, all at once.
-
-    ``meanwhile``: other work for this process, which then leaves every share to a forked one
-    and does it while they run (the cores are shared among all of them as they need)."""
-    if len(shares) < 2 and meanwhile is None:
+    processes, all at once."""
+    if len(shares) < 2:
         return [work(i, share) for i, share in enumerate(shares)]
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
-    here = meanwhile is None
-    with ProcessPoolExecutor(max(1, len(shares) - here), mp_context=get_context("fork")) as pool:
-        others = [pool.submit(work, i, share) for i, share in enumerate(shares) if i or not here]
-        if here:
-            return [work(0, shares[0]), *(f.result() for f in others)]
-        meanwhile()  # type: ignore[misc]
-        return [f.result() for f in others]
+    with ProcessPoolExecutor(len(shares) - 1, mp_context=get_context("fork")) as pool:
+        others = [pool.submit(work, i, share) for i, share in enumerate(shares) if i]
+        return [work(0, shares[0]), *(f.result() for f in others)]
 
 
 class Aside:

@@ -11,14 +11,14 @@ modification time only), so a file written again has another. A file written wit
 would leave all five alike.
 ``forget_under(folders, kept)`` drops the files a load of those folders no longer found.
 ``save()`` writes the file when anything changed; a file that cannot be read or written only
-makes the next run slower.
+makes the next run slower (one that cannot be read is said at debug level).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
+import logging
 import os
 import time
 from collections.abc import Iterable
@@ -27,6 +27,8 @@ from pathlib import Path
 from .atomic import write_atomically
 
 __all__ = ["RACY_NS", "StatHashes"]
+
+log = logging.getLogger(__name__)
 
 #: A file changed this recently (nanoseconds) is hashed again next time, not remembered.
 RACY_NS = 2_000_000_000
@@ -40,10 +42,15 @@ class StatHashes:
         self._changed = False
         self._cwd = os.getcwd()  # a relative name is remembered under this folder
         if self.path is not None:
-            with contextlib.suppress(OSError, ValueError):  # none yet, or damaged: hashed again
+            try:
                 data = json.loads(self.path.read_bytes())
-                if isinstance(data, dict) and data.get("version") == _VERSION:
-                    self._held = data.get("files") or {}
+            except (OSError, ValueError) as exc:  # none yet, or damaged: every file is hashed again
+                log.debug("stat hashes: %s not read (%s): every file is hashed", self.path, exc)
+                return
+            if isinstance(data, dict) and data.get("version") == _VERSION:
+                self._held = data.get("files") or {}
+            else:
+                log.debug("stat hashes: %s is of another version: every file is hashed", self.path)
 
     def _key(self, name: str) -> str:
         return name if name.startswith(os.sep) else f"{self._cwd}{os.sep}{name}"

@@ -74,7 +74,11 @@ def reads_apart(cluster: Cluster, store: SourceStore) -> bool:
 def read_ahead(source: str, cluster: Cluster, store: SourceStore, *, files: int, specs: bool) -> ReadAhead:
     """Start reading ``source``'s inventory (``specs``: with its specs) and the cluster's run
     summaries in a forked process, when it pays and can be done (see the module docstring)."""
-    if not (reads_apart(cluster, store) and forkable(files, READ_APART_FROM)):
+    if not forkable(files, READ_APART_FROM):
+        return ReadAhead(None)
+    if not reads_apart(cluster, store):
+        where = (cluster.address, getattr(store, "address", type(store).__name__))
+        log.debug("read-ahead: %s or %s cannot be read apart: the plan reads in its turn", *where)
         return ReadAhead(None)
     try:
         return ReadAhead(aside(lambda: _packed(_read(source, cluster, store, specs))))

@@ -1,5 +1,4 @@
-"""``reconciler.cores``: shares of a job on every core, other work for this process meanwhile, and
-work aside in a forked process."""
+"""``reconciler.cores``: shares of a job on every core, and work aside in a forked process."""
 
 from __future__ import annotations
 
@@ -21,18 +20,8 @@ def test_the_first_share_is_done_here_and_the_others_in_forked_processes():
     assert os.getpid() not in {pid for *_, pid in answers[1:]}
 
 
-def test_with_work_meanwhile_every_share_is_forked_and_the_answers_keep_their_order():
-    done_here = []
-    answers = on_every_core(doubled, [1, 2, 3], meanwhile=lambda: done_here.append(os.getpid()))
-    assert done_here == [os.getpid()]  # once, in this process
-    assert [(i, v) for i, v, _ in answers] == [(0, 2), (1, 4), (2, 6)]
-    assert os.getpid() not in {pid for *_, pid in answers}
-
-
-def test_one_share_with_work_meanwhile_is_still_forked():
-    done_here = []
-    answers = on_every_core(doubled, [5], meanwhile=lambda: done_here.append(1))
-    assert done_here == [1] and answers[0][:2] == (0, 10) and answers[0][2] != os.getpid()
+def test_one_share_is_done_here_without_forking():
+    assert on_every_core(doubled, [5]) == [(0, 10, os.getpid())]
 
 
 def pid_and(value: int) -> tuple[int, int]:
