@@ -7,22 +7,22 @@ from pathlib import Path
 
 import pytest
 
-from reconciler.clusters.slurm_policy import (
-    Policy,
-    Unit,
-    Verdict,
-    backoff_seconds,
-    group_restarts,
-    judge,
-    run_status,
-)
-from reconciler.clusters.slurm_state import (
+from reconciler.clusters.slurm.decode import (
     TaskObs,
     expand_hostlist,
     expand_indices,
     observe_submission,
     parse_squeue,
 )
+from reconciler.clusters.slurm.policy import (
+    Policy,
+    Unit,
+    Verdict,
+    group_restarts,
+    judge,
+    run_status,
+)
+from reconciler.runspec.vocabulary import backoff_seconds
 
 SAMPLES = Path(__file__).parent / "samples"
 
@@ -199,7 +199,7 @@ def test_a_failed_job_fails_its_run_at_once():
     "state", ["COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY"]
 )
 def test_every_final_slurm_state_ends_the_worker(state):
-    from reconciler.clusters.slurm_state import JobRow, describe
+    from reconciler.clusters.slurm.decode import JobRow, describe
 
     row = JobRow(1, 0, None, "", 0, state, "None", 256, 1.0, 2.0, ("m",), "r", "")
     assert describe(row, 60).end_kind is not None

@@ -7,17 +7,9 @@ from typing import Any
 
 import pytest
 
-from reconciler.clusters.slurm_mapping import (
-    comment_for,
-    gpu_shape,
-    group_gpus,
-    group_offsets,
-    group_order,
-    leader_file,
-    parse_comment,
-    spec_hash,
-    to_submission,
-)
+from reconciler.clusters.slurm.groups import group_gpus, group_offsets, group_order, leader_file
+from reconciler.clusters.slurm.mapping import gpu_shape, to_submission
+from reconciler.clusters.slurm.submission import comment_for, parse_comment, spec_hash
 from reconciler.runspec.parse import parse_run
 
 

@@ -4,8 +4,9 @@ Owns: the seeds' rules for ``restart_policy``, ``on_failure`` and ``lifetime: Se
 carries them out on Slurm (Slurm's own requeue is another rule: it never backs off, never
 counts, and restarts on node failure only), and the run's state and reason from its workers.
 
-Must not touch: processes, files, the real clock (``now`` is an argument). The cluster calls
-``judge`` from its observe step and carries out the ``Resubmit``s (``sbatch --begin``).
+Must not touch: processes, files, the real clock (``now`` is an argument); the limit, the
+backoff and the states, which are the vocabulary's (``reconciler.runspec.vocabulary``). The
+observe step calls ``judge`` and the cluster carries out the ``Resubmit``s (``sbatch --begin``).
 
 Rules (the seeds', as the embedded control plane keeps them):
 
@@ -28,14 +29,19 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from ..runspec import messages as msg
-from ..runspec.vocabulary import (
+from reconciler.runspec import messages as msg
+from reconciler.runspec.models import OnFailure, RestartPolicy
+from reconciler.runspec.vocabulary import (
     BACKOFF_START_SECONDS,
     RESET_AFTER_SECONDS,
     RESTART_LIMIT,
+    RunState,
+    WorkerState,
     backoff_seconds,
+    readout,
 )
-from .slurm_state import TaskObs
+
+from .decode import CANCELLED_OUTSIDE, UNKNOWN, TaskObs
 
 __all__ = [
     "GroupRestarts",
@@ -44,7 +50,6 @@ __all__ = [
     "RunStatus",
     "Unit",
     "Verdict",
-    "backoff_seconds",
     "group_restarts",
     "judge",
     "run_status",
@@ -53,8 +58,11 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Policy:
-    restart_policy: str  # OnFailure | Never | Always
-    on_failure: str  # RestartJob | RestartTask | FailJob
+    """A unit's restart rules, as its run (and its group) resolve them."""
+
+    restart_policy: RestartPolicy
+    on_failure: OnFailure
+    #: ``lifetime: Service``: every ending is restarted, without a limit.
     service: bool
     array: bool
 
@@ -95,7 +103,7 @@ def judge(policy: Policy, unit: Unit, now: float) -> Verdict:
     """The rules for one unit's current attempt."""
     obs = unit.obs
     if obs.end_kind is None:
-        reason = unit.why if unit.why and obs.state == "Pending" else obs.reason
+        reason = unit.why if unit.why and obs.state == WorkerState.PENDING else obs.reason
         return Verdict(obs.state, reason)
     ended = obs.ended_at if obs.ended_at is not None else now
     kind = obs.end_kind
@@ -104,13 +112,13 @@ def judge(policy: Policy, unit: Unit, now: float) -> Verdict:
             why_words = "it is a Service" if policy.service else "restart_policy Always"
             why = f"{obs.reason}; restarting in {BACKOFF_START_SECONDS} s ({why_words})"
             resubmit = Resubmit(unit.index, unit.restarts, ended + BACKOFF_START_SECONDS, why)
-            return Verdict("Pending", why, resubmit=resubmit)
+            return Verdict(WorkerState.PENDING, why, resubmit=resubmit)
         return Verdict(obs.state, obs.reason, final=True)
     if kind in ("cancelled", "gone"):
         return Verdict(obs.state, obs.reason, final=True)
     if kind == "preempted":
         why = "Preempted; back in the queue"
-        return Verdict("Pending", why, resubmit=Resubmit(unit.index, unit.restarts, now, why))
+        return Verdict(WorkerState.PENDING, why, resubmit=Resubmit(unit.index, unit.restarts, now, why))
     if kind == "timeout" and not policy.service:
         return Verdict(obs.state, obs.reason, final=True, fails_run=not policy.array)
     if not policy.service and (policy.on_failure == "FailJob" or policy.restart_policy == "Never"):
@@ -124,7 +132,7 @@ def judge(policy: Policy, unit: Unit, now: float) -> Verdict:
     delay = backoff_seconds(n)
     limit = "" if policy.service else f" of {RESTART_LIMIT}"
     why = f"{obs.reason}; restart {n}{limit} in {delay} s"
-    return Verdict("Pending", why, resubmit=Resubmit(unit.index, n, ended + delay, why))
+    return Verdict(WorkerState.PENDING, why, resubmit=Resubmit(unit.index, n, ended + delay, why))
 
 
 @dataclass(frozen=True)
@@ -149,37 +157,39 @@ def run_status(
     array is Failed with the seeds' ``K of N`` reason once every copy has ended.
     """
     counts = Counter(v.state for _, v, _, _ in workers)
-    running = counts.get("Running", 0)
+    running = counts.get(WorkerState.RUNNING, 0)
     n = len(workers)
     failures = sorted(
-        ((ended or 0.0, i) for i, (_, v, _, ended) in enumerate(workers) if v.final and v.state == "Failed"),
+        (ended or 0.0, i)
+        for i, (_, v, _, ended) in enumerate(workers)
+        if v.final and v.state == WorkerState.FAILED
     )
     fatal = [i for i, (_, v, _, _) in enumerate(workers) if v.fails_run]
     first = failures[0][1] if failures else None
     status = dict(sorted(counts.items()))
     if fatal:
         name, v, machine, _ = workers[fatal[0]]
-        return RunStatus("Failed", _failed_on(name, machine, v.reason), status, running)
+        return RunStatus(RunState.FAILED, _failed_on(name, machine, v.reason), status, running)
     if all(v.final for _, v, _, _ in workers):
         if first is not None:
             name, v, machine, _ = workers[first]
             where = _failed_on(name, machine, v.reason)
             return RunStatus(
-                "Failed",
+                RunState.FAILED,
                 msg.ARRAY_FAILED_REASON.format(failed=len(failures), total=n, first=where),
                 status,
                 running,
             )
-        unknown = [v for _, v, _, _ in workers if v.state == "Unknown"]
+        unknown = [v for _, v, _, _ in workers if v.state == UNKNOWN]
         if unknown:
-            return RunStatus("Failed", unknown[0].reason, status, running)
-        if counts.get("Stopped"):
-            return RunStatus("Cancelled", "Cancelled outside astra (scancel)", status, running)
-        return RunStatus("Completed", f"All {n} workers completed", status, running)
+            return RunStatus(RunState.FAILED, unknown[0].reason, status, running)
+        if counts.get(WorkerState.STOPPED):
+            return RunStatus(RunState.CANCELLED, CANCELLED_OUTSIDE, status, running)
+        return RunStatus(RunState.COMPLETED, f"All {n} workers completed", status, running)
     if running:
-        return RunStatus("Running", f"Workers {running} running of {n}", status, running)
+        return RunStatus(RunState.RUNNING, readout(running, n), status, running)
     waiting = [v for _, v, _, _ in workers if not v.final]
-    return RunStatus("Pending", waiting[0].reason, status, running)
+    return RunStatus(RunState.PENDING, waiting[0].reason, status, running)
 
 
 @dataclass(frozen=True)
@@ -193,7 +203,7 @@ class GroupRestarts:
 
 
 def group_restarts(
-    on_failure: str, units: list[tuple[Unit, Verdict]], *, one_job: bool, leader: int = 0
+    on_failure: OnFailure, units: list[tuple[Unit, Verdict]], *, one_job: bool, leader: int = 0
 ) -> GroupRestarts:
     """The seeds' ``on_failure`` over a run's groups, from each group's unit and verdict.
 

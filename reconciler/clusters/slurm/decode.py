@@ -1,4 +1,4 @@
-"""From ``squeue --json`` to workers in the seeds' words: the pure decoding half of the Slurm cluster.
+"""From ``squeue --json`` to workers in the seeds' words: the pure decoding of the Slurm cluster.
 
 Owns: reading ``squeue --json`` (Slurm 22.05, openapi v0.0.38) into ``JobRow``s, Slurm's hostlist
 and array-index syntaxes, finding one submission's tasks among every job the controller knows
@@ -7,7 +7,9 @@ so a job id reused after a cluster reset is not mistaken for ours), exit codes (
 a wait status: the code is ``>> 8``, the signal ``& 0x7f``), and each Slurm state and reason as a
 worker state and a reason in the seeds' words.
 
-Must not touch: processes, files, clocks, restart decisions (``slurm_policy``).
+Must not touch: processes, files, clocks, restart decisions (``policy``). The states and reasons
+that are the seeds' are the vocabulary's (``reconciler.runspec.vocabulary``); ``Unknown`` is a
+worker state of Slurm's alone (the control plane never loses track of a worker).
 
 =================  ============  ==================================================================
 Slurm state        worker state  reason
@@ -39,18 +41,21 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from reconciler.runspec.quantities import format_duration
+from reconciler.runspec.vocabulary import QUEUED, WorkerState, array_cap, exited
 
-from ..runspec import messages as msg
-from ..runspec.vocabulary import QUEUED
-from .slurm_mapping import parse_comment
+from .submission import parse_comment
 
 __all__ = [
+    "CANCELLED_OUTSIDE",
+    "LIVE_SLURM_STATES",
+    "UNKNOWN",
     "End",
     "JobRow",
     "TaskObs",
-    "exited",
+    "describe",
     "expand_hostlist",
     "expand_indices",
+    "gone",
     "observe_submission",
     "parse_squeue",
 ]
@@ -58,7 +63,11 @@ __all__ = [
 #: How a worker's attempt ended, for the restart rules: None while it has not ended.
 End = Literal["ok", "failed", "timeout", "cancelled", "lost", "preempted", "gone"]
 
-ARRAY_CAP = msg.ARRAY_CAP_REASON
+#: A worker whose job Slurm no longer reports, before astra saw it end: Slurm's state alone.
+UNKNOWN = "Unknown"
+CANCELLED_OUTSIDE = "Cancelled outside astra (scancel)"
+#: Slurm states of a job that has not ended.
+LIVE_SLURM_STATES = frozenset({"PENDING", "RUNNING", "CONFIGURING", "COMPLETING"})
 #: Pending reasons that only time cures; any other keeps the job from ever starting as it is.
 WAITING_REASONS = frozenset(
     {
@@ -80,10 +89,6 @@ WAITING_REASONS = frozenset(
     }
 )
 _END_OF_TIME = 2**31  # squeue's "no end time" lies beyond this
-
-
-def exited(code: int) -> str:
-    return msg.EXITED_REASON.format(code=code)
 
 
 @dataclass(frozen=True)
@@ -202,42 +207,43 @@ def describe(row: JobRow, time_limit: int | None) -> TaskObs:
     ended = {**common, "ended_at": row.end, "exit_code": exit_code}
     if state in ("PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED"):
         if reason == "JobArrayTaskLimit":
-            words = ARRAY_CAP.format(n=row.array_max_tasks)
+            words = array_cap(row.array_max_tasks)
         elif reason in WAITING_REASONS:
             words = QUEUED if reason in ("None", "Priority", "Resources") else f"{QUEUED} ({reason})"
         else:
             words = f"Slurm cannot start it: {reason}"
-        return TaskObs("Pending", words, slurm_state=state)
+        return TaskObs(WorkerState.PENDING, words, slurm_state=state)
     if state == "CONFIGURING":
-        return TaskObs("Preparing", "Preparing its machines", **common)
+        return TaskObs(WorkerState.PREPARING, "Preparing its machines", **common)
     if state == "RUNNING":
-        return TaskObs("Running", "Running", **common)
+        return TaskObs(WorkerState.RUNNING, "Running", **common)
     if state == "COMPLETING":
-        return TaskObs("Running", "Ending", **common)
+        return TaskObs(WorkerState.RUNNING, "Ending", **common)
     if state in ("SUSPENDED", "STOPPED"):
-        return TaskObs("Pending", "Suspended by Slurm", **common)
+        return TaskObs(WorkerState.PENDING, "Suspended by Slurm", **common)
     if state == "COMPLETED":
-        return TaskObs("Completed", exited(0), "ok", **ended)
+        return TaskObs(WorkerState.COMPLETED, exited(0), "ok", **ended)
     if state == "FAILED":
         words = exited(exit_code or 0) if not signal else f"Killed by signal {signal}"
-        return TaskObs("Failed", words, "failed", **ended)
+        return TaskObs(WorkerState.FAILED, words, "failed", **ended)
     if state == "TIMEOUT":
         limit = f" of {format_duration(time_limit)}" if time_limit else ""
-        return TaskObs("Failed", f"Stopped at its time limit{limit}", "timeout", **ended)
+        return TaskObs(WorkerState.FAILED, f"Stopped at its time limit{limit}", "timeout", **ended)
     if state == "OUT_OF_MEMORY":
-        return TaskObs("Failed", "Out of memory", "failed", **ended)
+        return TaskObs(WorkerState.FAILED, "Out of memory", "failed", **ended)
     if state == "CANCELLED":
-        return TaskObs("Stopped", "Cancelled outside astra (scancel)", "cancelled", **ended)
+        return TaskObs(WorkerState.STOPPED, CANCELLED_OUTSIDE, "cancelled", **ended)
     if state == "NODE_FAIL":
-        return TaskObs("Down", "Its machine failed", "lost", **ended)
+        return TaskObs(WorkerState.DOWN, "Its machine failed", "lost", **ended)
     if state == "PREEMPTED":
-        return TaskObs("Pending", "Preempted", "preempted", **ended)
-    return TaskObs("Failed", f"Slurm ended it: {state}", "failed", **ended)
+        return TaskObs(WorkerState.PENDING, "Preempted", "preempted", **ended)
+    return TaskObs(WorkerState.FAILED, f"Slurm ended it: {state}", "failed", **ended)
 
 
 def gone(job_id: int) -> TaskObs:
+    """A task Slurm no longer reports (it forgets ended jobs after MinJobAge)."""
     return TaskObs(
-        "Unknown",
+        UNKNOWN,
         f"Slurm no longer knows job {job_id} (it forgets ended jobs after MinJobAge): its outcome is unknown",
         "gone",
     )

@@ -1,0 +1,294 @@
+"""``SlurmCluster``: the ``Cluster`` protocol over a Slurm cluster, composed of the package's parts.
+
+Owns: the protocol's methods (each under the records' lock: a change or an observation at a
+time), the address (``slurm://[PARTITION][?images=host|pyxis]``), refusing what a submitted
+job cannot take in place (``mapping.update_errors``), and carrying out what the observe step
+decides (``observe.Action``: ``match`` over the closed set).
+
+Must not touch: the reconciler's policy (what to create, update or prune), the spec's rules,
+Slurm's words (``commands``, ``decode``), the files' layout (``records``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, assert_never, cast, get_args
+from urllib.parse import parse_qs, urlsplit
+
+from reconciler.runspec.errors import InvalidSpec
+from reconciler.runspec.models import Run
+from reconciler.runspec.normalize import normalize
+from reconciler.runspec.parse import parse_run
+from reconciler.runspec.vocabulary import same
+
+from ..base import Conflict, LiveRun, NotFound, Rejected, WorkerInfo
+from .commands import COMMAND_TIMEOUT, SlurmCommands
+from .decode import JobRow
+from .groups import group_gpus
+from .mapping import to_submission, update_errors
+from .observe import (
+    CancelJobs,
+    FailRun,
+    RestartGroups,
+    ResubmitUnit,
+    StartNow,
+    observe,
+    report,
+)
+from .records import RunRecords, default_state_dir, group_record, new_record
+from .submission import Images, Submission, comment_for, comment_nonce, spec_hash
+from .submit import new_nonce, resubmit, submit_group_jobs
+
+__all__ = ["SlurmCluster"]
+
+
+class SlurmCluster:
+    """A Slurm cluster reached through its commands on the PATH."""
+
+    def __init__(
+        self,
+        partition: str | None = None,
+        *,
+        state_dir: str | os.PathLike[str] | None = None,
+        images: Images | None = None,
+        clock: Callable[[], float] = time.time,
+        timeout: float = COMMAND_TIMEOUT,
+    ):
+        self.partition = partition or None
+        self.address = f"slurm://{partition or ''}"
+        self.state_dir = Path(state_dir) if state_dir is not None else default_state_dir()
+        self.records = RunRecords(self.state_dir)
+        self.commands = SlurmCommands(self.partition, timeout=timeout, images=images)
+        self._clock = clock
+
+    @classmethod
+    def from_url(cls, url: str, **kwargs: Any) -> SlurmCluster:
+        """``slurm://``, ``slurm://PARTITION``, optionally ``?images=host|pyxis``."""
+        parts = urlsplit(url)
+        if parts.scheme != "slurm":
+            raise ValueError(f"not a slurm:// address: {url}")
+        images = parse_qs(parts.query).get("images", [None])[0]
+        if images not in (None, *get_args(Images)):
+            raise ValueError(f"images must be host or pyxis, not {images}")
+        partition = (parts.netloc + parts.path).strip("/") or None
+        return cls(partition, images=cast("Images | None", images), **kwargs)
+
+    # ---- the protocol ----------------------------------------------------------------------------
+
+    def list_runs(self) -> list[LiveRun]:
+        with self.records.locked():
+            names = self.records.names()
+            if not names:
+                return []
+            rows = self.commands.squeue()
+            return [self._observe(self.records.load(n), rows)[0] for n in names]
+
+    def get_run(self, name: str) -> LiveRun | None:
+        with self.records.locked():
+            if not self.records.exists(name):
+                return None
+            return self._observe(self.records.load(name), self.commands.squeue())[0]
+
+    def create_run(self, document: dict[str, Any]) -> LiveRun:
+        doc = _own_copy(document)
+        run = self._parse(doc)
+        name = run.metadata.name
+        with self.records.locked():
+            if self.records.exists(name):
+                raise Conflict(f"run {name} already exists on {self.address}")
+            nonce = new_nonce()
+            sub = self._submission(run, nonce)
+            now = self._clock()
+            if sub.jobs:
+                record = self._group_record(run, doc, sub, now)
+                self._submit_groups(record, run, sub, restart=0, why="", not_before=None, now=now)
+            else:
+                job_id = self._sbatch(sub.script, [])
+                record = new_record(run, doc, sub, now, job_id=job_id, nonce=nonce)
+            self.records.save(record)
+            return self._observe(record, self.commands.squeue())[0]
+
+    def update_run(self, name: str, document: dict[str, Any], resource_version: int) -> LiveRun:
+        doc = _own_copy(document)
+        new = self._parse(doc)
+        if new.metadata.name != name:
+            raise Rejected(f"the document names {new.metadata.name}, not {name}")
+        with self.records.locked():
+            record = self.records.load_or_404(name, self.address)
+            if record["resource_version"] != resource_version:
+                raise Conflict(
+                    f"run {name} changed since it was read (resource_version "
+                    f"{record['resource_version']}, not {resource_version})"
+                )
+            old_n, new_n = normalize(record["document"]), normalize(doc)
+            errors = update_errors(old_n, new_n)
+            if errors:
+                raise Rejected("; ".join(f"{e['path']}: {e['message']}" for e in errors), errors)
+            if not same(old_n["spec"], new_n["spec"]):
+                assert new.spec.array is not None
+                self._throttle(record, new.spec.array.max_parallel or 0, new)
+            record["document"] = doc
+            record["spec_hash"] = spec_hash(new)
+            record["resource_version"] += 1
+            self.records.save(record)
+            return self._observe(record, self.commands.squeue())[0]
+
+    def delete_run(self, name: str) -> None:
+        with self.records.locked():
+            record = self.records.load_or_404(name, self.address)
+            self.commands.scancel(sorted({str(a["job_id"]) for a in record["attempts"]}))
+            self.records.remove(name)
+
+    def workers(self, name: str) -> list[WorkerInfo]:
+        with self.records.locked():
+            record = self.records.load_or_404(name, self.address)
+            return self._observe(record, self.commands.squeue())[1]
+
+    def logs(self, worker: str) -> str:
+        with self.records.locked():
+            text = self.records.worker_log(worker)
+        if text is None:
+            raise NotFound(f"no worker {worker} on {self.address}")
+        return text
+
+    # ---- what the partition offers ---------------------------------------------------------------
+
+    def node_gpus(self) -> int | None:
+        """The most GPUs one node of the partition has (``sinfo``), or None when it has none."""
+        return self.commands.node_gpus()
+
+    def node_count(self) -> int | None:
+        """How many nodes the partition has (``sinfo %D``), or None when sinfo does not say."""
+        return self.commands.node_count()
+
+    def images(self) -> Images:
+        return self.commands.images()
+
+    # ---- observe, and carry out what it decides ---------------------------------------------------
+
+    def _observe(self, record: dict[str, Any], rows: list[JobRow]) -> tuple[LiveRun, list[WorkerInfo]]:
+        """Decode, judge and decide (``observe``), act (resubmit, cancel), remember, and report one run."""
+        now = self._clock()
+        found = observe(record, rows, now)
+        record.setdefault("seen", {}).update(found.remember)
+        for action in found.actions:
+            match action:
+                case CancelJobs(job_ids):
+                    self.commands.scancel(list(job_ids), check=False)
+                case RestartGroups(r, only, pending):
+                    self._submit_groups(
+                        record,
+                        found.run,
+                        None,
+                        restart=r.restart,
+                        why=r.why,
+                        not_before=r.not_before,
+                        now=now,
+                        only=set(only) if only is not None else None,
+                        pending=set(pending) if pending is not None else None,
+                    )
+                case ResubmitUnit(r):
+                    resubmit(record, found.run, r, self._sbatch, now)
+                case StartNow(attempt, job_id):
+                    self.commands.update(job_id, "StartTime=now")
+                    record["attempts"][attempt]["nudged"] = True
+                case FailRun(job_ids):
+                    if job_ids:
+                        self.commands.scancel(list(job_ids), check=False)
+                    record["failed_cancelled"] = True
+                case _:
+                    assert_never(action)
+        if found.again:
+            self.records.save(record)
+            return self._observe(record, self.commands.squeue())
+        if found.remember or found.actions:
+            self.records.save(record)
+        return report(record, found)
+
+    # ---- submissions -----------------------------------------------------------------------------
+
+    def _sbatch(self, script: str, extra: list[str]) -> int:
+        return self.commands.sbatch(script, extra)
+
+    def _parse(self, doc: dict[str, Any]) -> Run:
+        try:
+            return parse_run(doc)
+        except InvalidSpec as exc:
+            raise Rejected(str(exc), [e.to_json() for e in exc.errors]) from exc
+
+    def _submission(self, run: Run, nonce: str, generation: str | None = None) -> Submission:
+        """The run's submission on this partition (asking it only what the run needs to know);
+        ``Rejected`` with every field it cannot carry."""
+        log_dir = self.records.log_dir(run.metadata.name)
+        gpus = run.spec.task_template.requested_resources if run.spec.task_template else None
+        asks_gpus = (gpus is not None and gpus.gpu_requests is not None) or any(group_gpus(run))
+        groups = run.spec.task_groups
+        sub = to_submission(
+            run,
+            nonce=nonce,
+            log_dir=str(log_dir),
+            partition=self.partition,
+            node_gpus=self.node_gpus() if asks_gpus else None,
+            images=self.images(),
+            nodes_available=self.node_count() if groups and len(groups) > 1 else None,
+            generation=generation,
+        )
+        if sub.errors:
+            errors = [e.to_json() for e in sub.errors]
+            raise Rejected("; ".join(e.format() for e in sub.errors), errors)
+        log_dir.mkdir(parents=True, exist_ok=True)
+        return sub
+
+    def _group_record(self, run: Run, doc: dict[str, Any], sub: Submission, now: float) -> dict[str, Any]:
+        return group_record(run, doc, sub, now)
+
+    def _submit_groups(
+        self,
+        record: dict[str, Any],
+        run: Run,
+        sub: Submission | None,
+        *,
+        restart: int,
+        why: str,
+        not_before: float | None,
+        now: float,
+        only: set[int] | None = None,
+        pending: set[int] | None = None,
+    ) -> None:
+        """Submit the group jobs, in ``start_after`` order: all of them (``sub``, or a new
+        generation with a new leader file) or ``only`` some groups, in the current generation."""
+        if sub is None:
+            nonce = new_nonce()
+            generation = record["generation"] if only is not None else nonce
+            sub = self._submission(run, nonce, generation=generation)
+        else:
+            generation = comment_nonce(sub.comment)
+        submit_group_jobs(
+            record,
+            sub,
+            self._sbatch,
+            generation=generation,
+            restart=restart,
+            why=why,
+            not_before=not_before,
+            now=now,
+            only=only,
+            pending=pending,
+        )
+
+    def _throttle(self, record: dict[str, Any], cap: int, run: Run) -> None:
+        """``max_parallel`` in place, on the array job (the record's first submission)."""
+        first = record["attempts"][0]
+        self.commands.throttle(first["job_id"], cap, comment_for(run, first["nonce"]))
+
+
+def _own_copy(document: dict[str, Any]) -> dict[str, Any]:
+    """A plain copy of a document to keep, without the server's resource_version."""
+    doc: dict[str, Any] = json.loads(json.dumps(document))
+    if isinstance(doc.get("metadata"), dict):
+        doc["metadata"].pop("resource_version", None)
+    return doc

@@ -1,0 +1,126 @@
+"""Slurm's commands, run with a timeout, their failures mapped onto ``ClusterError``s.
+
+Owns: running ``sbatch``, ``squeue --json``, ``scontrol``, ``scancel``, ``sinfo`` and
+``srun --help`` from the PATH (each within ``timeout`` seconds); what their failures mean
+(a missing command, a timeout or a controller that cannot be reached is ``Unreachable``: nothing
+may be concluded from silence; ``sbatch`` refusing a job is ``Rejected``; anything else is a
+``ClusterError`` with Slurm's words); what the partition offers (GPUs per node, nodes, images).
+
+Must not touch: the records, the clock, restart decisions. Callers hold the records' lock.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+from ..base import ClusterError, Rejected, Unreachable
+from .decode import LIVE_SLURM_STATES, JobRow, parse_squeue
+from .submission import Images
+
+__all__ = ["COMMAND_TIMEOUT", "SlurmCommands"]
+
+#: How long one Slurm command may take before the cluster counts as unreachable.
+COMMAND_TIMEOUT = 30.0
+#: Words on stderr that say the controller could not be reached.
+_UNREACHABLE = ("Unable to contact slurm controller", "Connection refused", "Socket timed out")
+
+
+class SlurmCommands:
+    """The commands of one Slurm partition (``None``: the default one)."""
+
+    def __init__(
+        self, partition: str | None, *, timeout: float = COMMAND_TIMEOUT, images: Images | None = None
+    ):
+        self.partition = partition
+        self.timeout = timeout
+        self._images = images
+        self._node_gpus: int | None = None
+        self._asked_node_gpus = False
+
+    def run(self, argv: list[str], input: str | None = None, check: bool = True) -> str:
+        """Run a command: its stdout (``check``: a non-zero exit is an error), else stdout and
+        stderr together (the caller judges by what Slurm reports afterwards)."""
+        try:
+            proc = subprocess.run(
+                argv, input=input, capture_output=True, text=True, timeout=self.timeout, check=False
+            )
+        except FileNotFoundError as exc:
+            raise Unreachable(f"{argv[0]} is not on the PATH: is this a Slurm submit host?") from exc
+        except subprocess.TimeoutExpired as exc:
+            raise Unreachable(f"{argv[0]} did not answer within {self.timeout:g} s") from exc
+        err = (proc.stderr or "").strip()
+        if any(s in err for s in _UNREACHABLE):
+            raise Unreachable(f"Slurm's controller cannot be reached: {err.splitlines()[-1]}")
+        if check and proc.returncode != 0:
+            raise ClusterError(f"{' '.join(argv[:2])} failed: {err or proc.stdout.strip()}")
+        return proc.stdout + proc.stderr if not check else proc.stdout
+
+    def squeue(self) -> list[JobRow]:
+        """Every job the controller knows (``squeue --json``)."""
+        out = self.run(["squeue", "--json"])
+        try:
+            return parse_squeue(json.loads(out))
+        except (ValueError, KeyError) as exc:
+            raise ClusterError(f"squeue --json gave what astra cannot read: {exc}") from exc
+
+    def sbatch(self, script: str, extra: list[str]) -> int:
+        """Submit a batch script (``extra``: options beyond its ``#SBATCH`` lines); the job id."""
+        try:
+            out = self.run(["sbatch", "--parsable", *extra], input=script)
+        except Unreachable:
+            raise
+        except ClusterError as exc:
+            text = str(exc).removeprefix("sbatch --parsable failed: ")
+            raise Rejected(f"Slurm refused the job: {text}") from exc
+        m = re.match(r"\s*(\d+)", out)
+        if m is None:
+            raise ClusterError(f"sbatch gave no job id: {out.strip()}")
+        return int(m.group(1))
+
+    def scancel(self, job_ids: list[str], *, check: bool = True) -> None:
+        self.run(["scancel", *job_ids], check=check)
+
+    def update(self, job_id: int, setting: str) -> str:
+        """``scontrol update JobId=… <setting>``; its words (it is judged by what squeue says next)."""
+        return self.run(["scontrol", "update", f"JobId={job_id}", setting], check=False)
+
+    def throttle(self, job_id: int, cap: int, comment: str) -> None:
+        """An array's ``max_parallel`` in place (``ArrayTaskThrottle``), and its new comment."""
+        # scontrol exits 1 when some tasks have ended ("Job has already finished") even though
+        # the rest took the new throttle: judge by what squeue reports afterwards.
+        out = self.update(job_id, f"ArrayTaskThrottle={cap}")
+        self.update(job_id, f"Comment={comment}")
+        rows = [r for r in self.squeue() if r.array_job_id == job_id]
+        live = [r for r in rows if r.state in LIVE_SLURM_STATES]
+        if live and any(r.array_max_tasks != cap for r in live):
+            raise ClusterError(f"Slurm did not change the array's throttle: {out.strip()}")
+
+    def _partition_option(self) -> list[str]:
+        return [f"--partition={self.partition}"] if self.partition else []
+
+    def node_gpus(self) -> int | None:
+        """The most GPUs one node of the partition has (``sinfo``), or None when it has none."""
+        if not self._asked_node_gpus:
+            best = 0
+            for line in self.run(["sinfo", "-h", "-o", "%G", *self._partition_option()]).split():
+                for gres in line.split(","):
+                    m = re.match(r"gpu(?::[^:(]+)?:(\d+)", gres)
+                    if m:
+                        best = max(best, int(m.group(1)))
+            self._node_gpus, self._asked_node_gpus = best or None, True
+        return self._node_gpus
+
+    def node_count(self) -> int | None:
+        """How many nodes the partition has (``sinfo %D``), or None when sinfo does not say."""
+        out = self.run(["sinfo", "-h", "-o", "%D", *self._partition_option()], check=False)
+        counts = [int(x) for x in out.split() if x.isdigit()]
+        return sum(counts) or None
+
+    def images(self) -> Images:
+        """How images are honoured: as configured, else ``pyxis`` when ``srun`` has ``--container-image``."""
+        if self._images is None:
+            help_text = self.run(["srun", "--help"], check=False)
+            self._images = "pyxis" if "--container-image" in help_text else "host"
+        return self._images

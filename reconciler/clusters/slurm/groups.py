@@ -1,0 +1,273 @@
+"""A run with worker groups on Slurm: its jobs, in the order they are submitted.
+
+Owns: the two shapes of worker groups (``submission``'s table): a gang of groups is one
+heterogeneous job (a component per group, one ``srun`` over all, ranks across the components);
+any other is one job per group, submitted in ``start_after`` order with ``--dependency=after``,
+the leader's group telling the others its address through a file in the shared log folder
+(one file a generation). Also the groups' order, their first ranks and their GPUs.
+
+Must not touch: processes, files, clocks. The cluster submits these jobs (``submit``).
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+
+from reconciler.runspec.errors import FieldError
+from reconciler.runspec.messages import GANG_BARRIER_SECONDS, MASTER_PORT
+from reconciler.runspec.models import Run, StartPolicy, TaskGroup, resolve_on_failure, resolve_start
+from reconciler.runspec.paths import FieldPath
+
+from .submission import (
+    LEADER_ADDRESS,
+    GroupJob,
+    Images,
+    Kind,
+    Submission,
+    comment_for,
+    gres,
+    mib,
+    script_header,
+    step_launch,
+    time_option,
+)
+from .unsupported import (
+    NO_GROUP_GPUS,
+    NO_GROUPS_MIN_AVAILABLE,
+    NO_HETJOB_NODES,
+    NO_HETJOB_RESTART_TASK,
+    unsupported,
+)
+
+__all__ = [
+    "group_gpus",
+    "group_offsets",
+    "group_order",
+    "group_submission",
+    "leader_file",
+]
+
+_FIRST_NODE_ADDR = [*LEADER_ADDRESS, 'MASTER_ADDR="${MASTER_ADDR:-$ASTRA_LEADER}"', "unset ASTRA_LEADER"]
+
+
+def group_order(groups: list[TaskGroup]) -> list[int]:
+    """Group indices in submission order: each group after the one it starts after, else spec order."""
+    names = {g.name: i for i, g in enumerate(groups)}
+    out: list[int] = []
+    done: set[int] = set()
+
+    def visit(i: int, path: frozenset[int]) -> None:
+        if i in done or i in path:  # a cycle is the spec's error, reported before we get here
+            return
+        after = groups[i].start_after
+        if after is not None and after in names:
+            visit(names[after], path | {i})
+        done.add(i)
+        out.append(i)
+
+    for i in range(len(groups)):
+        visit(i, frozenset())
+    return out
+
+
+def group_offsets(groups: list[TaskGroup]) -> list[int]:
+    """Each group's first RANK: ranks run across the groups in spec order."""
+    offsets, rank = [], 0
+    for g in groups:
+        offsets.append(rank)
+        rank += g.replicas
+    return offsets
+
+
+def leader_file(log_dir: str, generation: str) -> str:
+    """Where the leader's group writes MASTER_ADDR for the other groups (one file a generation)."""
+    return f"{log_dir}/leader.{generation}"
+
+
+def _group_gpus(g: TaskGroup) -> int:
+    res = g.task_template.requested_resources
+    return res.gpu_requests.count if res is not None and res.gpu_requests is not None else 0
+
+
+def group_gpus(run: Run) -> list[int]:
+    """GPUs per worker of each group, in spec order."""
+    return [_group_gpus(g) for g in run.spec.task_groups or ()]
+
+
+def group_submission(
+    run: Run,
+    *,
+    nonce: str,
+    log_dir: str,
+    partition: str | None,
+    node_gpus: int | None,
+    images: Images,
+    nodes_available: int | None,
+    generation: str,
+) -> Submission:
+    """The jobs of a run with worker groups (``Submission.jobs``); ``errors`` when Slurm cannot
+    carry it. ``nodes_available`` bounds a heterogeneous job; ``generation`` names the leader file."""
+    spec = run.spec
+    groups = list(spec.task_groups or ())
+    start = resolve_start(spec, node_gpus)
+    het = start == "Gang" and not any(g.start_after for g in groups) and len(groups) > 1
+    errors = _group_errors(run, start, node_gpus, nodes_available, het=het)
+    size = sum(g.replicas for g in groups)
+    kind: Kind = "hetjob" if het else "groups"
+    comment = comment_for(run, nonce)
+    gpus = max((_group_gpus(g) for g in groups), default=0)
+    if errors:
+        return Submission(kind, size, 1, gpus, (), "", comment, errors)
+    if het:
+        job = _hetjob(run, comment, partition, log_dir, images)
+        return Submission(kind, size, len(groups), gpus, job.options, job.script, comment, jobs=(job,))
+    jobs = _group_jobs(run, comment, partition, log_dir, images, generation)
+    return Submission(kind, size, 1, gpus, jobs[0].options, jobs[0].script, comment, jobs=jobs)
+
+
+def _group_errors(
+    run: Run, start: StartPolicy, node_gpus: int | None, nodes_available: int | None, *, het: bool
+) -> list[FieldError]:
+    """Every field of a run with worker groups that Slurm cannot carry (``start``: as resolved)."""
+    spec = run.spec
+    groups = list(spec.task_groups or ())
+    root = FieldPath.root().child("spec")
+    errors = unsupported(run)
+    for i, g in enumerate(groups):
+        res = g.task_template.requested_resources
+        gr = res.gpu_requests if res is not None else None
+        if gr is not None and node_gpus is not None and gr.count > node_gpus:
+            path = root.child("task_groups").index(i).child("task_template", "requested_resources")
+            errors.append(
+                FieldError.invalid(
+                    path.child("gpu_requests", "count"), NO_GROUP_GPUS.format(node_gpus=node_gpus)
+                )
+            )
+    if start == "MinAvailable":
+        errors.append(FieldError.not_supported(root.child("start"), NO_GROUPS_MIN_AVAILABLE))
+    elif het and resolve_on_failure(spec, start) == "RestartTask":
+        errors.append(FieldError.not_supported(root.child("on_failure"), NO_HETJOB_RESTART_TASK))
+    if het and nodes_available is not None and nodes_available < len(groups):
+        errors.append(
+            FieldError.not_supported(
+                root.child("task_groups"), NO_HETJOB_NODES.format(groups=len(groups), nodes=nodes_available)
+            )
+        )
+    return errors
+
+
+def _image(g: TaskGroup, images: Images) -> str:
+    return f" --container-image={shlex.quote(g.task_template.image)}" if images == "pyxis" else ""
+
+
+def _hetjob(run: Run, comment: str, partition: str | None, log_dir: str, images: Images) -> GroupJob:
+    """A gang of groups: one heterogeneous job, a component per group."""
+    groups = list(run.spec.task_groups or ())
+    size = sum(g.replicas for g in groups)
+    blocks = [_group_options(run, g, comment, partition, log_dir, i == 0) for i, g in enumerate(groups)]
+    lines = script_header(run, "hetjob: " + ", ".join(g.name for g in groups), blocks)
+    # The batch step runs on component 0's first node: that is the leader (rank 0).
+    lines += [*_FIRST_NODE_ADDR, f"export MASTER_ADDR MASTER_PORT={MASTER_PORT}"]
+    # One heterogeneous step over every component: Slurm numbers its tasks across the
+    # components in order (SLURM_PROCID 0..N-1, SLURM_NTASKS N), which is RANK across groups.
+    steps = [
+        f"--het-group={i} {step_launch(log_dir).removeprefix('srun ')}{_image(g, images)} bash -c "
+        f"{shlex.quote(_group_inner(g, '$SLURM_PROCID', size))} astra-worker {_group_argv(g)}"
+        for i, g in enumerate(groups)
+    ]
+    lines.append("exec srun " + " : ".join(steps))
+    options = tuple(o for b in blocks for o in b)
+    return GroupJob(tuple(range(len(groups))), None, options, "\n".join(lines) + "\n")
+
+
+def _group_jobs(
+    run: Run, comment: str, partition: str | None, log_dir: str, images: Images, generation: str
+) -> tuple[GroupJob, ...]:
+    """One job per group, in submission order; each after the job of the group it starts after."""
+    groups = list(run.spec.task_groups or ())
+    size = sum(g.replicas for g in groups)
+    offsets = group_offsets(groups)
+    names = {g.name: i for i, g in enumerate(groups)}
+    leader = shlex.quote(leader_file(log_dir, generation))
+    jobs = []
+    for i in group_order(groups):
+        g = groups[i]
+        opts = _group_options(run, g, comment, partition, log_dir, True)
+        lines = script_header(
+            run, f"group {g.name}, ranks {offsets[i]}-{offsets[i] + g.replicas - 1} of {size}", [opts]
+        )
+        if size > 1:
+            lines += _leader_lines(i, groups[0].name, leader)
+        inner = _group_inner(g, f"$(({offsets[i]}+SLURM_PROCID))", size)
+        launch = f"{step_launch(log_dir)}{_image(g, images)}"
+        lines.append(f"exec {launch} bash -c {shlex.quote(inner)} astra-worker {_group_argv(g)}")
+        after = names[g.start_after] if g.start_after is not None else None
+        jobs.append(GroupJob((i,), after, tuple(opts), "\n".join(lines) + "\n"))
+    return tuple(jobs)
+
+
+def _leader_lines(i: int, leader_group: str, leader: str) -> list[str]:
+    """How group ``i``'s job learns MASTER_ADDR: the leader's group writes it, the others wait for it."""
+    if i == 0:
+        # The leader's group: its first node is rank 0's. It tells the other groups, whose jobs
+        # may start before or after it, through a file in the shared log dir.
+        tmp = f"{leader}.$SLURM_JOB_ID"
+        lines = [*_FIRST_NODE_ADDR, f'printf "%s\\n" "$MASTER_ADDR" > {tmp} && mv -f {tmp} {leader}']
+    else:
+        lines = [
+            f"for _ in $(seq {GANG_BARRIER_SECONDS}); do [ -s {leader} ] && break; sleep 1; done",
+            f"MASTER_ADDR=$(cat {leader} 2>/dev/null)",
+            'if [ -z "$MASTER_ADDR" ]; then',
+            f"  echo \"astra: the leader's group {leader_group} did not start within "
+            f'{GANG_BARRIER_SECONDS // 60} minutes" >&2; exit 1',
+            "fi",
+        ]
+    return [*lines, f"export MASTER_ADDR MASTER_PORT={MASTER_PORT}"]
+
+
+def _group_options(
+    run: Run, g: TaskGroup, comment: str, partition: str | None, log_dir: str, output: bool
+) -> list[str]:
+    """A group's job (or hetjob component): ``--ntasks=replicas``, the template's ask per task."""
+    t = g.task_template
+    opts = [f"--job-name={run.metadata.name}", f"--comment={comment}"]
+    if partition:
+        opts.append(f"--partition={partition}")
+    if output:
+        opts.append(f"--output={log_dir}/%j.out")
+    opts.append(f"--ntasks={g.replicas}")
+    res = t.requested_resources
+    gr = res.gpu_requests if res is not None else None
+    if gr is not None:
+        ask, constraint = gres(gr.count, gr.models)
+        opts.append("--gpus-per-task=" + ask.removeprefix("gpu:"))
+        opts += constraint
+    if res is not None:
+        if res.cpu_cores is not None:
+            opts.append(f"--cpus-per-task={res.cpu_cores}")
+        if res.memory_bytes is not None:
+            # Slurm has no memory per task: per CPU, times the task's CPUs, is at least the ask.
+            opts.append(f"--mem-per-cpu={math.ceil(mib(res.memory_bytes) / (res.cpu_cores or 1))}M")
+        if res.per_gpu is not None:
+            if res.per_gpu.cpu_cores is not None:
+                opts.append(f"--cpus-per-gpu={res.per_gpu.cpu_cores}")
+            if res.per_gpu.memory_bytes is not None:
+                opts.append(f"--mem-per-gpu={mib(res.per_gpu.memory_bytes)}M")
+    if t.time_limit_seconds is not None:
+        opts.append(time_option(t.time_limit_seconds))
+    return opts
+
+
+def _group_inner(g: TaskGroup, rank: str, size: int) -> str:
+    """The per-task wrapper of a group's worker: its env, then CONTRACT §6's names."""
+    parts = [f"export {k}={shlex.quote(v)}" for k, v in sorted((g.task_template.env or {}).items())]
+    parts.append(f"export RANK={rank} WORLD_SIZE={size}")
+    parts.append("export SLURM_PROCID=$RANK SLURM_NTASKS=$WORLD_SIZE")
+    return "; ".join(parts) + '; exec "$@"'
+
+
+def _group_argv(g: TaskGroup) -> str:
+    t = g.task_template
+    assert t.command is not None
+    return " ".join(shlex.quote(a) for a in [t.command, *(t.args or [])])

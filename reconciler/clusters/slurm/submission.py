@@ -1,0 +1,160 @@
+"""What one ``sbatch`` is, and the pieces every submission shares: the pure core of the mapping.
+
+Owns: the ``Submission`` and ``GroupJob`` records the mapping hands the cluster, the shapes
+(``Kind``) and image modes (``Images``), the ``--comment`` astra writes on every job (its marker,
+the spec hash, the submission's nonce) and how it is read back, the run's document as the
+script's header carries it, and the resource options both mappings write alike (``--gres``,
+memory in MiB, ``--time`` in whole minutes).
+
+Must not touch: processes, files, clocks; which fields Slurm cannot carry (``unsupported``);
+the shapes' own options and scripts (``mapping`` for one worker template, ``groups`` for worker
+groups).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from reconciler.runspec.errors import FieldError
+from reconciler.runspec.models import Run
+
+__all__ = [
+    "COMMENT_MARKER",
+    "LEADER_ADDRESS",
+    "GroupJob",
+    "Images",
+    "Kind",
+    "Submission",
+    "comment_for",
+    "comment_nonce",
+    "document_of",
+    "gres",
+    "mib",
+    "parse_comment",
+    "script_header",
+    "spec_hash",
+    "step_launch",
+    "time_option",
+]
+
+Kind = Literal["array", "single", "gang", "groups", "hetjob"]
+#: How a worker's image is honoured: ``pyxis`` runs it with ``srun --container-image``; ``host``
+#: runs the command on the node itself (a cluster without a container plugin, such as the local
+#: test cluster). Chosen per cluster, never per run: see docs/slurm.md.
+Images = Literal["pyxis", "host"]
+
+#: Starts every ``--comment`` astra writes: ``astra/v1,spec=<hash>,sub=<nonce>`` (no spaces: it is
+#: also an ``#SBATCH`` line).
+COMMENT_MARKER = "astra/v1"
+
+#: A job's first node, and its address as Slurm uses it, in ``ASTRA_LEADER`` and ``MASTER_ADDR``
+#: (empty when the node has no NodeAddr: then the node's name is the address).
+LEADER_ADDRESS = (
+    'ASTRA_LEADER=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n1)',
+    'MASTER_ADDR=$(scontrol show node "$ASTRA_LEADER" -o | sed -n "s/.* NodeAddr=\\([^ ]*\\).*/\\1/p")',
+)
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One ``sbatch``: its options (also written as ``#SBATCH`` lines) and its batch script."""
+
+    kind: Kind
+    #: Workers: the array's size, or the machines of a gang, or 1.
+    size: int
+    nodes: int
+    gpus_per_worker: int
+    options: tuple[str, ...]
+    script: str
+    comment: str
+    errors: list[FieldError] = field(default_factory=list)
+    #: Worker groups (kinds ``groups`` and ``hetjob``): the jobs to submit, in submission order.
+    jobs: tuple[GroupJob, ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupJob:
+    """One ``sbatch`` of a run with worker groups: one group, or every group as a hetjob."""
+
+    #: The groups it carries, by their index in ``spec.task_groups``.
+    groups: tuple[int, ...]
+    #: ``start_after``: the index of the group whose job must have started first
+    #: (``--dependency=after:<its job id>``, added at submission when that id is known).
+    after: int | None
+    options: tuple[str, ...]
+    script: str
+
+
+def spec_hash(run: Run) -> str:
+    """A hash of the normalized spec: defaults filled by the model, quantities canonical."""
+    spec = run.spec.model_dump(mode="json", exclude_none=True)
+    text = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def comment_for(run: Run, nonce: str) -> str:
+    return f"{COMMENT_MARKER},spec={spec_hash(run)},sub={nonce}"
+
+
+def parse_comment(comment: str | None) -> dict[str, str] | None:
+    """``{"spec": …, "sub": …}`` from a comment astra wrote, ``None`` for any other comment."""
+    if not comment or not comment.startswith(COMMENT_MARKER + ","):
+        return None
+    parts = dict(p.split("=", 1) for p in comment.split(",")[1:] if "=" in p)
+    return parts if "spec" in parts and "sub" in parts else None
+
+
+def comment_nonce(comment: str) -> str:
+    """The submission's nonce (``sub=``) of a comment astra wrote."""
+    mark = parse_comment(comment)
+    assert mark is not None
+    return mark["sub"]
+
+
+def document_of(run: Run) -> dict[str, Any]:
+    """The run as a plain document (what ``get_run`` gives back), server fields removed."""
+    doc = run.model_dump(mode="json", exclude_none=True, by_alias=True)
+    doc.get("metadata", {}).pop("resource_version", None)
+    return doc
+
+
+def script_header(run: Run, what: str, blocks: list[list[str]]) -> list[str]:
+    """A batch script's first lines: the ``#SBATCH`` options (a ``hetjob`` line between the blocks
+    of a heterogeneous job), a line saying what it is, and the run's document."""
+    doc = json.dumps(document_of(run), sort_keys=True, separators=(",", ":"))
+    lines = ["#!/bin/bash"]
+    for i, opts in enumerate(blocks):
+        if i:
+            lines.append("#SBATCH hetjob")
+        lines += [f"#SBATCH {o}" for o in opts]
+    lines.append(f"# astra: run {run.metadata.name} ({what}), submitted by astra; see docs/slurm.md.")
+    lines += [f"# astra-document: {doc}", ""]
+    return lines
+
+
+def mib(n: int) -> int:
+    """Bytes as whole MiB, rounded up (at least 1): what ``--mem`` and its kin take."""
+    return max(1, math.ceil(n / (1024 * 1024)))
+
+
+def gres(gpus: int, models: list[str] | None) -> tuple[str, list[str]]:
+    """``gpu[:type]:n`` and any ``--constraint``: one model is a gres type, several a constraint."""
+    if models and len(models) == 1:
+        return f"gpu:{models[0]}:{gpus}", []
+    if models:
+        return f"gpu:{gpus}", ["--constraint=" + "|".join(models)]
+    return f"gpu:{gpus}", []
+
+
+def time_option(seconds: int) -> str:
+    """``--time``: Slurm's time limits are whole minutes, so a limit is rounded up."""
+    return f"--time={math.ceil(seconds / 60)}"
+
+
+def step_launch(log_dir: str) -> str:
+    """The ``srun`` that starts a multi-worker job's workers, each writing its own log."""
+    return f"srun --kill-on-bad-exit=1 --output={log_dir}/%j.%t.out"

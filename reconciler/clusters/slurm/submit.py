@@ -1,0 +1,112 @@
+"""Submitting a run's jobs and recording each submission: what the cluster does with ``sbatch``.
+
+Owns: the ``--begin`` of a restart that waits, the ``--dependency=after`` of a group that starts
+after another (on that group's job of this round, or on its current job while it has not
+started), the nonce each submission carries in its comment, and the attempts appended to the
+run's record (job id, nonce, units covered, restart spent, why, when, not before).
+
+Must not touch: Slurm's commands (``sbatch`` is given, so the submission order can be tested
+with it faked), the lock, the clock (``now`` is an argument), restart decisions.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from reconciler.runspec.models import Run
+
+from .policy import Resubmit
+from .records import units
+from .submission import Submission, comment_for, comment_nonce
+
+__all__ = ["Sbatch", "begin_option", "new_nonce", "resubmit", "submit_group_jobs"]
+
+#: ``sbatch``: a batch script and options beyond its ``#SBATCH`` lines, to the job id.
+Sbatch = Callable[[str, list[str]], int]
+
+
+def new_nonce() -> str:
+    """A submission's own mark in its comment (``sub=``): job ids are reused, nonces are not."""
+    return uuid.uuid4().hex[:12]
+
+
+def begin_option(not_before: float) -> str:
+    """``--begin``: Slurm starts the job no earlier (local time, to the second)."""
+    return "--begin=" + time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(not_before))
+
+
+def submit_group_jobs(
+    record: dict[str, Any],
+    sub: Submission,
+    sbatch: Sbatch,
+    *,
+    generation: str,
+    restart: int,
+    why: str,
+    not_before: float | None,
+    now: float,
+    only: set[int] | None = None,
+    pending: set[int] | None = None,
+) -> None:
+    """Submit the group jobs of ``sub``, in ``start_after`` order: all of them, or ``only`` some
+    groups, whose predecessors keep their jobs (``pending``: the groups not started yet)."""
+    record["generation"] = generation
+    current = units(record)
+    nonce = comment_nonce(sub.comment)
+    job_ids: dict[int, int] = {}
+    for job in sub.jobs:
+        if only is not None and not set(job.groups) & only:
+            continue
+        extra: list[str] = []
+        dep = None
+        if job.after is not None:
+            dep = job_ids.get(job.after)
+            if dep is None and job.after in (pending or set()) and job.after in current:
+                dep = current[job.after]["job_id"]  # its predecessor has not started yet
+        if dep is not None:
+            # Slurm's `after`: start once that job has started (the seeds' start_after).
+            extra += [f"--dependency=after:{dep}", "--kill-on-invalid-dep=yes"]
+        begin = not_before is not None and not_before > now and dep is None
+        if begin:
+            assert not_before is not None
+            extra.append(begin_option(not_before))
+        job_id = sbatch(job.script, extra)
+        for g in job.groups:
+            job_ids[g] = job_id
+        record["attempts"].append(
+            {
+                "job_id": job_id,
+                "nonce": nonce,
+                "indices": list(job.groups),
+                "restart": restart,
+                "why": why,
+                "at": now,
+                "not_before": not_before if begin else None,
+            }
+        )
+
+
+def resubmit(record: dict[str, Any], run: Run, r: Resubmit, sbatch: Sbatch, now: float) -> None:
+    """Submit a unit of a run of one worker template again (an array's copy, or the whole job)."""
+    nonce = new_nonce()
+    extra = [f"--comment={comment_for(run, nonce)}"]
+    if record["kind"] == "array":
+        extra.append(f"--array={r.index}")
+    if r.not_before > now:
+        extra.append(begin_option(r.not_before))
+    job_id = sbatch(record["script"], extra)
+    indices = [r.index] if record["kind"] == "array" else None
+    record["attempts"].append(
+        {
+            "job_id": job_id,
+            "nonce": nonce,
+            "indices": indices,
+            "restart": r.restart,
+            "why": r.why,
+            "at": now,
+            "not_before": r.not_before,
+        }
+    )

@@ -1,0 +1,117 @@
+"""What Slurm cannot carry, in words that say what to do instead: the refusals of the mapping.
+
+Owns: the exact words of every field (or combination) a Slurm cluster cannot carry, and the
+checks of the fields that need no shape to judge (``unsupported``): each a ``FieldError`` with
+the field's path, never a silent drop. The checks that depend on the shape (a gang's start
+policy, a group's GPUs on the largest node) are the mappings' own, with these words.
+
+Must not touch: processes, files, clocks; the spec's own rules (a run that reaches here is valid).
+"""
+
+from __future__ import annotations
+
+from reconciler.runspec.errors import FieldError
+from reconciler.runspec.models import Run, TaskTemplate
+from reconciler.runspec.paths import FieldPath
+
+__all__ = [
+    "NO_ARRAY_MACHINES",
+    "NO_COMMAND",
+    "NO_DRIVES",
+    "NO_ENGINE",
+    "NO_GANG_RESTART_TASK",
+    "NO_GROUPS_MIN_AVAILABLE",
+    "NO_GROUP_GPUS",
+    "NO_HETJOB_NODES",
+    "NO_HETJOB_RESTART_TASK",
+    "NO_INDEPENDENT_SPREAD",
+    "NO_INTERCONNECT",
+    "NO_MIN_AVAILABLE",
+    "NO_MIN_MEMORY",
+    "NO_PRIORITY",
+    "NO_SHAPE",
+    "NO_TOPOLOGY",
+    "unsupported",
+]
+
+NO_INTERCONNECT = (
+    "Slurm cannot choose machines by interconnect: remove network.interconnect "
+    "(or run on an Astraeus cluster)"
+)
+NO_TOPOLOGY = (
+    "this Slurm cluster has no network topology to keep a run within one {within}: "
+    "remove topology.keep_within"
+)
+NO_MIN_MEMORY = (
+    "Slurm cannot choose GPUs by their memory: remove gpu_requests.min_memory_gb "
+    "(name the models with gpu_requests.models instead)"
+)
+NO_DRIVES = (
+    "Slurm cannot mount drives: remove datavolume_refs and read the data from the cluster's shared filesystem"
+)
+NO_ENGINE = "Slurm cannot run a model engine: remove model.engine"
+NO_PRIORITY = "astra cannot set a Slurm job's priority (only Slurm's administrators can): remove priority"
+NO_MIN_AVAILABLE = (
+    "Slurm starts all of a job's workers together: start MinAvailable cannot be carried; use Gang"
+)
+NO_INDEPENDENT_SPREAD = (
+    "Slurm starts the workers of a multi-machine job together: use start Gang, or an array for "
+    "independent workers"
+)
+NO_GANG_RESTART_TASK = (
+    "a Slurm job restarts as a whole: use on_failure RestartJob (or FailJob) for a multi-machine run"
+)
+NO_GROUPS_MIN_AVAILABLE = (
+    "Slurm starts a worker group's workers together: start MinAvailable cannot be carried for "
+    "worker groups; use Gang (or Independent)"
+)
+NO_HETJOB_RESTART_TASK = (
+    "a gang of worker groups is one heterogeneous Slurm job, which restarts as a whole: use "
+    "on_failure RestartJob (or FailJob), or order the groups with start_after"
+)
+NO_HETJOB_NODES = (
+    "a gang of {groups} worker groups is one heterogeneous Slurm job with a machine per group, "
+    "and this partition has {nodes}: order the groups with start_after, or use fewer groups"
+)
+NO_GROUP_GPUS = "a group's worker runs on one machine and the largest machine has {node_gpus} GPUs"
+NO_COMMAND = "on Slurm the command is what runs (an image's entrypoint is not read): give command"
+NO_ARRAY_MACHINES = "an array copy runs on one machine on Slurm: machines must be 1 (or left out)"
+NO_SHAPE = (
+    "no shape fits: {count} GPUs cannot be split evenly over machines of at most {node_gpus} GPUs{at_least}"
+)
+
+
+def unsupported(run: Run) -> list[FieldError]:
+    """Every field of the run that Slurm cannot carry whatever its shape, each with its path."""
+    spec, root = run.spec, FieldPath.root().child("spec")
+    errors: list[FieldError] = []
+    if spec.network is not None and spec.network.interconnect is not None:
+        errors.append(FieldError.not_supported(root.child("network", "interconnect"), NO_INTERCONNECT))
+    if spec.topology is not None and spec.topology.keep_within is not None:
+        within = spec.topology.keep_within.replace("_", " ")
+        errors.append(
+            FieldError.not_supported(root.child("topology", "keep_within"), NO_TOPOLOGY.format(within=within))
+        )
+    if spec.model is not None and spec.model.engine is not None:
+        errors.append(FieldError.not_supported(root.child("model", "engine"), NO_ENGINE))
+    if spec.priority is not None:
+        errors.append(FieldError.not_supported(root.child("priority"), NO_PRIORITY))
+    for i, g in enumerate(spec.task_groups or ()):
+        gpath = root.child("task_groups").index(i).child("task_template")
+        errors.extend(_template_unsupported(g.task_template, gpath))
+    if spec.task_template is not None:
+        errors.extend(_template_unsupported(spec.task_template, root.child("task_template")))
+    return errors
+
+
+def _template_unsupported(t: TaskTemplate, path: FieldPath) -> list[FieldError]:
+    errors: list[FieldError] = []
+    if t.datavolume_refs:
+        errors.append(FieldError.not_supported(path.child("datavolume_refs"), NO_DRIVES))
+    if t.command is None:
+        errors.append(FieldError.required(path.child("command"), NO_COMMAND))
+    gr = t.requested_resources.gpu_requests if t.requested_resources else None
+    if gr is not None and gr.min_memory_gb is not None:
+        gpath = path.child("requested_resources", "gpu_requests", "min_memory_gb")
+        errors.append(FieldError.not_supported(gpath, NO_MIN_MEMORY))
+    return errors
