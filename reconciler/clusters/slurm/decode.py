@@ -200,11 +200,6 @@ class TaskObs:
 def describe(row: JobRow, time_limit: int | None) -> TaskObs:
     """One row as a worker's state and reason."""
     state, reason = row.state, row.reason
-    code = row.exit_code
-    exit_code = code >> 8 if code is not None else None
-    signal = code & 0x7F if code is not None else 0
-    common = {"machines": row.nodes, "started_at": row.start, "slurm_state": state}
-    ended = {**common, "ended_at": row.end, "exit_code": exit_code}
     if state in ("PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED"):
         if reason == "JobArrayTaskLimit":
             words = array_cap(row.array_max_tasks)
@@ -214,30 +209,52 @@ def describe(row: JobRow, time_limit: int | None) -> TaskObs:
             words = f"Slurm cannot start it: {reason}"
         return TaskObs(WorkerState.PENDING, words, slurm_state=state)
     if state == "CONFIGURING":
-        return TaskObs(WorkerState.PREPARING, "Preparing its machines", **common)
+        return _live(row, WorkerState.PREPARING, "Preparing its machines")
     if state == "RUNNING":
-        return TaskObs(WorkerState.RUNNING, "Running", **common)
+        return _live(row, WorkerState.RUNNING, "Running")
     if state == "COMPLETING":
-        return TaskObs(WorkerState.RUNNING, "Ending", **common)
+        return _live(row, WorkerState.RUNNING, "Ending")
     if state in ("SUSPENDED", "STOPPED"):
-        return TaskObs(WorkerState.PENDING, "Suspended by Slurm", **common)
-    if state == "COMPLETED":
-        return TaskObs(WorkerState.COMPLETED, exited(0), "ok", **ended)
-    if state == "FAILED":
+        return _live(row, WorkerState.PENDING, "Suspended by Slurm")
+    return _ended(row, time_limit)
+
+
+def _live(row: JobRow, state: str, words: str) -> TaskObs:
+    return TaskObs(state, words, machines=row.nodes, started_at=row.start, slurm_state=row.state)
+
+
+def _ended(row: JobRow, time_limit: int | None) -> TaskObs:
+    """A row of a job that ended: how, and in which words."""
+    code = row.exit_code
+    exit_code = code >> 8 if code is not None else None
+    signal = code & 0x7F if code is not None else 0
+    end: End = "failed"
+    state, words = WorkerState.FAILED, f"Slurm ended it: {row.state}"
+    if row.state == "COMPLETED":
+        state, words, end = WorkerState.COMPLETED, exited(0), "ok"
+    elif row.state == "FAILED":
         words = exited(exit_code or 0) if not signal else f"Killed by signal {signal}"
-        return TaskObs(WorkerState.FAILED, words, "failed", **ended)
-    if state == "TIMEOUT":
+    elif row.state == "TIMEOUT":
         limit = f" of {format_duration(time_limit)}" if time_limit else ""
-        return TaskObs(WorkerState.FAILED, f"Stopped at its time limit{limit}", "timeout", **ended)
-    if state == "OUT_OF_MEMORY":
-        return TaskObs(WorkerState.FAILED, "Out of memory", "failed", **ended)
-    if state == "CANCELLED":
-        return TaskObs(WorkerState.STOPPED, CANCELLED_OUTSIDE, "cancelled", **ended)
-    if state == "NODE_FAIL":
-        return TaskObs(WorkerState.DOWN, "Its machine failed", "lost", **ended)
-    if state == "PREEMPTED":
-        return TaskObs(WorkerState.PENDING, "Preempted", "preempted", **ended)
-    return TaskObs(WorkerState.FAILED, f"Slurm ended it: {state}", "failed", **ended)
+        words, end = f"Stopped at its time limit{limit}", "timeout"
+    elif row.state == "OUT_OF_MEMORY":
+        words = "Out of memory"
+    elif row.state == "CANCELLED":
+        state, words, end = WorkerState.STOPPED, CANCELLED_OUTSIDE, "cancelled"
+    elif row.state == "NODE_FAIL":
+        state, words, end = WorkerState.DOWN, "Its machine failed", "lost"
+    elif row.state == "PREEMPTED":
+        state, words, end = WorkerState.PENDING, "Preempted", "preempted"
+    return TaskObs(
+        state,
+        words,
+        end,
+        exit_code,
+        machines=row.nodes,
+        started_at=row.start,
+        ended_at=row.end,
+        slurm_state=row.state,
+    )
 
 
 def gone(job_id: int) -> TaskObs:
