@@ -64,10 +64,15 @@ UNKNOWN_FIELD = "unknown field '{name}'"
 
 # ---- the seeds' reasons and readouts (CONTRACT §7): exact ----------------------------------------
 WORKERS_READOUT = "Workers {running} running of {total}"
+ALL_COMPLETED_REASON = "All {n} workers completed"
 ARRAY_CAP_REASON = "Array runs at most {n} workers at once"
 EXITED_REASON = "Exited with code {code}"
 WORKER_FAILED_ON = "Worker {worker} failed on {machine}: {reason}"
 ARRAY_FAILED_REASON = "{failed} of {total} workers failed; the first: {first}"
+TIME_LIMIT_REASON = "Stopped at its time limit{of}"
+RESTART_REASON = "{reason}; restart {n}{of} in {delay} s"
+COMPLETION_RESTART_REASON = "{reason}; restarting in {delay} s ({why})"
+NO_RESTARTS_LEFT = "{reason}; no restarts left ({limit} used)"
 DID_YOU_MEAN = "; did you mean '{suggestion}'?"
 
 # ---- our own cross-field and value messages ----------------------------------------------------

@@ -19,6 +19,7 @@ from typing import Any
 from . import messages as msg
 from .errors import FieldError
 from .paths import FieldPath
+from .quantities import format_duration
 
 __all__ = [
     "BACKOFF_MAX_SECONDS",
@@ -33,13 +34,19 @@ __all__ = [
     "RESTART_LIMIT",
     "RunState",
     "WorkerState",
+    "all_completed",
     "array_cap",
     "backoff_seconds",
     "changed_paths",
+    "completion_restart_reason",
     "exited",
     "forces_replace",
+    "next_restart",
+    "no_restarts_left",
     "readout",
+    "restart_reason",
     "same",
+    "time_limit_reason",
     "validate_update",
 ]
 
@@ -96,9 +103,19 @@ def array_cap(n: int) -> str:
     return msg.ARRAY_CAP_REASON.format(n=n)
 
 
+def all_completed(n: int) -> str:
+    """``All N workers completed``."""
+    return msg.ALL_COMPLETED_REASON.format(n=n)
+
+
 def readout(running: int, total: int) -> str:
     """``Workers R running of N``."""
     return msg.WORKERS_READOUT.format(running=running, total=total)
+
+
+def time_limit_reason(seconds: int | None) -> str:
+    """``Stopped at its time limit of 1h`` (``… time limit`` alone when the limit is not known)."""
+    return msg.TIME_LIMIT_REASON.format(of=f" of {format_duration(seconds)}" if seconds else "")
 
 
 # ---- restarts (the seeds' restart_policy: OnFailure) ---------------------------------------------
@@ -114,6 +131,27 @@ RESET_AFTER_SECONDS = 10 * 60
 def backoff_seconds(restart: int) -> int:
     """The wait before the ``restart``-th restart (1-based): 10 s, doubling, at most 5 min."""
     return min(BACKOFF_START_SECONDS * 2 ** max(restart - 1, 0), BACKOFF_MAX_SECONDS)
+
+
+def next_restart(ran: float, spent: int) -> int:
+    """The number of the next restart: one more than those spent, or 1 after a long enough run."""
+    return (0 if ran >= RESET_AFTER_SECONDS else spent) + 1
+
+
+def restart_reason(reason: str, n: int, delay: int, *, limited: bool = True) -> str:
+    """``<reason>; restart N of 10 in D s`` (a Service's restarts have no limit: no `` of 10``)."""
+    of = f" of {RESTART_LIMIT}" if limited else ""
+    return msg.RESTART_REASON.format(reason=reason, n=n, of=of, delay=delay)
+
+
+def completion_restart_reason(reason: str, why: str) -> str:
+    """``<reason>; restarting in 10 s (<why>)``: a worker that completed, started again."""
+    return msg.COMPLETION_RESTART_REASON.format(reason=reason, delay=BACKOFF_START_SECONDS, why=why)
+
+
+def no_restarts_left(reason: str) -> str:
+    """``<reason>; no restarts left (10 used)``."""
+    return msg.NO_RESTARTS_LEFT.format(reason=reason, limit=RESTART_LIMIT)
 
 
 # ---- sources -------------------------------------------------------------------------------------

@@ -40,8 +40,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from reconciler.runspec.quantities import format_duration
-from reconciler.runspec.vocabulary import QUEUED, WorkerState, array_cap, exited
+from reconciler.runspec.vocabulary import QUEUED, WorkerState, array_cap, exited, time_limit_reason
 
 from .submission import parse_comment
 
@@ -235,8 +234,7 @@ def _ended(row: JobRow, time_limit: int | None) -> TaskObs:
     elif row.state == "FAILED":
         words = exited(exit_code or 0) if not signal else f"Killed by signal {signal}"
     elif row.state == "TIMEOUT":
-        limit = f" of {format_duration(time_limit)}" if time_limit else ""
-        words, end = f"Stopped at its time limit{limit}", "timeout"
+        words, end = time_limit_reason(time_limit), "timeout"
     elif row.state == "OUT_OF_MEMORY":
         words = "Out of memory"
     elif row.state == "CANCELLED":

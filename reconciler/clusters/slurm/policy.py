@@ -33,12 +33,16 @@ from reconciler.runspec import messages as msg
 from reconciler.runspec.models import OnFailure, RestartPolicy
 from reconciler.runspec.vocabulary import (
     BACKOFF_START_SECONDS,
-    RESET_AFTER_SECONDS,
     RESTART_LIMIT,
     RunState,
     WorkerState,
+    all_completed,
     backoff_seconds,
+    completion_restart_reason,
+    next_restart,
+    no_restarts_left,
     readout,
+    restart_reason,
 )
 
 from .decode import CANCELLED_OUTSIDE, UNKNOWN, TaskObs
@@ -110,7 +114,7 @@ def judge(policy: Policy, unit: Unit, now: float) -> Verdict:
     if kind == "ok":
         if policy.service or policy.restart_policy == "Always":
             why_words = "it is a Service" if policy.service else "restart_policy Always"
-            why = f"{obs.reason}; restarting in {BACKOFF_START_SECONDS} s ({why_words})"
+            why = completion_restart_reason(obs.reason, why_words)
             resubmit = Resubmit(unit.index, unit.restarts, ended + BACKOFF_START_SECONDS, why)
             return Verdict(WorkerState.PENDING, why, resubmit=resubmit)
         return Verdict(obs.state, obs.reason, final=True)
@@ -125,13 +129,12 @@ def judge(policy: Policy, unit: Unit, now: float) -> Verdict:
         fails = policy.on_failure == "FailJob" or not policy.array
         return Verdict(obs.state, obs.reason, final=True, fails_run=fails)
     ran = ended - obs.started_at if obs.started_at is not None else 0
-    n = (0 if ran >= RESET_AFTER_SECONDS else unit.restarts) + 1
+    n = next_restart(ran, unit.restarts)
     if n > RESTART_LIMIT and not policy.service:
-        reason = f"{obs.reason}; no restarts left ({RESTART_LIMIT} used)"
+        reason = no_restarts_left(obs.reason)
         return Verdict(obs.state, reason, final=True, fails_run=not policy.array)
     delay = backoff_seconds(n)
-    limit = "" if policy.service else f" of {RESTART_LIMIT}"
-    why = f"{obs.reason}; restart {n}{limit} in {delay} s"
+    why = restart_reason(obs.reason, n, delay, limited=not policy.service)
     return Verdict(WorkerState.PENDING, why, resubmit=Resubmit(unit.index, n, ended + delay, why))
 
 
@@ -185,7 +188,7 @@ def run_status(
             return RunStatus(RunState.FAILED, unknown[0].reason, status, running)
         if counts.get(WorkerState.STOPPED):
             return RunStatus(RunState.CANCELLED, CANCELLED_OUTSIDE, status, running)
-        return RunStatus(RunState.COMPLETED, f"All {n} workers completed", status, running)
+        return RunStatus(RunState.COMPLETED, all_completed(n), status, running)
     if running:
         return RunStatus(RunState.RUNNING, readout(running, n), status, running)
     waiting = [v for _, v, _, _ in workers if not v.final]

@@ -13,14 +13,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from reconciler.runspec.quantities import format_duration
 from reconciler.runspec.vocabulary import (
     BACKOFF_START_SECONDS,
     FINAL_RUN_STATES,
-    RESET_AFTER_SECONDS,
     RESTART_LIMIT,
     WorkerState,
     backoff_seconds,
+    completion_restart_reason,
+    next_restart,
+    no_restarts_left,
+    restart_reason,
+    time_limit_reason,
 )
 
 from .records import (
@@ -41,16 +44,6 @@ if TYPE_CHECKING:
 __all__ = ["next_restart", "restart_run", "settle", "time_limits"]
 
 
-def next_restart(ran: float, spent: int) -> int:
-    """The number of the next restart: one more than those spent, or 1 after a long enough run."""
-    return (0 if ran >= RESET_AFTER_SECONDS else spent) + 1
-
-
-def _of_limit(r: RunRecord) -> str:
-    """`` of 10`` in ``restart 3 of 10``; a Service's restarts have no limit."""
-    return "" if r.service else f" of {RESTART_LIMIT}"
-
-
 def settle(t: Tick) -> None:
     """Decide about each worker that ended since the last tick."""
     s = t.s
@@ -68,7 +61,7 @@ def settle(t: Tick) -> None:
         elif completed:
             at = t.now + BACKOFF_START_SECONDS
             why = "it is a Service" if r.service else "restart_policy Always"
-            reason = f"{w.reason}; restarting in {BACKOFF_START_SECONDS} s ({why})"
+            reason = completion_restart_reason(w.reason, why)
             t.emit(RequeueWorker(w.name, at, w.restarts, reason), r.name)
         else:
             _failed(t, w, r)
@@ -95,11 +88,11 @@ def _failed(t: Tick, w: WorkerRecord, r: RunRecord) -> None:
     if n > RESTART_LIMIT and not r.service:
         t.emit(MarkWorker(w.name, w.state, w.reason, final=True), r.name)
         if not r.is_array:
-            t.fail_run(r, f"{where}; no restarts left ({RESTART_LIMIT} used)", skip=w.name)
+            t.fail_run(r, no_restarts_left(where), skip=w.name)
         return
     delay = backoff_seconds(n)
     t.emit(
-        RequeueWorker(w.name, t.now + delay, n, f"{w.reason}; restart {n}{_of_limit(r)} in {delay} s"),
+        RequeueWorker(w.name, t.now + delay, n, restart_reason(w.reason, n, delay, limited=not r.service)),
         r.name,
     )
 
@@ -111,7 +104,7 @@ def restart_run(t: Tick, r: RunRecord, why: str, cause: StopCause, failed: Worke
     ran = (now - r.running_since) if r.running_since is not None else 0
     n = next_restart(ran, r.restarts)
     if n > RESTART_LIMIT and not r.service:
-        t.fail_run(r, f"{why}; no restarts left ({RESTART_LIMIT} used)")
+        t.fail_run(r, no_restarts_left(why))
         return
     at = now + backoff_seconds(n)
     for w in s.workers_of(r.name):
@@ -124,7 +117,8 @@ def restart_run(t: Tick, r: RunRecord, why: str, cause: StopCause, failed: Worke
             )
         elif w.state in ENDED:
             t.emit(RequeueWorker(w.name, at, w.restarts, f"Restarting with the run: {why}"), r.name)
-    t.emit(RestartRun(r.name, at, n, f"{why}; restart {n}{_of_limit(r)} in {backoff_seconds(n)} s"), r.name)
+    reason = restart_reason(why, n, backoff_seconds(n), limited=not r.service)
+    t.emit(RestartRun(r.name, at, n, reason), r.name)
 
 
 def time_limits(t: Tick) -> None:
@@ -138,7 +132,7 @@ def time_limits(t: Tick) -> None:
         if limit is None or w.started_at is None or w.started_at + limit > t.now:
             continue
         r = s.runs[w.run]
-        reason = f"Stopped at its time limit of {format_duration(limit)}"
+        reason = time_limit_reason(limit)
         t.emit(StopWorker(w.name, StopCause.TIME_LIMIT, WorkerState.FAILED, reason), r.name)
         if not r.is_array and not r.service:
             t.fail_run(r, f"Worker {w.name} failed on {w.machine}: {reason}", skip=w.name)

@@ -16,7 +16,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from reconciler.runspec.messages import GANG_BARRIER_SECONDS
-from reconciler.runspec.vocabulary import CANCELLED_BY_USER, QUEUED, RunState, WorkerState, readout
+from reconciler.runspec.vocabulary import (
+    CANCELLED_BY_USER,
+    QUEUED,
+    RunState,
+    WorkerState,
+    all_completed,
+    readout,
+)
 
 from ..inventory import Inventory
 from .arrays import failed_reason
@@ -118,7 +125,7 @@ def run_states(t: Tick) -> None:
         running = c[WorkerState.RUNNING]
         if done == n and not r.service:
             if failed == 0:
-                state, reason = RunState.COMPLETED, f"All {n} workers completed"
+                state, reason = RunState.COMPLETED, all_completed(n)
             elif r.is_array:
                 state, reason = RunState.FAILED, failed_reason(failed, n, r.first_failure)
             else:
