@@ -22,7 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..controlplane.server import ServerError, astra_home, read_info
+from ..controlplane.server import ServerError, read_info
+from ..home import astra_home
 
 __all__ = ["ensure_server"]
 

@@ -1,6 +1,6 @@
 """``astra server``: the REST API and the scheduling loop in one process, served by uvicorn.
 
-Owns: the server's home (``$ASTRA_HOME``, else ``.astra/`` of the working folder: the token,
+Owns: what the server keeps in its home (``reconciler.home.astra_home``: the token,
 ``server.json`` with pid, host, port and URL, the default SQLite database ``astra.db``, worker
 logs under ``logs/``), the token (``--token``/``ASTRA_TOKEN``; else the one in ``HOME/token``;
 else a new one written there with mode 0600), reading ``--inventory FILE`` (YAML), the loop that
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..home import astra_home
 from .clock import SystemClock
 from .inventory import Inventory, InventoryError, default_inventory, load_inventory
 
@@ -61,14 +62,6 @@ class ServerInfo:
 
     def to_json(self) -> dict[str, Any]:
         return {"pid": self.pid, "host": self.host, "port": self.port, "url": self.url}
-
-
-def astra_home(environ: dict[str, str] | None = None, cwd: str | os.PathLike[str] | None = None) -> Path:
-    """``$ASTRA_HOME``, else ``.astra/`` of the working folder (absolute)."""
-    env = os.environ if environ is None else environ
-    given = env.get("ASTRA_HOME")
-    base = Path(given) if given else Path(cwd or os.getcwd()) / ".astra"
-    return base.resolve()
 
 
 def resolve_token(home: Path, given: str | None) -> str:
