@@ -1,8 +1,9 @@
 """The cost of stopping a run: how many workers and GPUs, and for how long they had run.
 
 ``cost_of(live, workers, now)`` reads the live run (and its workers, when they were fetched)
-as the cluster reported them; ``now`` is passed in. ``describe_cost`` and ``duration_words``
-put a cost in words for the plan's text. Pure: no I/O, no clock.
+as the cluster reported them; ``now`` is passed in. ``describe_cost`` puts a cost in words for the
+plan's text (with ``duration_words``, which lives with the other durations in
+``runspec.quantities``; re-exported here). Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..runs import LiveRun, WorkerInfo
+from ..runspec.quantities import duration_words
 from ..runspec.vocabulary import FINAL_RUN_STATES
 from .model import Cost
 
@@ -44,20 +46,6 @@ def cost_of(live: LiveRun, workers: Sequence[WorkerInfo] | None, now: float) -> 
         ran_seconds_max=max(spans) if spans else None,
         gpu_seconds=sum(w.gpus * max(0.0, now - w.started_at) for w in busy if w.started_at is not None),
     )
-
-
-def duration_words(seconds: float) -> str:
-    """``45s``, ``5m``, ``2h 13m``, ``3d 4h``: the two largest units."""
-    s = int(seconds)
-    if s < 60:
-        return f"{s}s"
-    parts: list[tuple[int, str]] = []
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
-        n, s = divmod(s, size)
-        if n or parts:
-            parts.append((n, unit))
-    shown = parts[:2]
-    return " ".join(f"{n}{u}" for n, u in shown if n) or "0s"
 
 
 def _plural(n: int, word: str) -> str:

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["BYTES_PATTERN", "DURATION_PATTERN", "POSITIVE_DURATION_PATTERN", "parse_bytes", "parse_duration"]
+__all__ = [
+    "BYTES_PATTERN",
+    "DURATION_PATTERN",
+    "POSITIVE_DURATION_PATTERN",
+    "duration_words",
+    "parse_bytes",
+    "parse_duration",
+]
 
 _UNITS = {"K": 1, "M": 2, "G": 3, "T": 4, "P": 5}
 
@@ -84,3 +91,17 @@ def format_duration(seconds: int) -> str:
         if n:
             out.append(f"{n}{unit}")
     return "".join(out)
+
+
+def duration_words(seconds: float) -> str:
+    """``45s``, ``5m``, ``2h 13m``, ``3d 4h``: the two largest units (how long ago, how long for)."""
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    parts: list[tuple[int, str]] = []
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        n, s = divmod(s, size)
+        if n or parts:
+            parts.append((n, unit))
+    shown = parts[:2]
+    return " ".join(f"{n}{u}" for n, u in shown if n) or "0s"
