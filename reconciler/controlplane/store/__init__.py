@@ -1,0 +1,66 @@
+"""The control plane's database: runs, workers, events, machines and sources, through sqlmodel.
+
+``Store(url)`` opens a database (SQLite by default; any SQLAlchemy URL), brings it to this
+astra's schema, and is ready. The parts, each a module of its own:
+
+* ``tables``: the sqlmodel classes (the columns at the head revision);
+* ``mapping``: rows <-> the scheduler's ``RunRecord``/``WorkerRecord``, and a tick's rows;
+* ``sources``: the reconcile sources' state kept with the cluster (``/sources``);
+* ``migrations``: the alembic revisions run at open, and databases from before alembic;
+* ``database``: the engine, SQLite's settings, URLs; ``errors``: the exceptions;
+* ``facade``: ``Store``, the one object the engine and the API hold.
+
+Must not touch: the scheduler's decisions, processes, HTTP; it never reads a clock.
+
+Exceptions::
+
+    StoreError              the database cannot be used (mapped from SQLAlchemy at the boundary)
+    ├── SchemaTooNew        written by a newer astra: upgrade astra, or use another --db
+    ├── NameExists          a run (or a worker name) of that name exists
+    ├── NotFound            no such run, worker or source
+    ├── Stale               the resource_version given is not the current one (holds ``current``)
+    └── LockMismatch        a source write names a lock that is not the one held (holds ``lock``)
+"""
+
+from __future__ import annotations
+
+from ...runspec.vocabulary import HISTORY_KEEP
+from .database import default_url
+from .errors import LockMismatch, NameExists, NotFound, SchemaTooNew, Stale, StoreError
+from .facade import Store
+from .mapping import TickWrite, run_record, worker_record
+from .migrations import FENCE as SCHEMA_VERSION
+from .tables import (
+    EventRow,
+    MachineRow,
+    RunRow,
+    SchemaVersion,
+    SequenceRow,
+    SourceRow,
+    SourceRunRow,
+    WorkerRow,
+)
+
+__all__ = [
+    "HISTORY_KEEP",
+    "SCHEMA_VERSION",
+    "EventRow",
+    "LockMismatch",
+    "MachineRow",
+    "NameExists",
+    "NotFound",
+    "RunRow",
+    "SchemaTooNew",
+    "SchemaVersion",
+    "SequenceRow",
+    "SourceRow",
+    "SourceRunRow",
+    "Stale",
+    "Store",
+    "StoreError",
+    "TickWrite",
+    "WorkerRow",
+    "default_url",
+    "run_record",
+    "worker_record",
+]

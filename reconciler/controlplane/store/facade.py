@@ -1,0 +1,241 @@
+"""``Store``: the control plane's database, one object (the facade over tables, mapping, sources).
+
+Owns the transactions: every state change is one. An API write (create, update, delete a run; a
+source's state or lock) is one, and a scheduling tick is one, whatever it changed:
+``commit_tick`` writes its new workers, changed workers and runs, and events with bulk statements
+(``executemany``), so a tick that admits a 10,000-copy array costs a handful of statements, not
+10,000 round trips.
+
+A run's ``resource_version`` comes from ONE counter for the whole store (as in Kubernetes), kept
+in the ``astra_sequences`` table: every change of a run's document (its creation, an update) takes
+the counter's next value in the same transaction, so versions only grow, survive a restart, and a
+run deleted and created again under the same name never gets a version it had before (a plan saved
+before the delete sees that it is stale). The scheduler's changes of state do not touch it.
+
+Must not touch: the scheduler's decisions (it stores what they did to the records), processes,
+HTTP. It never reads a clock: callers pass ``now``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import bindparam, delete, func, insert, select, update
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
+from ...migrate import MigrationError
+from ..inventory import Inventory
+from ..scheduler import RunRecord, WorkerRecord
+from .database import make_engine, redact
+from .errors import NameExists, NotFound, Stale, StoreError
+from .mapping import TickWrite, machine_json, run_record, run_values, tick_rows, worker_record
+from .migrations import REVISIONS, prepare
+from .migrations.legacy import fence
+from .migrations.schema4 import RESOURCE_VERSION
+from .sources import KeptSources
+from .tables import EventRow, MachineRow, RunRow, SequenceRow, WorkerRow
+
+__all__ = ["Store"]
+
+_RUNS = RunRow.__table__
+_WORKERS = WorkerRow.__table__
+_EVENTS = EventRow.__table__
+_MACHINES = MachineRow.__table__
+_SEQUENCES = SequenceRow.__table__
+
+
+class Store(KeptSources):
+    """One database. ``Store(url)`` brings it to this astra's schema (``migrations``) and is ready."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        try:
+            self.engine = make_engine(url)
+            prepare(self.engine, redact(url))
+        except (SQLAlchemyError, MigrationError) as exc:
+            raise StoreError(f"cannot open the database {redact(url)}: {exc}") from exc
+        self._digest_texts = {}
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def schema_version(self) -> int:
+        """The version in ``astra_schema`` (``migrations.FENCE``: what astras before alembic read)."""
+        with self.engine.connect() as conn:
+            found = fence(conn)
+        assert found is not None  # prepare wrote it
+        return found
+
+    def revision(self) -> str:
+        """The database's alembic revision (``migrations.HEAD`` once opened)."""
+        from ...migrate import revision
+
+        with self.engine.connect() as conn:
+            found = revision(conn, REVISIONS)
+        assert found is not None  # prepare wrote it
+        return found
+
+    # -- machines ----------------------------------------------------------------------------
+
+    def save_inventory(self, inventory: Inventory) -> None:
+        """Replace the machines table with ``inventory`` (one transaction)."""
+        rows = [{"name": m.name, "spec": machine_json(m), "state": "Up"} for m in inventory]
+        with self.engine.begin() as conn:
+            conn.execute(delete(_MACHINES))
+            if rows:
+                conn.execute(insert(_MACHINES), rows)
+
+    def machine_rows(self) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(_MACHINES).order_by(_MACHINES.c.name)).mappings()
+            return [{"name": r["name"], "state": r["state"], **json.loads(r["spec"])} for r in rows]
+
+    # -- runs --------------------------------------------------------------------------------
+
+    def next_seq(self) -> int:
+        with self.engine.connect() as conn:
+            return (conn.execute(select(func.max(_RUNS.c.seq))).scalar() or 0) + 1
+
+    def resource_version(self) -> int:
+        """The last resource_version given to any run (0: none yet)."""
+        seq = _SEQUENCES
+        with self.engine.connect() as conn:
+            return conn.execute(select(seq.c.value).where(seq.c.name == RESOURCE_VERSION)).scalar_one()
+
+    def create_run(self, record: RunRecord, document: dict[str, Any], now: float) -> int:
+        """Insert a new run (one transaction); its resource_version, the store counter's next value.
+
+        ``NameExists`` on a clash (the counter does not move then)."""
+        values = {
+            "name": record.name,
+            "document": json.dumps(document, separators=(",", ":")),
+            "seq": record.seq,
+            "created_at": now,
+            "updated_at": now,
+            **run_values(record),
+        }
+        try:
+            with self.engine.begin() as conn:
+                rv = _next_value(conn, RESOURCE_VERSION)
+                conn.execute(insert(_RUNS).values(**values, resource_version=rv))
+        except IntegrityError as exc:
+            raise NameExists(f"a run named {record.name} exists") from exc
+        return rv
+
+    def update_run(self, name: str, document: dict[str, Any], expected: int | None, now: float) -> int:
+        """Replace a run's document; its new resource_version (the store counter's next value).
+
+        409-style ``Stale`` when ``expected`` is not current (the counter does not move then)."""
+        with self.engine.begin() as conn:
+            current = conn.execute(select(_RUNS.c.resource_version).where(_RUNS.c.name == name)).scalar()
+            if current is None:
+                raise NotFound(f"no run named {name}")
+            if expected is not None and expected != current:
+                raise Stale(
+                    f"run {name} changed since it was read: resource_version {expected} is stale "
+                    f"(now {current}); read it again",
+                    current,
+                )
+            rv = _next_value(conn, RESOURCE_VERSION)
+            conn.execute(
+                update(_RUNS)
+                .where(_RUNS.c.name == name)
+                .values(
+                    document=json.dumps(document, separators=(",", ":")), resource_version=rv, updated_at=now
+                )
+            )
+        return rv
+
+    def delete_run(self, name: str) -> None:
+        """Remove a run and its workers (its events stay); one transaction."""
+        with self.engine.begin() as conn:
+            gone = conn.execute(delete(_RUNS).where(_RUNS.c.name == name)).rowcount
+            conn.execute(delete(_WORKERS).where(_WORKERS.c.run == name))
+        if not gone:
+            raise NotFound(f"no run named {name}")
+
+    def run_rows(self) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(select(_RUNS).order_by(_RUNS.c.seq)).mappings()]
+
+    def run_row(self, name: str) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(_RUNS).where(_RUNS.c.name == name)).mappings().first()
+            return dict(row) if row else None
+
+    def worker_rows(self, run: str | None = None) -> list[dict[str, Any]]:
+        q = select(_WORKERS)
+        if run is not None:
+            q = q.where(_WORKERS.c.run == run)
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q.order_by(_WORKERS.c.run, _WORKERS.c.rank)).mappings()]
+
+    def worker_row(self, name: str) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(_WORKERS).where(_WORKERS.c.name == name)).mappings().first()
+            return dict(row) if row else None
+
+    def event_rows(self, run: str) -> list[dict[str, Any]]:
+        q = select(_EVENTS).where(_EVENTS.c.run == run).order_by(_EVENTS.c.id)
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q).mappings()]
+
+    def load(self) -> tuple[list[RunRecord], list[WorkerRecord], dict[str, dict[str, Any]]]:
+        """Every run and worker as the scheduler's records, and each worker's process facts."""
+        runs = [run_record(r) for r in self.run_rows()]
+        rows = self.worker_rows()
+        workers = [worker_record(r) for r in rows]
+        procs = {r["name"]: {"pid": r["pid"], "pid_started": r["pid_started"], "log": r["log"]} for r in rows}
+        return runs, workers, procs
+
+    def save_records(self, runs: Iterable[RunRecord], workers: Iterable[WorkerRecord], now: float) -> None:
+        """Write records changed outside a tick (recovery after a restart): one transaction."""
+        self.commit_tick(TickWrite(now, [], list(workers), list(runs), [], {}))
+
+    # -- a tick: one transaction, bulk statements --------------------------------------------
+
+    def commit_tick(self, tick: TickWrite) -> None:
+        rows = tick_rows(tick)
+        try:
+            with self.engine.begin() as conn:
+                if rows.new_workers:
+                    conn.execute(insert(_WORKERS), rows.new_workers)
+                _update_by_name(conn, _WORKERS, rows.workers)
+                _update_by_name(conn, _RUNS, rows.runs)
+                if rows.started:
+                    stmt = (
+                        update(_RUNS)
+                        .where(_RUNS.c.name == bindparam("b_name"), _RUNS.c.started_at.is_(None))
+                        .values(started_at=bindparam("started_at"))
+                    )
+                    conn.execute(stmt, rows.started)
+                if tick.events:
+                    conn.execute(insert(_EVENTS), tick.events)
+        except IntegrityError as exc:
+            raise NameExists(f"a worker name is taken: {exc.orig}") from exc
+
+
+def _update_by_name(conn: Any, table: Any, rows: list[dict[str, Any]]) -> None:
+    """Update rows by ``b_name``: one ``executemany`` per set of columns changed."""
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(tuple(r), []).append(r)
+    for keys, batch in groups.items():
+        stmt = (
+            update(table)
+            .where(table.c.name == bindparam("b_name"))
+            .values({c: bindparam(c) for c in keys if c != "b_name"})
+        )
+        conn.execute(stmt, batch)
+
+
+def _next_value(conn: Any, name: str) -> int:
+    """Take the next value of sequence ``name`` inside the caller's transaction.
+
+    The UPDATE comes first so that it holds the write lock (SQLite) or the row lock (others)
+    before the read: two writers never take the same value."""
+    seq = _SEQUENCES
+    conn.execute(update(seq).where(seq.c.name == name).values(value=seq.c.value + 1))
+    return conn.execute(select(seq.c.value).where(seq.c.name == name)).scalar_one()

@@ -1,0 +1,168 @@
+"""The control plane's tables, as sqlmodel classes on a registry of their own.
+
+Owns the columns of the database at its head revision (what the revisions under ``migrations/``
+build; a test compares the two). A column that holds a field of the scheduler's records
+(``RunRecord``, ``WorkerRecord``) has no default here: every row is written from a record
+(``mapping``), so the record's defaults are the only ones.
+
+Must not touch: connections, transactions, the scheduler's records (``mapping`` turns them into
+rows), the migrations' frozen copies of older schemas.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Index
+from sqlalchemy.orm import registry
+from sqlmodel import Column, Field, SQLModel, Text
+
+__all__ = [
+    "EventRow",
+    "MachineRow",
+    "RunRow",
+    "SchemaVersion",
+    "SequenceRow",
+    "SourceRow",
+    "SourceRunRow",
+    "StoreTable",
+    "WorkerRow",
+    "metadata",
+]
+
+
+class StoreTable(SQLModel, registry=registry()):
+    """The base of the store's tables: their own metadata, apart from the source state's."""
+
+
+metadata = StoreTable.metadata
+
+
+class SchemaVersion(StoreTable, table=True):
+    """The schema version of the astras before alembic (``migrations.FENCE``): they read it, and
+    refuse a database whose version is above theirs."""
+
+    __tablename__ = "astra_schema"
+    id: int = Field(default=1, primary_key=True)
+    version: int
+
+
+class SequenceRow(StoreTable, table=True):
+    """A named counter of the store: ``resource_version`` holds the last resource_version given."""
+
+    __tablename__ = "astra_sequences"
+    name: str = Field(primary_key=True)
+    value: int
+
+
+class RunRow(StoreTable, table=True):
+    """A run: the document as submitted, its resource_version, and the scheduler's record of it
+    (``mapping.RUN_FIELDS``)."""
+
+    __tablename__ = "runs"
+    name: str = Field(primary_key=True)
+    document: str = Field(sa_column=Column(Text, nullable=False))  # JSON: {"metadata", "spec"}
+    resource_version: int
+    seq: int = Field(index=True)
+    state: str
+    reason: str
+    admitted: bool
+    start: str
+    on_failure: str
+    restarts: int
+    not_before: float | None = None
+    placed_at: float | None = None
+    running_since: float | None = None
+    cancel_requested: bool
+    first_failure: str | None = None
+    created_at: float
+    updated_at: float
+    started_at: float | None = None
+    finished_at: float | None = None
+
+
+class WorkerRow(StoreTable, table=True):
+    """A worker: its place in the run, the scheduler's record of it (``mapping.WORKER_FIELDS``),
+    and its current attempt's process (pid, log)."""
+
+    __tablename__ = "workers"
+    name: str = Field(primary_key=True)
+    run: str = Field(index=True)
+    rank: int
+    world_size: int
+    group: str | None = None
+    group_rank: int | None = None
+    ask: str = Field(sa_column=Column(Text, nullable=False))  # JSON of the scheduler's Ask
+    state: str
+    reason: str
+    machine: str | None = None
+    gpus: int
+    unhealthy_gpus: int
+    cpu_cores: int
+    memory_bytes: int
+    restarts: int
+    attempts: int
+    not_before: float | None = None
+    placed_at: float | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    exit_code: int | None = None
+    final: bool
+    settled: bool
+    pid: int | None = None
+    pid_started: str | None = None  # the process's start time (Linux /proc), against pid reuse
+    log: str | None = None
+    image: str | None = None  # recorded by the local executor, not pulled
+
+
+class EventRow(StoreTable, table=True):
+    """What happened: every decision and observation, in order."""
+
+    __tablename__ = "events"
+    id: int | None = Field(default=None, primary_key=True)
+    at: float
+    run: str = Field(index=True)
+    worker: str | None = None
+    kind: str
+    state: str | None = None
+    reason: str | None = None
+    machine: str | None = None
+    exit_code: int | None = None
+
+
+class MachineRow(StoreTable, table=True):
+    """A machine of the inventory: its ``Machine`` fields but the name, as JSON."""
+
+    __tablename__ = "machines"
+    name: str = Field(primary_key=True)
+    spec: str = Field(sa_column=Column(Text, nullable=False))  # JSON of the inventory's Machine
+    state: str
+
+
+class SourceRow(StoreTable, table=True):
+    """A reconcile source's own row: its status and history (JSON text), any other keys of its
+    state (``data``, a JSON object), its resource_version and its apply lock. Its inventory is
+    in ``source_runs``."""
+
+    __tablename__ = "sources"
+    name: str = Field(primary_key=True)
+    data: str = Field(sa_column=Column(Text, nullable=False))
+    resource_version: int
+    lock: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    updated_at: float
+    status: str | None = Field(default=None, sa_column=Column(Text, nullable=True))  # JSON object
+    history: str | None = Field(default=None, sa_column=Column(Text, nullable=True))  # JSON list
+
+
+class SourceRunRow(StoreTable, table=True):
+    """One run of a source's inventory: its last-applied spec (JSON text, served as is), when, which
+    file, and the spec's digest (``sources.entry_digest``), computed once when the entry is written.
+
+    The index holds every column but the spec: an inventory read without specs reads only it."""
+
+    __tablename__ = "source_runs"
+    __table_args__ = (Index("ix_source_runs_digests", "source", "run", "digest", "applied_at", "file"),)
+    source: str = Field(primary_key=True)
+    run: str = Field(primary_key=True)
+    spec: str = Field(sa_column=Column(Text, nullable=False))
+    applied_at: float
+    file: str | None = None
+    digest: str | None = None

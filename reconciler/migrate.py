@@ -1,0 +1,129 @@
+"""Schema migrations by alembic, run at open: the one runner both of astra's databases use.
+
+Owns how a database's revision is read, checked against the revisions a package ships, and
+brought to the head: ``Revisions`` names a package's folder of alembic scripts (``env.py`` and
+``versions/``, shipped inside the wheel; users need no ``alembic.ini``) and its version table.
+The control plane's store (``reconciler.controlplane.store.migrations``) and the source state
+(``reconciler.state.migrations``) each have one.
+
+Opening a database that is already at the head costs one small ``SELECT`` and imports nothing of
+alembic (``peek``): the fast path of every open, on the warm plan's path. Only a database that
+needs work (a new one, one written by an astra before alembic, one at an older revision) loads
+alembic, and that in the caller's transaction. A revision the scripts do not know was written by
+a newer astra: ``unknown`` says so, and each store refuses to open it with its own error.
+
+A new revision: a file in the package's ``versions/`` whose ``down_revision`` is the current head,
+with ``upgrade()`` (and ``downgrade()``) written with ``alembic.op``; then move the package's
+``HEAD`` to it (a test holds ``HEAD`` to the scripts' head).
+
+Must not touch: any table (the scripts do), the stores' errors (callers map ``unknown`` and
+SQLAlchemy's errors to theirs).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import inspect, text
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
+
+__all__ = [
+    "MigrationError",
+    "Revisions",
+    "known",
+    "peek",
+    "revision",
+    "run_env",
+    "script_revisions",
+    "upgrade",
+]
+
+log = logging.getLogger(__name__)
+
+
+class MigrationError(Exception):
+    """The scripts cannot bring the database to the revision asked (alembic's error, mapped)."""
+
+
+@dataclass(frozen=True)
+class Revisions:
+    """One database's migrations: its scripts' folder, version table, first and last revisions."""
+
+    #: The folder holding ``env.py`` and ``versions/``.
+    scripts: Path
+    #: Where alembic keeps the database's revision (each database its own name: two of astra's
+    #: databases may share one SQL database).
+    version_table: str
+    #: The first revision: the schema as astra left it before alembic.
+    baseline: str
+    #: The last revision, known without loading the scripts (a test holds it to them).
+    head: str
+
+
+def peek(engine: Engine, sql: str) -> tuple[Any, ...] | None:
+    """The one row of ``sql`` (a ``SELECT`` of the version tables), or ``None`` when it cannot be
+    read (a new database, one before alembic): then the caller takes the slow path."""
+    try:
+        with engine.connect() as conn:
+            row = conn.execute(text(sql)).first()
+    except DBAPIError as exc:
+        log.debug("schema check: the slow path (%s)", exc.orig)
+        return None
+    return None if row is None else tuple(row)
+
+
+def revision(conn: Connection, revs: Revisions) -> str | None:
+    """The database's revision, ``None`` when it has none (new, or written before alembic)."""
+    if not inspect(conn).has_table(revs.version_table):
+        return None
+    return conn.execute(text(f"SELECT version_num FROM {revs.version_table}")).scalar()
+
+
+@cache
+def _scripts(folder: Path) -> Any:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", str(folder))
+    return config, ScriptDirectory.from_config(config)
+
+
+def script_revisions(revs: Revisions) -> list[str]:
+    """Every revision the scripts hold, from the head down to the baseline."""
+    return [s.revision for s in _scripts(revs.scripts)[1].walk_revisions()]
+
+
+def known(revs: Revisions, found: str) -> bool:
+    """Whether ``found`` is a revision of these scripts (else a newer astra wrote it)."""
+    return found in script_revisions(revs)
+
+
+def upgrade(conn: Connection, revs: Revisions, target: str = "head") -> None:
+    """Run the scripts from the database's revision up to ``target``, in ``conn``'s transaction."""
+    from alembic import command
+
+    config, _ = _scripts(revs.scripts)
+    config.attributes["connection"] = conn
+    config.attributes["version_table"] = revs.version_table
+    from alembic.util import CommandError
+
+    try:
+        command.upgrade(config, target)
+    except CommandError as exc:
+        raise MigrationError(f"cannot migrate the database to {target}: {exc}") from exc
+    finally:
+        config.attributes.clear()
+
+
+def run_env(context: Any) -> None:
+    """The body of each scripts folder's ``env.py``: migrate on the connection ``upgrade`` gave."""
+    attributes = context.config.attributes
+    context.configure(connection=attributes["connection"], version_table=attributes["version_table"])
+    with context.begin_transaction():
+        context.run_migrations()
