@@ -1,0 +1,243 @@
+"""Sources' state in a SQL database (``--state URL``): sqlmodel tables, SQLite by default.
+
+Owns ``SqlSourceStore`` and its tables (``astra_sources``, ``astra_inventory``, ``astra_history``,
+on a registry of their own). Opening brings the database to this astra's schema
+(``reconciler.state.migrations``: alembic, with a fast path when it is already at the head).
+Every method is one transaction; SQLAlchemy's errors leave as ``StateError``.
+
+Must not touch: the control plane's database (its sources are ``reconciler.clusters.http``'s
+business), how a store is chosen (``naming``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import registry
+from sqlmodel import Column, Field, SQLModel, Text, create_engine
+
+from ..migrate import MigrationError
+from ..runspec.vocabulary import HISTORY_KEEP
+from .types import HistoryEntry, InventoryEntry, Lock, Locked, SourceState, StateError, digest_of
+
+__all__ = ["HistoryRow", "InventoryRow", "SourceRow", "SqlSourceStore", "StateTable", "metadata"]
+
+
+class StateTable(SQLModel, registry=registry()):
+    """The base of the source state's tables: their own metadata, apart from the control plane's."""
+
+
+metadata = StateTable.metadata
+
+
+class SourceRow(StateTable, table=True):
+    """A source: its resource_version, its status (a JSON object) and its apply lock, if held."""
+
+    __tablename__ = "astra_sources"
+    name: str = Field(primary_key=True)
+    resource_version: int
+    status: str = Field(sa_column=Column(Text, nullable=False))
+    lock_id: str | None = None
+    lock_owner: str | None = None
+    lock_created_at: float | None = None
+
+
+class InventoryRow(StateTable, table=True):
+    """One run of a source's inventory: its last-applied spec (JSON), when, which file, its digest."""
+
+    __tablename__ = "astra_inventory"
+    source: str = Field(primary_key=True)
+    run: str = Field(primary_key=True)
+    spec: str = Field(sa_column=Column(Text, nullable=False))
+    applied_at: float
+    file: str | None = None
+    digest: str | None = None
+
+
+class HistoryRow(StateTable, table=True):
+    """One apply record of a source (the newest ``HISTORY_KEEP`` are read)."""
+
+    __tablename__ = "astra_history"
+    id: int | None = Field(default=None, primary_key=True)
+    source: str = Field(index=True)
+    who: str
+    at: float
+    git_commit: str | None = None
+    summary: str = Field(sa_column=Column(Text, nullable=False))
+    result: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class SqlSourceStore:
+    """Sources in a SQL database through sqlmodel's engine: SQLite by default, any SQLAlchemy URL."""
+
+    def __init__(self, url: str):
+        from .migrations import prepare
+
+        self.address = url
+        if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+            Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        self._sources = SourceRow.__table__
+        self._inventory = InventoryRow.__table__
+        self._history = HistoryRow.__table__
+        try:
+            self.engine = create_engine(url)
+            prepare(self.engine, url)
+        except (SQLAlchemyError, MigrationError) as exc:
+            raise StateError(f"cannot open the state database {url}: {exc}") from exc
+
+    def _tx(self):
+        return _Tx(self.engine)
+
+    def _ensure(self, conn, name: str) -> None:
+        if conn.execute(select(self._sources.c.name).where(self._sources.c.name == name)).first() is None:
+            conn.execute(self._sources.insert().values(name=name, resource_version=0, status="{}"))
+
+    def _bump(self, conn, name: str) -> None:
+        s = self._sources
+        conn.execute(s.update().where(s.c.name == name).values(resource_version=s.c.resource_version + 1))
+
+    def read(self, name: str) -> SourceState:
+        s, h = self._sources, self._history
+        with self._tx() as conn:
+            row = conn.execute(select(s).where(s.c.name == name)).mappings().first()
+            if row is None:
+                return SourceState(name)
+            inventory = self._entries(conn, name, None, specs=True)
+            history = [
+                HistoryEntry(r["who"], r["at"], r["git_commit"], json.loads(r["summary"]), r["result"])
+                for r in conn.execute(
+                    select(h).where(h.c.source == name).order_by(h.c.id.desc()).limit(HISTORY_KEEP)
+                ).mappings()
+            ][::-1]
+        return SourceState(
+            name, row["resource_version"], inventory, _lock_of(row), json.loads(row["status"]), history
+        )
+
+    def inventory(
+        self, name: str, runs: Collection[str] | None = None, *, specs: bool = True
+    ) -> dict[str, InventoryEntry]:
+        with self._tx() as conn:
+            return self._entries(conn, name, runs, specs=specs)
+
+    def _entries(
+        self, conn, name: str, runs: Collection[str] | None, *, specs: bool
+    ) -> dict[str, InventoryEntry]:
+        i = self._inventory
+        columns = [i.c.run, i.c.applied_at, i.c.file, i.c.digest]
+        if specs:
+            columns.append(i.c.spec)
+        query = select(*columns).where(i.c.source == name).order_by(i.c.run)
+        wanted = None if runs is None else set(runs)
+        out = {}
+        for r in conn.execute(query).mappings():
+            if wanted is None or r["run"] in wanted:
+                spec = json.loads(r["spec"]) if specs else None
+                out[r["run"]] = InventoryEntry(spec, r["applied_at"], r["file"], r["digest"])
+        return out
+
+    def sources(self) -> list[SourceState]:
+        with self._tx() as conn:
+            names = [r[0] for r in conn.execute(select(self._sources.c.name).order_by(self._sources.c.name))]
+        return [self.read(n) for n in names]
+
+    def record(self, name: str, run: str, entry: InventoryEntry | None) -> None:
+        i = self._inventory
+        with self._tx() as conn:
+            self._ensure(conn, name)
+            conn.execute(i.delete().where(i.c.source == name, i.c.run == run))
+            if entry is not None:
+                conn.execute(
+                    i.insert().values(
+                        source=name,
+                        run=run,
+                        spec=json.dumps(entry.spec, sort_keys=True),
+                        applied_at=entry.applied_at,
+                        file=entry.file,
+                        digest=entry.digest or digest_of(entry.spec),
+                    )
+                )
+            self._bump(conn, name)
+
+    def set_status(self, name: str, status: dict[str, Any]) -> None:
+        s = self._sources
+        with self._tx() as conn:
+            self._ensure(conn, name)
+            conn.execute(s.update().where(s.c.name == name).values(status=json.dumps(status, sort_keys=True)))
+            self._bump(conn, name)
+
+    def add_history(self, name: str, entry: HistoryEntry) -> None:
+        h = self._history
+        with self._tx() as conn:
+            self._ensure(conn, name)
+            conn.execute(
+                h.insert().values(
+                    source=name,
+                    who=entry.who,
+                    at=entry.when,
+                    git_commit=entry.commit,
+                    summary=json.dumps(entry.summary, sort_keys=True),
+                    result=entry.result,
+                )
+            )
+            self._bump(conn, name)
+
+    def lock(self, name: str, who: str, now: float) -> Lock:
+        s = self._sources
+        lock = Lock.new(who, now)
+        with self._tx() as conn:
+            self._ensure(conn, name)
+            taken = conn.execute(
+                s.update()
+                .where(s.c.name == name, s.c.lock_id.is_(None))
+                .values(lock_id=lock.id, lock_owner=lock.owner, lock_created_at=lock.created_at)
+            ).rowcount
+            if not taken:
+                row = conn.execute(select(s).where(s.c.name == name)).mappings().first()
+                holder = _lock_of(row) if row is not None else None
+                if holder is not None:
+                    raise Locked(name, holder, now)
+        return lock
+
+    def unlock(self, name: str, lock_id: str) -> None:
+        s = self._sources
+        with self._tx() as conn:
+            released = conn.execute(
+                s.update()
+                .where(s.c.name == name, s.c.lock_id == lock_id)
+                .values(lock_id=None, lock_owner=None, lock_created_at=None)
+            ).rowcount
+        if not released:
+            held = self.read(name).lock
+            if held is None:
+                raise StateError(f"source '{name}' holds no lock")
+            raise StateError(f"source '{name}' is locked under {held.id}, not {lock_id}")
+
+
+class _Tx:
+    """One transaction; SQLAlchemy's errors leave as ``StateError``."""
+
+    def __init__(self, engine):
+        self._cm = engine.begin()
+
+    def __enter__(self):
+        try:
+            return self._cm.__enter__()
+        except SQLAlchemyError as exc:
+            raise StateError(f"the state database failed: {exc}") from exc
+
+    def __exit__(self, *exc_info):
+        try:
+            return self._cm.__exit__(*exc_info)
+        except SQLAlchemyError as exc:
+            raise StateError(f"the state database failed: {exc}") from exc
+
+
+def _lock_of(row) -> Lock | None:
+    if row is None or row["lock_id"] is None:
+        return None
+    return Lock(row["lock_id"], row["lock_owner"] or "?", row["lock_created_at"] or 0.0)

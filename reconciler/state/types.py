@@ -1,0 +1,219 @@
+"""The data of a source's memory and the protocol of the stores that keep it.
+
+Owns: ``InventoryEntry``, ``Lock``, ``HistoryEntry``, ``SourceState`` (with their JSON forms: the
+field names are the ``/sources`` API's), the ``SourceStore`` protocol every store follows (memory,
+SQL, the control plane's through ``reconciler.clusters.http``), ``KeepsSources`` (a cluster that
+keeps sources), and the errors. Must not touch: any store's storage; no import beyond the
+standard library and the spec layer (it is on the plan's path).
+
+Exceptions::
+
+    StateError          the state cannot be read or written (mapped from sqlalchemy, httpx)
+    ├── Locked          another apply holds the source's lock (carries the holder's ``Lock``)
+    ├── StaleState      the source changed since it was read (a concurrent writer)
+    └── StateTooNew     the state database was written by a newer astra
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ..runspec.quantities import duration_words
+
+__all__ = [
+    "HistoryEntry",
+    "InventoryEntry",
+    "KeepsSources",
+    "Lock",
+    "Locked",
+    "SourceState",
+    "SourceStore",
+    "StaleState",
+    "StateError",
+    "StateTooNew",
+    "digest_of",
+]
+
+
+class StateError(Exception):
+    """The source's state cannot be read or written."""
+
+
+class Locked(StateError):
+    """Another apply holds the source's lock (``lock``); with ``now``, the message says its age."""
+
+    def __init__(self, source: str, lock: Lock, now: float | None = None):
+        self.lock = lock
+        age = "" if now is None else f", {duration_words(max(0.0, now - lock.created_at))} ago"
+        super().__init__(
+            f"source '{source}' is locked by {lock.owner} (lock {lock.id}{age}): another apply is running; "
+            f"if it is not, clear the lock with 'astra force-unlock {lock.id} --source {source}'"
+        )
+
+
+class StaleState(StateError):
+    """The state changed since it was read (another writer)."""
+
+
+class StateTooNew(StateError):
+    """The state database was written by a newer astra: this one refuses to open it."""
+
+
+@dataclass(frozen=True)
+class InventoryEntry:
+    """A run this source applied: the document it last applied (normalised), when, from which
+    file, and that document's digest (``reconciler.runspec.normalize.digest``).
+
+    Every store fills ``digest`` when it reads (an entry made to be recorded may leave it out: the
+    store computes it); read with ``inventory(…, specs=False)``, ``spec`` is ``None`` and the
+    digest stands for it.
+    """
+
+    spec: dict[str, Any] | None
+    applied_at: float
+    file: str | None = None
+    digest: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"spec": self.spec, "applied_at": self.applied_at, "file": self.file}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> InventoryEntry:
+        spec, given = data.get("spec"), data.get("digest")
+        return cls(spec, float(data.get("applied_at") or 0.0), data.get("file"), given or digest_of(spec))
+
+    def records(self, after: dict[str, Any], file: str | None) -> bool:
+        """Whether this entry already records the normalised document ``after``, from ``file``."""
+        if self.file != file:
+            return False
+        if self.spec is not None:
+            return self.spec == after
+        from ..runspec.normalize import digest
+
+        return self.digest is not None and self.digest == digest(after)
+
+    def without_spec(self) -> InventoryEntry:
+        return InventoryEntry(None, self.applied_at, self.file, self.digest or digest_of(self.spec))
+
+
+def digest_of(spec: dict[str, Any] | None) -> str | None:
+    """The digest of a last-applied spec (``None`` without one)."""
+    if spec is None:
+        return None
+    from ..runspec.normalize import spec_digest
+
+    return spec_digest(spec)
+
+
+@dataclass(frozen=True)
+class Lock:
+    id: str
+    owner: str
+    created_at: float
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Lock:
+        return cls(str(data["id"]), str(data.get("owner", "?")), float(data.get("created_at") or 0.0))
+
+    @classmethod
+    def new(cls, who: str, now: float) -> Lock:
+        import uuid
+
+        return cls(uuid.uuid4().hex[:12], who, now)
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    who: str
+    when: float
+    commit: str | None
+    summary: dict[str, int]
+    result: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> HistoryEntry:
+        return cls(
+            data.get("who", "?"),
+            float(data.get("when") or 0.0),
+            data.get("commit"),
+            dict(data.get("summary") or {}),
+            data.get("result", ""),
+        )
+
+
+@dataclass
+class SourceState:
+    name: str
+    resource_version: int = 0
+    inventory: dict[str, InventoryEntry] = field(default_factory=dict)
+    lock: Lock | None = None
+    status: dict[str, Any] = field(default_factory=dict)
+    history: list[HistoryEntry] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "resource_version": self.resource_version,
+            "inventory": {k: self.inventory[k].to_json() for k in sorted(self.inventory)},
+            "lock": None if self.lock is None else self.lock.to_json(),
+            "status": dict(sorted(self.status.items())),
+            "history": [h.to_json() for h in self.history],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], name: str | None = None) -> SourceState:
+        return cls(
+            name=data.get("name") or name or "",
+            resource_version=int(data.get("resource_version") or 0),
+            inventory={k: InventoryEntry.from_json(v) for k, v in (data.get("inventory") or {}).items()},
+            lock=Lock.from_json(data["lock"]) if data.get("lock") else None,
+            status=dict(data.get("status") or {}),
+            history=[HistoryEntry.from_json(h) for h in data.get("history") or []],
+        )
+
+
+@runtime_checkable
+class SourceStore(Protocol):
+    """Where sources' state lives. Every method is one read or one atomic write."""
+
+    #: Where it is, for messages: ``sqlite:///.astra/state.db``, ``http://…/sources``.
+    address: str
+
+    def read(self, name: str) -> SourceState: ...
+
+    def inventory(
+        self, name: str, runs: Collection[str] | None = None, *, specs: bool = True
+    ) -> dict[str, InventoryEntry]:
+        """The source's inventory (only ``runs``, when given), each entry with its digest; with
+        ``specs=False`` without the specs (``spec`` is ``None``), which a plan that finds a run
+        unchanged by digest never reads."""
+
+    def sources(self) -> list[SourceState]: ...
+
+    def record(self, name: str, run: str, entry: InventoryEntry | None) -> None:
+        """Set (or, with ``None``, remove) one run's inventory entry."""
+
+    def set_status(self, name: str, status: dict[str, Any]) -> None: ...
+
+    def add_history(self, name: str, entry: HistoryEntry) -> None: ...
+
+    def lock(self, name: str, who: str, now: float) -> Lock:
+        """Take the source's apply lock; ``Locked`` when another holds it."""
+
+    def unlock(self, name: str, lock_id: str) -> None:
+        """Release the lock ``lock_id``; ``StateError`` when no lock or another one is held."""
+
+
+@runtime_checkable
+class KeepsSources(Protocol):
+    """A cluster that keeps sources' state with it (the control plane, the fake)."""
+
+    def source_store(self) -> SourceStore | None: ...
