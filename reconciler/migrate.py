@@ -10,13 +10,14 @@ Opening a database that is already at the head costs one small ``SELECT`` and im
 alembic (``peek``): the fast path of every open, on the warm plan's path. Only a database that
 needs work (a new one, one written by an astra before alembic, one at an older revision) loads
 alembic, and that in the caller's transaction. A revision the scripts do not know was written by
-a newer astra: ``unknown`` says so, and each store refuses to open it with its own error.
+a newer astra: ``known_revision`` raises ``UnknownRevision``, and each store refuses to open the
+database with its own error.
 
 A new revision: a file in the package's ``versions/`` whose ``down_revision`` is the current head,
 with ``upgrade()`` (and ``downgrade()``) written with ``alembic.op``; then move the package's
 ``HEAD`` to it (a test holds ``HEAD`` to the scripts' head).
 
-Must not touch: any table (the scripts do), the stores' errors (callers map ``unknown`` and
+Must not touch: any table (the scripts do), the stores' errors (callers map ``MigrationError`` and
 SQLAlchemy's errors to theirs).
 """
 
@@ -35,7 +36,8 @@ from sqlalchemy.exc import DBAPIError
 __all__ = [
     "MigrationError",
     "Revisions",
-    "known",
+    "UnknownRevision",
+    "known_revision",
     "peek",
     "revision",
     "run_env",
@@ -48,6 +50,17 @@ log = logging.getLogger(__name__)
 
 class MigrationError(Exception):
     """The scripts cannot bring the database to the revision asked (alembic's error, mapped)."""
+
+
+class UnknownRevision(MigrationError):
+    """The database is at a revision the scripts do not know: a newer astra wrote it."""
+
+    def __init__(self, found: str, head: str):
+        super().__init__(
+            f"is at schema revision {found}, which this astra does not know (its newest is {head}): "
+            "a newer astra wrote it; upgrade astra"
+        )
+        self.found = found
 
 
 @dataclass(frozen=True)
@@ -99,9 +112,12 @@ def script_revisions(revs: Revisions) -> list[str]:
     return [s.revision for s in _scripts(revs.scripts)[1].walk_revisions()]
 
 
-def known(revs: Revisions, found: str) -> bool:
-    """Whether ``found`` is a revision of these scripts (else a newer astra wrote it)."""
-    return found in script_revisions(revs)
+def known_revision(conn: Connection, revs: Revisions) -> str | None:
+    """The database's revision (``None``: none yet); ``UnknownRevision`` when the scripts lack it."""
+    found = revision(conn, revs)
+    if found is not None and found not in script_revisions(revs):
+        raise UnknownRevision(found, revs.head)
+    return found
 
 
 def upgrade(conn: Connection, revs: Revisions, target: str = "head") -> None:

@@ -60,12 +60,7 @@ The parts: ``types`` (the data, the ``SourceStore`` protocol, the errors), ``mem
 that a plan whose cluster keeps its sources never imports SQLAlchemy), ``migrations`` (the SQL
 database's alembic revisions), ``naming`` (``open_store``, the source's name, the commit, who).
 
-Exceptions::
-
-    StateError          the state cannot be read or written (mapped from sqlalchemy, httpx)
-    ├── Locked          another apply holds the source's lock (carries the holder's ``Lock``)
-    ├── StaleState      the source changed since it was read (a concurrent writer)
-    └── StateTooNew     the state database was written by a newer astra
+The exceptions (``StateError`` and the tree under it) are drawn in ``types``.
 """
 
 from __future__ import annotations

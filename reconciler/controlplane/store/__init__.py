@@ -12,14 +12,7 @@ astra's schema, and is ready. The parts, each a module of its own:
 
 Must not touch: the scheduler's decisions, processes, HTTP; it never reads a clock.
 
-Exceptions::
-
-    StoreError              the database cannot be used (mapped from SQLAlchemy at the boundary)
-    ├── SchemaTooNew        written by a newer astra: upgrade astra, or use another --db
-    ├── NameExists          a run (or a worker name) of that name exists
-    ├── NotFound            no such run, worker or source
-    ├── Stale               the resource_version given is not the current one (holds ``current``)
-    └── LockMismatch        a source write names a lock that is not the one held (holds ``lock``)
+The exceptions (``StoreError`` and the tree under it) are drawn in ``errors``.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from pathlib import Path
 from sqlalchemy import Column, String, inspect, select
 from sqlalchemy.engine import Connection, Engine
 
-from ...migrate import Revisions, known, peek, revision, upgrade
+from ...migrate import Revisions, UnknownRevision, known_revision, peek, upgrade
 from ..types import StateTooNew, digest_of
 from .baseline import inventory
 
@@ -40,12 +40,10 @@ def prepare(engine: Engine, shown: str) -> None:
     if peek(engine, _PEEK) == (HEAD,):
         return
     with engine.begin() as conn:
-        found = revision(conn, REVISIONS)
-        if found is not None and not known(REVISIONS, found):
-            raise StateTooNew(
-                f"the state database {shown} is at schema revision {found}, which this astra does not "
-                f"know (its newest is {HEAD}): a newer astra wrote it; upgrade astra, or give another --state"
-            )
+        try:
+            found = known_revision(conn, REVISIONS)
+        except UnknownRevision as exc:
+            raise StateTooNew(f"the state database {shown} {exc}, or give another --state") from exc
         if found is None:
             upgrade(conn, REVISIONS, BASELINE)
             add_digests(conn)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
-from ....migrate import Revisions, known, peek, revision, upgrade
+from ....migrate import Revisions, UnknownRevision, known_revision, peek, upgrade
 from ..errors import SchemaTooNew
 from .legacy import FENCE, adopt, fence
 
@@ -48,12 +48,10 @@ def prepare(engine: Engine, shown: str) -> None:
                 f"the database {shown} has schema version {legacy}, newer than this astra's {FENCE}: "
                 "upgrade astra, or give another --db"
             )
-        found = revision(conn, REVISIONS)
-        if found is not None and not known(REVISIONS, found):
-            raise SchemaTooNew(
-                f"the database {shown} is at schema revision {found}, which this astra does not know "
-                f"(its newest is {HEAD}): a newer astra wrote it; upgrade astra, or give another --db"
-            )
+        try:
+            found = known_revision(conn, REVISIONS)
+        except UnknownRevision as exc:
+            raise SchemaTooNew(f"the database {shown} {exc}, or give another --db") from exc
         if found is None:
             upgrade(conn, REVISIONS, BASELINE)
         if legacy is None or legacy < FENCE:
