@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from reconciler.controlplane import embedded, server
+from reconciler.cli import local_server
+from reconciler.controlplane import server
 from reconciler.home import astra_home
 from reconciler.state import default_state_url, open_store
 
@@ -23,4 +24,4 @@ def test_the_state_file_and_the_local_server_use_the_same_home(tmp_path, monkeyp
     home = tmp_path.resolve() / ".astra"
     assert default_state_url() == f"sqlite:///{home / 'state.db'}"
     assert open_store(None, object()).address == f"sqlite:///{home / 'state.db'}"
-    assert server.astra_home is astra_home and embedded.astra_home is astra_home
+    assert server.astra_home is astra_home and local_server.astra_home is astra_home

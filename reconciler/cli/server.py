@@ -82,7 +82,8 @@ class _Fail(typer.Exit):
 @server_app.command()
 def stop() -> None:
     """Stop the local control plane of this folder (or of $ASTRA_HOME); its workers are killed."""
-    from ..controlplane.server import astra_home, stop_server
+    from ..controlplane.server import stop_server
+    from ..home import astra_home
 
     home = astra_home()
     info = stop_server(home)

@@ -34,7 +34,6 @@ from .inventory import Inventory, InventoryError, default_inventory, load_invent
 __all__ = [
     "ServerError",
     "ServerInfo",
-    "astra_home",
     "load_inventory_file",
     "read_info",
     "read_token_file",

@@ -144,6 +144,6 @@ def _load_files(loaded: Loaded, names: list[str], cache: FileCache | None) -> No
 
 def default_cache() -> FileCache:
     """The cache under ``$ASTRA_HOME/cache``, else ``.astra/cache``."""
-    from ..state import astra_home
+    from ..home import astra_home
 
     return FileCache(astra_home() / "cache")

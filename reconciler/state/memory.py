@@ -76,7 +76,7 @@ class MemorySourceStore:
     def unlock(self, name: str, lock_id: str) -> None:
         data = self._data.get(name)
         held = data.get("lock") if data else None
-        if not held:
+        if data is None or not held:
             raise StateError(f"source '{name}' holds no lock")
         if held["id"] != lock_id:
             raise StateError(f"source '{name}' is locked under {held['id']}, not {lock_id}")

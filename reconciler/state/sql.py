@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import select
+from sqlalchemy import Table, select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import registry
 from sqlmodel import Column, Field, SQLModel, Text, create_engine
@@ -72,6 +72,11 @@ class HistoryRow(StateTable, table=True):
     result: str = Field(sa_column=Column(Text, nullable=False))
 
 
+def _table(model: type[SQLModel]) -> Table:
+    """The SQLAlchemy table a sqlmodel class maps (its ``__table__``, which sqlmodel leaves untyped)."""
+    return cast(Table, vars(model)["__table__"])
+
+
 class SqlSourceStore:
     """Sources in a SQL database through sqlmodel's engine: SQLite by default, any SQLAlchemy URL."""
 
@@ -81,9 +86,9 @@ class SqlSourceStore:
         self.address = url
         if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
             Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-        self._sources = SourceRow.__table__
-        self._inventory = InventoryRow.__table__
-        self._history = HistoryRow.__table__
+        self._sources = _table(SourceRow)
+        self._inventory = _table(InventoryRow)
+        self._history = _table(HistoryRow)
         try:
             self.engine = create_engine(url)
             prepare(self.engine, url)

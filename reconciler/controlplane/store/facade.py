@@ -35,15 +35,9 @@ from .migrations import REVISIONS, prepare
 from .migrations.legacy import fence
 from .migrations.schema4 import RESOURCE_VERSION
 from .sources import KeptSources
-from .tables import EventRow, MachineRow, RunRow, SequenceRow, WorkerRow
+from .tables import EVENTS, MACHINES, RUNS, SEQUENCES, WORKERS
 
 __all__ = ["Store"]
-
-_RUNS = RunRow.__table__
-_WORKERS = WorkerRow.__table__
-_EVENTS = EventRow.__table__
-_MACHINES = MachineRow.__table__
-_SEQUENCES = SequenceRow.__table__
 
 
 class Store(KeptSources):
@@ -83,24 +77,24 @@ class Store(KeptSources):
         """Replace the machines table with ``inventory`` (one transaction)."""
         rows = [{"name": m.name, "spec": machine_json(m), "state": "Up"} for m in inventory]
         with self.engine.begin() as conn:
-            conn.execute(delete(_MACHINES))
+            conn.execute(delete(MACHINES))
             if rows:
-                conn.execute(insert(_MACHINES), rows)
+                conn.execute(insert(MACHINES), rows)
 
     def machine_rows(self) -> list[dict[str, Any]]:
         with self.engine.connect() as conn:
-            rows = conn.execute(select(_MACHINES).order_by(_MACHINES.c.name)).mappings()
+            rows = conn.execute(select(MACHINES).order_by(MACHINES.c.name)).mappings()
             return [{"name": r["name"], "state": r["state"], **json.loads(r["spec"])} for r in rows]
 
     # -- runs --------------------------------------------------------------------------------
 
     def next_seq(self) -> int:
         with self.engine.connect() as conn:
-            return (conn.execute(select(func.max(_RUNS.c.seq))).scalar() or 0) + 1
+            return (conn.execute(select(func.max(RUNS.c.seq))).scalar() or 0) + 1
 
     def resource_version(self) -> int:
         """The last resource_version given to any run (0: none yet)."""
-        seq = _SEQUENCES
+        seq = SEQUENCES
         with self.engine.connect() as conn:
             return conn.execute(select(seq.c.value).where(seq.c.name == RESOURCE_VERSION)).scalar_one()
 
@@ -119,7 +113,7 @@ class Store(KeptSources):
         try:
             with self.engine.begin() as conn:
                 rv = _next_value(conn, RESOURCE_VERSION)
-                conn.execute(insert(_RUNS).values(**values, resource_version=rv))
+                conn.execute(insert(RUNS).values(**values, resource_version=rv))
         except IntegrityError as exc:
             raise NameExists(f"a run named {record.name} exists") from exc
         return rv
@@ -129,7 +123,7 @@ class Store(KeptSources):
 
         409-style ``Stale`` when ``expected`` is not current (the counter does not move then)."""
         with self.engine.begin() as conn:
-            current = conn.execute(select(_RUNS.c.resource_version).where(_RUNS.c.name == name)).scalar()
+            current = conn.execute(select(RUNS.c.resource_version).where(RUNS.c.name == name)).scalar()
             if current is None:
                 raise NotFound(f"no run named {name}")
             if expected is not None and expected != current:
@@ -140,8 +134,8 @@ class Store(KeptSources):
                 )
             rv = _next_value(conn, RESOURCE_VERSION)
             conn.execute(
-                update(_RUNS)
-                .where(_RUNS.c.name == name)
+                update(RUNS)
+                .where(RUNS.c.name == name)
                 .values(
                     document=json.dumps(document, separators=(",", ":")), resource_version=rv, updated_at=now
                 )
@@ -151,34 +145,34 @@ class Store(KeptSources):
     def delete_run(self, name: str) -> None:
         """Remove a run and its workers (its events stay); one transaction."""
         with self.engine.begin() as conn:
-            gone = conn.execute(delete(_RUNS).where(_RUNS.c.name == name)).rowcount
-            conn.execute(delete(_WORKERS).where(_WORKERS.c.run == name))
+            gone = conn.execute(delete(RUNS).where(RUNS.c.name == name)).rowcount
+            conn.execute(delete(WORKERS).where(WORKERS.c.run == name))
         if not gone:
             raise NotFound(f"no run named {name}")
 
     def run_rows(self) -> list[dict[str, Any]]:
         with self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(select(_RUNS).order_by(_RUNS.c.seq)).mappings()]
+            return [dict(r) for r in conn.execute(select(RUNS).order_by(RUNS.c.seq)).mappings()]
 
     def run_row(self, name: str) -> dict[str, Any] | None:
         with self.engine.connect() as conn:
-            row = conn.execute(select(_RUNS).where(_RUNS.c.name == name)).mappings().first()
+            row = conn.execute(select(RUNS).where(RUNS.c.name == name)).mappings().first()
             return dict(row) if row else None
 
     def worker_rows(self, run: str | None = None) -> list[dict[str, Any]]:
-        q = select(_WORKERS)
+        q = select(WORKERS)
         if run is not None:
-            q = q.where(_WORKERS.c.run == run)
+            q = q.where(WORKERS.c.run == run)
         with self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(q.order_by(_WORKERS.c.run, _WORKERS.c.rank)).mappings()]
+            return [dict(r) for r in conn.execute(q.order_by(WORKERS.c.run, WORKERS.c.rank)).mappings()]
 
     def worker_row(self, name: str) -> dict[str, Any] | None:
         with self.engine.connect() as conn:
-            row = conn.execute(select(_WORKERS).where(_WORKERS.c.name == name)).mappings().first()
+            row = conn.execute(select(WORKERS).where(WORKERS.c.name == name)).mappings().first()
             return dict(row) if row else None
 
     def event_rows(self, run: str) -> list[dict[str, Any]]:
-        q = select(_EVENTS).where(_EVENTS.c.run == run).order_by(_EVENTS.c.id)
+        q = select(EVENTS).where(EVENTS.c.run == run).order_by(EVENTS.c.id)
         with self.engine.connect() as conn:
             return [dict(r) for r in conn.execute(q).mappings()]
 
@@ -201,18 +195,18 @@ class Store(KeptSources):
         try:
             with self.engine.begin() as conn:
                 if rows.new_workers:
-                    conn.execute(insert(_WORKERS), rows.new_workers)
-                _update_by_name(conn, _WORKERS, rows.workers)
-                _update_by_name(conn, _RUNS, rows.runs)
+                    conn.execute(insert(WORKERS), rows.new_workers)
+                _update_by_name(conn, WORKERS, rows.workers)
+                _update_by_name(conn, RUNS, rows.runs)
                 if rows.started:
                     stmt = (
-                        update(_RUNS)
-                        .where(_RUNS.c.name == bindparam("b_name"), _RUNS.c.started_at.is_(None))
+                        update(RUNS)
+                        .where(RUNS.c.name == bindparam("b_name"), RUNS.c.started_at.is_(None))
                         .values(started_at=bindparam("started_at"))
                     )
                     conn.execute(stmt, rows.started)
                 if tick.events:
-                    conn.execute(insert(_EVENTS), tick.events)
+                    conn.execute(insert(EVENTS), tick.events)
         except IntegrityError as exc:
             raise NameExists(f"a worker name is taken: {exc.orig}") from exc
 
@@ -236,6 +230,6 @@ def _next_value(conn: Any, name: str) -> int:
 
     The UPDATE comes first so that it holds the write lock (SQLite) or the row lock (others)
     before the read: two writers never take the same value."""
-    seq = _SEQUENCES
+    seq = SEQUENCES
     conn.execute(update(seq).where(seq.c.name == name).values(value=seq.c.value + 1))
     return conn.execute(select(seq.c.value).where(seq.c.name == name)).scalar_one()

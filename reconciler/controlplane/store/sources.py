@@ -26,12 +26,9 @@ from sqlalchemy.engine import Engine
 from ...runspec.normalize import digest, normalize
 from ...runspec.vocabulary import HISTORY_KEEP
 from .errors import LockMismatch, NotFound, Stale
-from .tables import SourceRow, SourceRunRow
+from .tables import SOURCE_RUNS, SOURCES
 
 __all__ = ["KeptSources", "compact", "entry_digest", "source_run_row"]
-
-_SOURCES = SourceRow.__table__
-_RUNS = SourceRunRow.__table__
 
 
 class KeptSources:
@@ -43,11 +40,11 @@ class KeptSources:
     _digest_texts: dict[str, tuple[int, str]]
 
     def _source_row(self, conn: Any, name: str) -> Mapping[str, Any] | None:
-        return conn.execute(select(_SOURCES).where(_SOURCES.c.name == name)).mappings().first()
+        return conn.execute(select(SOURCES).where(SOURCES.c.name == name)).mappings().first()
 
     def source_tag(self, name: str) -> str | None:
         """The source's entity tag (``"RV-LOCKID"``): it changes with every write and with the lock."""
-        s = _SOURCES
+        s = SOURCES
         with self.engine.connect() as conn:
             row = conn.execute(select(s.c.resource_version, s.c.lock).where(s.c.name == name)).first()
         return None if row is None else _tag(row[0], row[1])
@@ -68,7 +65,7 @@ class KeptSources:
     def list_sources_json(self) -> str:
         """``{"items": [SOURCE, ...]}`` (by name) as JSON text."""
         with self.engine.connect() as conn:
-            rows = conn.execute(select(_SOURCES).order_by(_SOURCES.c.name)).mappings().all()
+            rows = conn.execute(select(SOURCES).order_by(SOURCES.c.name)).mappings().all()
             items = [_source_text(r, self._inventory_text(conn, r["name"])) for r in rows]
         return '{"items":[' + ",".join(items) + "]}"
 
@@ -81,7 +78,7 @@ class KeptSources:
         """``{"name", "resource_version", "items": {RUN: ENTRY}}`` as JSON text, and the tag;
         ``None`` when the source was never written. ``specs=False``: each ENTRY without its spec
         (the spec column is not read); ``runs``: only those runs' entries."""
-        s = _SOURCES
+        s = SOURCES
         with self.engine.connect() as conn:
             row = conn.execute(select(s.c.resource_version, s.c.lock).where(s.c.name == name)).first()
             if row is None:
@@ -100,7 +97,7 @@ class KeptSources:
         self, conn: Any, name: str, *, specs: bool = True, runs: Iterable[str] | None = None
     ) -> str:
         """``{RUN: ENTRY}`` (by run) as JSON text; ``specs=False``: no ``spec``; ``runs``: only those."""
-        r = _RUNS
+        r = SOURCE_RUNS
         spec = (r.c.spec,) if specs else ()
         q = select(r.c.run, r.c.digest, r.c.applied_at, r.c.file, *spec).where(r.c.source == name)
         if runs is not None:
@@ -125,15 +122,15 @@ class KeptSources:
             raise LockMismatch(why, held)
         if row is None:
             conn.execute(
-                insert(_SOURCES).values(
+                insert(SOURCES).values(
                     **{"data": "{}", **values, "name": name, "resource_version": 1, "updated_at": now}
                 )
             )
             return 1
         rv = row["resource_version"] + 1
         conn.execute(
-            update(_SOURCES)
-            .where(_SOURCES.c.name == name)
+            update(SOURCES)
+            .where(SOURCES.c.name == name)
             .values(resource_version=rv, updated_at=now, **values)
         )
         return rv
@@ -150,7 +147,7 @@ class KeptSources:
         inventory = rest.pop("inventory", None) or {}
         status = rest.pop("status", None)
         history = rest.pop("history", None)
-        r = _RUNS
+        r = SOURCE_RUNS
         with self.engine.begin() as conn:
             row = self._source_row(conn, name)
             current = row["resource_version"] if row else 0
@@ -179,7 +176,7 @@ class KeptSources:
         self, name: str, run: str, entry: dict[str, Any], lock_id: str | None, now: float
     ) -> int:
         """Set one run's inventory entry (``{"spec", "applied_at", "file"?}``) under the lock ``lock_id``."""
-        r = _RUNS
+        r = SOURCE_RUNS
         values = source_run_row(name, run, entry)
         with self.engine.begin() as conn:
             rv = self._write_source(conn, name, now, lock_id, need_lock=True)
@@ -194,7 +191,7 @@ class KeptSources:
 
     def delete_source_run(self, name: str, run: str, lock_id: str | None, now: float) -> int:
         """Remove one run from the inventory under the lock ``lock_id``; ``NotFound`` when it is not there."""
-        r = _RUNS
+        r = SOURCE_RUNS
         with self.engine.begin() as conn:
             rv = self._write_source(conn, name, now, lock_id, need_lock=True)
             if not conn.execute(delete(r).where(r.c.source == name, r.c.run == run)).rowcount:
@@ -223,12 +220,12 @@ class KeptSources:
             text = json.dumps(lock, sort_keys=True)
             if row is None:
                 conn.execute(
-                    insert(_SOURCES).values(
+                    insert(SOURCES).values(
                         name=name, data="{}", resource_version=0, lock=text, updated_at=now
                     )
                 )
             else:
-                conn.execute(update(_SOURCES).where(_SOURCES.c.name == name).values(lock=text))
+                conn.execute(update(SOURCES).where(SOURCES.c.name == name).values(lock=text))
         return True, lock, _tag(row["resource_version"] if row else 0, text)
 
     def unlock_source(self, name: str, lock_id: str | None) -> tuple[str, dict[str, Any] | None, str | None]:
@@ -240,7 +237,7 @@ class KeptSources:
             held = json.loads(row["lock"])
             if lock_id is not None and held.get("id") != lock_id:
                 return "other", held, _tag(row["resource_version"], row["lock"])
-            conn.execute(update(_SOURCES).where(_SOURCES.c.name == name).values(lock=None))
+            conn.execute(update(SOURCES).where(SOURCES.c.name == name).values(lock=None))
         return "released", held, _tag(row["resource_version"], None)
 
 
@@ -287,7 +284,7 @@ def entry_digest(spec: Any) -> str | None:
         return None
 
 
-def _source_text(row: Mapping[str, Any], inventory: str) -> str:
+def _source_text(row: Mapping[Any, Any], inventory: str) -> str:
     """A SOURCE as JSON text from its row's stored texts and its inventory's (no spec parsed again)."""
     head = (
         f'{{"name":{_str(row["name"])},"resource_version":{row["resource_version"]},'

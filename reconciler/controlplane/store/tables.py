@@ -11,11 +11,20 @@ rows), the migrations' frozen copies of older schemas.
 
 from __future__ import annotations
 
-from sqlalchemy import Index
+from typing import cast
+
+from sqlalchemy import Index, Table
 from sqlalchemy.orm import registry
 from sqlmodel import Column, Field, SQLModel, Text
 
 __all__ = [
+    "EVENTS",
+    "MACHINES",
+    "RUNS",
+    "SEQUENCES",
+    "SOURCES",
+    "SOURCE_RUNS",
+    "WORKERS",
     "EventRow",
     "MachineRow",
     "RunRow",
@@ -26,6 +35,7 @@ __all__ = [
     "StoreTable",
     "WorkerRow",
     "metadata",
+    "table_of",
 ]
 
 
@@ -166,3 +176,17 @@ class SourceRunRow(StoreTable, table=True):
     applied_at: float
     file: str | None = None
     digest: str | None = None
+
+
+def table_of(model: type[SQLModel]) -> Table:
+    """The SQLAlchemy table a sqlmodel class maps (its ``__table__``, which sqlmodel leaves untyped)."""
+    return cast(Table, vars(model)["__table__"])
+
+
+RUNS = table_of(RunRow)
+WORKERS = table_of(WorkerRow)
+EVENTS = table_of(EventRow)
+MACHINES = table_of(MachineRow)
+SEQUENCES = table_of(SequenceRow)
+SOURCES = table_of(SourceRow)
+SOURCE_RUNS = table_of(SourceRunRow)
