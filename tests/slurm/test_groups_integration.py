@@ -43,8 +43,17 @@ def record_env(d: Path, extra: str = "") -> str:
     return f"date +%s.%N > {d}/start.$RANK; env > {d}/env.$RANK; {extra}sleep 2"
 
 
-def jobs_named(name: str) -> list[dict[str, Any]]:
-    return sorted((j for j in squeue_rows() if j["name"] == name), key=lambda j: j["job_id"])
+def jobs_named(name: str, cluster: SlurmCluster) -> list[dict[str, Any]]:
+    """The jobs of this cluster's run ``name`` (other test sessions share the Slurm cluster and
+    the run names): by the submission nonces its record holds, which each job's comment carries."""
+    with cluster.records.locked():
+        nonces = {a["nonce"] for a in cluster.records.load(name)["attempts"]}
+    ours = (
+        j
+        for j in squeue_rows()
+        if j["name"] == name and any(f"sub={n}" in (j.get("comment") or "") for n in nonces)
+    )
+    return sorted(ours, key=lambda j: j["job_id"])
 
 
 def test_start_after_chain_is_one_job_per_group_with_a_dependency(cluster: SlurmCluster, tmp_path: Path):
@@ -88,7 +97,7 @@ def test_start_after_chain_is_one_job_per_group_with_a_dependency(cluster: Slurm
         assert {k: env.get(k) for k in want} == want
     assert len(envs[1]["CUDA_VISIBLE_DEVICES"].split(",")) == 1  # the template's whole ask per task
 
-    jobs = jobs_named("pt")
+    jobs = jobs_named("pt", cluster)
     assert len(jobs) == 2  # one job per group, not one per worker
     ps_job, trainer_job = jobs
     assert trainer_job["start_time"] >= ps_job["start_time"]
@@ -124,7 +133,7 @@ def test_restart_job_resubmits_every_group(cluster: SlurmCluster, tmp_path: Path
         ("rj-ps-0", "Completed", 1),
         ("rj-trainer-0", "Completed", 1),
     ]
-    jobs = jobs_named("rj")
+    jobs = jobs_named("rj", cluster)
     assert len(jobs) == 4  # two generations of two jobs
     assert jobs[1]["job_state"] == "CANCELLED"  # the first trainer was stopped, then resubmitted
     assert [j["job_state"] for j in jobs[2:]] == ["COMPLETED", "COMPLETED"]
@@ -152,7 +161,7 @@ def test_gang_of_groups_without_start_after_is_one_hetjob(cluster: SlurmCluster,
     cluster.create_run(d)
     done = final(cluster, "het", 40)
     assert (done.state, done.reason) == ("Completed", "All 3 workers completed")
-    jobs = jobs_named("het")
+    jobs = jobs_named("het", cluster)
     assert len(jobs) == 2 and {j["het_job_id"] for j in jobs} == {jobs[0]["job_id"]}
     assert [j["het_job_offset"] for j in jobs] == [0, 1]
     assert jobs[0]["start_time"] == jobs[1]["start_time"]  # allocated and started together
@@ -182,7 +191,7 @@ def test_groups_change_nothing_in_place_and_delete_cancels_every_job(cluster: Sl
         cluster.update_run("gone", changed, live.resource_version)
     assert [e["path"] for e in refused.value.errors] == ["spec.task_groups"]
     assert "replace the run" in str(refused.value)
-    ids = [j["job_id"] for j in jobs_named("gone")]
+    ids = [j["job_id"] for j in jobs_named("gone", cluster)]
     assert len(ids) == 2
     cluster.delete_run("gone")
     wait_for(
