@@ -1,24 +1,31 @@
-"""``ResponseCache``: the run summaries a plan lists, kept while what they show holds.
+"""``ResponseCache``: the run listings' texts, kept while what they show holds.
 
-Owns the texts of ``GET /runs?view=summary`` and each run's spec digest. A plan of 10,000
-unchanged runs lists every summary at each run of ``astra plan``: made again each time, that is
-10,000 digests of normalised documents and 10,000 encodings; kept, it is one text sent again.
+Owns the texts of ``GET /runs`` (with ``?view=summary`` or without) and each run's spec digest.
+A plan of 10,000 unchanged runs lists every summary at each run of ``astra plan``: made again
+each time, that is 10,000 digests of normalised documents and 10,000 encodings; kept, it is one
+text sent again. A whole listing encodes each run's document (its metadata and spec, about 1 kB)
+once per resource_version, and only its status at each listing.
 
 Must not touch: the engine's state (it only reads it), HTTP, the store.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...runspec.normalize import spec_digest
 from ...wire import models as wire
+from .views import run_metadata, run_status
 
 if TYPE_CHECKING:
     from ..engine import Engine
 
 __all__ = ["ResponseCache"]
+
+#: A ``wire.Run``'s fields, in order: a run's text is put together from theirs.
+RUN_FIELDS = tuple(wire.Run.model_fields)
 
 
 @dataclass(slots=True)
@@ -31,6 +38,9 @@ class _Held:
     #: the run's state the summary text shows, and the text
     state: str | None = None
     summary: str = ""
+    #: the JSON texts of its metadata (a ``wire.RunMetadata``) and of its spec
+    metadata: str = ""
+    spec: str = ""
 
 
 class ResponseCache:
@@ -48,7 +58,13 @@ class ResponseCache:
     a run's summary   its (resource_version,      ``wire.RunSummary``
                       state)
     a run's digest    its resource_version        ``spec_digest`` of its stored document
+    a run's document  its resource_version        ``wire.RunMetadata``, and its spec as JSON
     ================  ==========================  ============================================
+
+    A whole run's text (``run_text``, the listing's items) is its document's texts and its
+    status (``views.run_status``), made at each listing: a status moves without a generation
+    of its own. It is ``views.run_view`` put together faster, and equal to it (a test holds
+    the two equal).
 
     A run's document changes only with its resource_version (which only grows, also across a
     delete and a new run of the same name), so a part kept for a resource_version is never
@@ -98,8 +114,39 @@ class ResponseCache:
         runs = self.engine.state.runs
         order = sorted(runs.values(), key=lambda r: r.seq)
         text = '{"items":[' + ",".join(self.summary_text(r.name) for r in order) + "]}"
-        if len(self._runs) > len(runs):  # runs deleted since
-            for name in [n for n in self._runs if n not in runs]:
-                del self._runs[name]
+        self._forget_gone()
         self._listing = (generation, text)
         return text
+
+    def _forget_gone(self) -> None:
+        """Forget runs deleted since (after a listing, which holds every run that is)."""
+        runs = self.engine.state.runs
+        if len(self._runs) > len(runs):
+            for name in [n for n in self._runs if n not in runs]:
+                del self._runs[name]
+
+    def run_text(self, name: str, runs_url: str, workspace: str) -> str:
+        """The run's ``wire.Run`` as JSON text (``views.run_view``'s twin)."""
+        held = self._held(name)
+        if not held.metadata:
+            held.metadata = run_metadata(self.engine, name).model_dump_json(exclude_unset=True)
+            held.spec = _compact(self.engine.meta[name].document["spec"])
+        status, counts = run_status(self.engine, name, runs_url, workspace)
+        parts = {
+            "metadata": held.metadata,
+            "spec": held.spec,
+            "status": status.model_dump_json(),
+            "task_counts": _compact(counts),
+        }
+        return "{" + ",".join(f'"{k}":{parts[k]}' for k in RUN_FIELDS) + "}"
+
+    def runs(self, runs_url: str, workspace: str) -> str:
+        """``GET /runs``'s answer (a ``wire.RunList``) as JSON text."""
+        order = sorted(self.engine.state.runs.values(), key=lambda r: r.seq)
+        text = '{"items":[' + ",".join(self.run_text(r.name, runs_url, workspace) for r in order) + "]}"
+        self._forget_gone()
+        return text
+
+
+def _compact(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"))

@@ -98,9 +98,7 @@ async def list_runs(
     """Every run, in submission order: whole runs, or (``?view=summary``) their summaries."""
     if view_ is wire.RunView.SUMMARY:
         return json_text(api.cache.summaries())
-    engine, runs_url, workspace = api.engine, api.runs_url(request), api.scope[1]
-    order = sorted(engine.state.runs.values(), key=lambda r: r.seq)
-    return answer(wire.RunList(items=[run_view(engine, r.name, runs_url, workspace) for r in order]))
+    return json_text(api.cache.runs(api.runs_url(request), api.scope[1]))
 
 
 async def get_run(request: Request, api: Api, name: RunName) -> Response:

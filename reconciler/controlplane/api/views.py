@@ -11,11 +11,22 @@ from ...wire import models as wire
 from ..engine import Engine
 from ..scheduler import HOLDING, WorkerRecord, WorkerState, readout
 
-__all__ = ["run_view", "worker_view", "workers_view"]
+__all__ = ["run_metadata", "run_status", "run_view", "worker_view", "workers_view"]
 
 
-def run_view(engine: Engine, name: str, runs_url: str, workspace: str) -> wire.Run:
-    """The run ``name`` (``runs_url``: the runs' URL, its own is that and its name)."""
+def run_metadata(engine: Engine, name: str) -> wire.RunMetadata:
+    """The run's metadata as submitted, with its resource_version."""
+    meta = engine.meta[name]
+    return wire.RunMetadata.model_validate(
+        {**meta.document["metadata"], "resource_version": meta.resource_version}
+    )
+
+
+def run_status(
+    engine: Engine, name: str, runs_url: str, workspace: str
+) -> tuple[wire.RunStatus, dict[str, int]]:
+    """The run's status and its task counts (``runs_url``: the runs' URL; its own is that and
+    its name). An array not admitted yet counts its whole size as pending."""
     s = engine.state
     r = s.runs[name]
     meta = engine.meta[name]
@@ -25,25 +36,30 @@ def run_view(engine: Engine, name: str, runs_url: str, workspace: str) -> wire.R
     if not r.admitted and r.run.spec.array is not None:
         counts = {str(WorkerState.PENDING): r.run.spec.array.size}
     total = len(ws) or sum(counts.values())
+    status = wire.RunStatus(
+        state=r.state,
+        reason=r.reason,
+        created_at=meta.created_at,
+        started_at=meta.started_at,
+        finished_at=meta.finished_at,
+        workers=total,
+        workers_running=running,
+        gpus_held=sum(w.gpus for w in ws if w.state in HOLDING),
+        restarts=r.restarts,
+        readout=readout(running, total),
+        workspace=workspace,
+        url=runs_url + name,
+    )
+    return status, counts
+
+
+def run_view(engine: Engine, name: str, runs_url: str, workspace: str) -> wire.Run:
+    """The run ``name`` (``ResponseCache.run_text`` is its twin, for the listing)."""
+    status, counts = run_status(engine, name, runs_url, workspace)
     return wire.Run(
-        metadata=wire.RunMetadata.model_validate(
-            {**meta.document["metadata"], "resource_version": meta.resource_version}
-        ),
-        spec=meta.document["spec"],
-        status=wire.RunStatus(
-            state=r.state,
-            reason=r.reason,
-            created_at=meta.created_at,
-            started_at=meta.started_at,
-            finished_at=meta.finished_at,
-            workers=total,
-            workers_running=running,
-            gpus_held=sum(w.gpus for w in ws if w.state in HOLDING),
-            restarts=r.restarts,
-            readout=readout(running, total),
-            workspace=workspace,
-            url=runs_url + name,
-        ),
+        metadata=run_metadata(engine, name),
+        spec=engine.meta[name].document["spec"],
+        status=status,
         task_counts=counts,
     )
 
