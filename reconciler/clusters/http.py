@@ -410,12 +410,10 @@ def _detail(response: httpx.Response) -> str:
         data = response.json()
     except ValueError:
         return response.text.strip()[:300] or response.reason_phrase
-    if isinstance(data, dict):
-        detail = data.get("detail", data.get("message", data))
-        if isinstance(detail, list):
-            return "; ".join(_one_error(e) for e in detail)
-        return detail if isinstance(detail, str) else str(detail)
-    return str(data)
+    detail = data.get("detail", data.get("message", data)) if isinstance(data, dict) else data
+    if isinstance(detail, list):  # a 422's problems (wire.Problems), or FastAPI's own form
+        return "; ".join(_one_error(e) for e in detail)
+    return detail if isinstance(detail, str) else str(detail)
 
 
 def _one_error(e: Any) -> str:

@@ -76,6 +76,10 @@ class ResponseCache:
         self._runs: dict[str, _Held] = {}
         self._listing: tuple[int, str] | None = None
 
+    def __len__(self) -> int:
+        """How many runs' parts are kept."""
+        return len(self._runs)
+
     def _held(self, name: str) -> _Held:
         rv = self.engine.meta[name].resource_version
         held = self._runs.get(name)

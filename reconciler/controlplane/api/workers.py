@@ -31,6 +31,25 @@ WorkerName = Annotated[
     str, Path(description="The worker's name: ``<run>-<rank>`` or ``<run>-<group>-<rank>``.")
 ]
 NOT_FOUND = {404: {"model": wire.Detail}}
+#: The logs' answers: the output as text, and JSON errors (listed whole: with a text answer,
+#: FastAPI would list an error's model under text/plain)
+LOGS_ANSWERS = {
+    200: {"content": wire.LOGS_CONTENT},
+    **{
+        status: {
+            "description": description,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Detail"}}},
+            **({"headers": {"WWW-Authenticate": {"schema": {"type": "string"}}}} if status == 401 else {}),
+        }
+        for status, description in (
+            (401, "No token, or another one."),
+            (403, "Another org, workspace or cluster than the server's."),
+            (404, "No such worker, or no log of that attempt."),
+            (422, "An attempt that is not a whole number."),
+            (503, "The server's store cannot be used."),
+        )
+    },
+}
 
 
 def the_worker(api: Api, name: str) -> WorkerRecord:
@@ -98,5 +117,5 @@ for word, workers in WORKERS:
         methods=["GET"],
         operation_id=f"get_{word}_logs",
         response_class=PlainTextResponse,
-        responses={200: {"content": wire.LOGS_CONTENT}, **NOT_FOUND, 422: {"model": wire.Detail}},
+        responses=LOGS_ANSWERS,
     )
