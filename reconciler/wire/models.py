@@ -10,11 +10,11 @@ Two kinds of model:
 
 * ``Answer``: what the server sends. Every field is always sent (``null`` where it says so), and
   the published schema marks each one required; a client ignores fields it does not know.
-* ``Request``: a body a client sends, read strictly (``true`` is no number, ``"1"`` no integer);
+* ``RequestBody``: a body a client sends, read strictly (``true`` is no number, ``"1"`` no integer);
   a field left out keeps its default. A run document (``RunDocument``) is the exception: it is
   the spec layer's ``Run``, and it is checked by ``validate_data``, whose messages are the 422's.
 
-At a glance (``→`` an answer; every error answer is ``Detail`` or, for 422, ``Problems``)::
+At a glance (``→`` an answer)::
 
     runs       POST/PUT RunDocument → Run;  GET /runs → RunList | RunSummaryList (?view=summary)
     workers    GET …/workers → WorkerList;  GET /workers/{worker} → Worker;  …/logs → text/plain
@@ -57,7 +57,7 @@ __all__ = [
     "MachineList",
     "Problem",
     "Problems",
-    "Request",
+    "RequestBody",
     "Run",
     "RunDocument",
     "RunList",
@@ -88,7 +88,7 @@ class Answer(BaseModel):
     model_config = ConfigDict(json_schema_serialization_defaults_required=True)
 
 
-class Request(BaseModel):
+class RequestBody(BaseModel):
     """A body a client sends, read strictly; a field left out keeps its default."""
 
     model_config = ConfigDict(strict=True)
@@ -307,7 +307,7 @@ class LockHeld(Detail):
     lock: Lock | None
 
 
-class LockRequest(Request):
+class LockRequest(RequestBody):
     """``POST /sources/{name}/lock``: who asks (left out: 'unknown'), and the lock's id (left
     out: the server makes one). Other keys are ignored."""
 
@@ -315,7 +315,7 @@ class LockRequest(Request):
     id: str | None = None
 
 
-class InventoryEntryWrite(Request):
+class InventoryEntryWrite(RequestBody):
     """A run a source applied, as it is written (``PUT /sources/{name}/runs/{run}``)."""
 
     spec: dict[str, Any] = Field(description="The last-applied run document (normalised).")
@@ -384,7 +384,7 @@ class SourceList(Answer):
     items: list[SourceState]
 
 
-class SourceWrite(Request):
+class SourceWrite(RequestBody):
     """``PUT /sources/{name}``: the whole state at once (astra itself writes granularly)."""
 
     model_config = ConfigDict(strict=True, extra="allow")
