@@ -21,7 +21,6 @@ from fastapi.responses import Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ... import __version__
 from ...runspec.files import published_schema
 from ...wire import API, WS_API
 from ...wire import models as wire
@@ -44,6 +43,8 @@ from .source_paths import SourcePaths
 __all__ = ["create_app"]
 
 TITLE = "Astraeus (astra's embedded control plane)"
+#: The API's version: the ``v1`` of its long base path.
+VERSION = "v1"
 DESCRIPTION = (
     "The REST API of an Astraeus control plane (astra's CONTRACT §5). Every call needs "
     "`Authorization: Bearer TOKEN`. The shapes are astra's `reconciler.wire.models`."
@@ -104,7 +105,7 @@ def create_app(
     executor_name: str = "process",
 ) -> FastAPI:
     """The API over ``engine``; ``on_change`` is called after a write (to wake the scheduler)."""
-    app = _App(title=TITLE, description=DESCRIPTION, version=__version__, docs_url=None, redoc_url=None)
+    app = _App(title=TITLE, description=DESCRIPTION, version=VERSION, docs_url=None, redoc_url=None)
     app.state.astra = ApiContext(engine, token, clock, scope, on_change, executor_name)
     app.state.router = router = api_router()
     app.include_router(router, prefix=API, include_in_schema=False)
@@ -137,7 +138,7 @@ def openapi_document(router: APIRouter) -> dict[str, Any]:
     from ``wire.RunDocument``, the spec layer's model, and what ``validate_data`` enforces), its
     definitions as ``RunDocument.NAME``."""
     doc = get_openapi(
-        title=TITLE, version=__version__, description=DESCRIPTION, routes=router.routes, servers=SERVERS
+        title=TITLE, version=VERSION, description=DESCRIPTION, routes=router.routes, servers=SERVERS
     )
     _without_default_422(doc)
     schema = {k: v for k, v in published_schema("run").items() if k not in ("$schema", "$id")}
