@@ -17,13 +17,22 @@ no connection, timeout, 502/503/504    ``Unreachable`` (transient: the reconcile
 401, 403, anything else not 2xx        ``ClusterError`` (one line, with the server's detail)
 =====================================  =======================================================
 
-``ApiSourceStore`` is the client side of the control plane's ``/sources`` (the JSON shapes are
-in ``reconciler.state``'s docstring): one small call per write (an inventory entry, the status,
-an apply record), and a conditional GET (``If-None-Match``) to read. A source name is
-percent-encoded whole in the path (``/`` too): one path segment.
+``ApiSourceStore`` is the client side of the control plane's ``/sources``: one small call per
+write (an inventory entry, the status, an apply record), and a conditional GET
+(``If-None-Match``) to read. A source name is percent-encoded whole in the path (``/`` too):
+one path segment.
 
 ``list_run_summaries()`` is ``GET /runs?view=summary``: each run's status and the digest of its
 normalised document, without the documents (``clusters.base.summaries`` uses it).
+
+The shapes of the requests and answers are ``reconciler.wire.models``'s, the one statement of
+them. The decoders at the end of this module (``_summary``, ``_live``, ``_worker``, ``_holder``,
+``_errors``) read those shapes without pydantic: ``astra plan`` talks to the API on every run
+and imports no pydantic (200 ms), and a decoder reads a 10,000-run summary listing faster than
+a model would. They are the models' twins: ``tests/controlplane_api/test_wire_twins.py`` holds
+each one to its model (it reads only the model's fields, and decodes what the model accepts to
+the same values). They are lenient where the models are the server's word: another control
+plane may leave a field out, or send a time as ISO 8601.
 
 Pass ``transport=`` (``httpx.MockTransport``, ``httpx.ASGITransport`` of an app) to talk to a
 server in-process: the same code path as over a socket.
@@ -47,6 +56,7 @@ from ..state import (
     SourceState,
     StateError,
 )
+from ..wire import LOCK_HEADER, api_base
 from .base import (
     ClusterError,
     Conflict,
@@ -66,13 +76,6 @@ __all__ = ["ApiSourceStore", "HttpCluster", "api_base"]
 _TRANSIENT = frozenset({502, 503, 504})
 #: Up to this many runs, an inventory read names them (``?run=…``); more: the whole inventory.
 _RUNS_BY_NAME = 50
-
-
-def api_base(server: str) -> str:
-    """The API's base URL: ``server`` itself when its path holds ``/api``, else ``server/api``."""
-    server = server.rstrip("/")
-    path = urlsplit(server).path
-    return server if "/api" in path else f"{server}/api"
 
 
 class HttpCluster:
@@ -296,7 +299,7 @@ class ApiSourceStore:
         write was the only one since (else it is dropped, and the next read gets it whole)."""
         known = self._known.pop(name, None)
         lock_id = self._held.get(name)
-        headers = {"X-Astra-Lock": lock_id} if lock_id else {}
+        headers = {LOCK_HEADER: lock_id} if lock_id else {}
         try:
             response = self._call(method, path, headers=headers, **kwargs)
         except Conflict as exc:
@@ -407,12 +410,10 @@ def _detail(response: httpx.Response) -> str:
         data = response.json()
     except ValueError:
         return response.text.strip()[:300] or response.reason_phrase
-    if isinstance(data, dict):
-        detail = data.get("detail", data.get("message", data))
-        if isinstance(detail, list):
-            return "; ".join(_one_error(e) for e in detail)
-        return detail if isinstance(detail, str) else str(detail)
-    return str(data)
+    detail = data.get("detail", data.get("message", data)) if isinstance(data, dict) else data
+    if isinstance(detail, list):  # a 422's problems (wire.Problems), or FastAPI's own form
+        return "; ".join(_one_error(e) for e in detail)
+    return detail if isinstance(detail, str) else str(detail)
 
 
 def _one_error(e: Any) -> str:

@@ -1,0 +1,220 @@
+"""``create_app``: the API's routers under both base paths, its error answers, its OpenAPI document.
+
+Owns: how the routers (``runs``, ``workers``, ``cluster``, ``sources``) are put together:
+under ``/api`` and under ``$WS_API`` (``/api/v1/orgs/{org}/workspaces/{workspace}/clusters/
+{cluster}/api``), each behind the bearer token (and, on the long form, the workspace check);
+the exception handlers that turn ``ApiError``, pydantic's validation errors and the store's
+errors into answers; and ``/openapi.json``, generated from the routes and ``reconciler.wire``'s
+models, with the two base paths as its ``servers``. Must not touch: what a route does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, FastAPI, Path, Request
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ...runspec.files import published_schema
+from ...wire import API, WS_API
+from ...wire import models as wire
+from ..clock import Clock
+from ..engine import Engine
+from ..store import StoreError
+from . import cluster, runs, sources, workers
+from .context import (
+    DEFAULT_SCOPE,
+    ApiContext,
+    ApiError,
+    answer,
+    api_context,
+    check_token,
+    parameter_detail,
+    problems_of,
+)
+from .source_paths import SourcePaths
+
+__all__ = ["create_app"]
+
+TITLE = "Astraeus (astra's embedded control plane)"
+#: The API's version: the ``v1`` of its long base path.
+VERSION = "v1"
+DESCRIPTION = (
+    "The REST API of an Astraeus control plane (astra's CONTRACT §5). Every call needs "
+    "`Authorization: Bearer TOKEN`. The shapes are astra's `reconciler.wire.models`."
+)
+#: Both base paths serve every route: the long form names the org, workspace and cluster.
+SERVERS = [
+    {"url": API, "description": "The default org, workspace and cluster."},
+    {
+        "url": WS_API,
+        "description": "A workspace's view of a cluster ($WS_API): 403 for any other than the server's.",
+        "variables": {k: {"default": "default"} for k in ("org", "workspace", "cluster")},
+    },
+]
+#: The errors any route may answer.
+COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {
+        "model": wire.Detail,
+        "description": "No token, or another one.",
+        "headers": {"WWW-Authenticate": {"schema": {"type": "string"}}},
+    },
+    403: {"model": wire.Detail, "description": "Another org, workspace or cluster than the server's."},
+    503: {"model": wire.Detail, "description": "The server's store cannot be used."},
+}
+
+bearer = HTTPBearer(auto_error=False, description="The server's token.")
+
+
+async def authorize(
+    request: Request,
+    api: Annotated[ApiContext, Depends(api_context)],
+    _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> None:
+    """The bearer token (declared through ``bearer``, so the document says so), checked."""
+    check_token(request, api)
+
+
+async def in_scope(
+    org: Annotated[str, Path()], workspace: Annotated[str, Path()], cluster: Annotated[str, Path()]
+) -> None:
+    """Declares the long form's org, workspace and cluster (``authorize`` holds them to the server's)."""
+
+
+def api_router() -> APIRouter:
+    """Every route of the API, relative to a base path, behind the token."""
+    router = APIRouter(dependencies=[Depends(authorize)], responses=COMMON_ERRORS)
+    for part in (runs, workers, cluster, sources):
+        router.include_router(part.router)
+    return router
+
+
+def create_app(
+    engine: Engine,
+    token: str,
+    clock: Clock,
+    *,
+    scope: tuple[str, str, str] = DEFAULT_SCOPE,
+    on_change: Callable[[], None] = lambda: None,
+    executor_name: str = "process",
+) -> FastAPI:
+    """The API over ``engine``; ``on_change`` is called after a write (to wake the scheduler)."""
+    app = _App(title=TITLE, description=DESCRIPTION, version=VERSION, docs_url=None, redoc_url=None)
+    app.state.astra = ApiContext(engine, token, clock, scope, on_change, executor_name)
+    app.state.router = router = api_router()
+    app.include_router(router, prefix=API, include_in_schema=False)
+    app.include_router(router, prefix=WS_API, dependencies=[Depends(in_scope)], include_in_schema=False)
+    app.add_middleware(SourcePaths)
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(RequestValidationError, _invalid)
+    app.add_exception_handler(StoreError, _store_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+
+    @app.get("/healthz", include_in_schema=False, response_model=wire.Health)
+    async def healthz() -> Response:
+        return answer(wire.Health(ok=True))
+
+    return app
+
+
+class _App(FastAPI):
+    """FastAPI, whose ``/openapi.json`` is ``openapi_document`` of the API's router."""
+
+    def openapi(self) -> dict[str, Any]:
+        if self.openapi_schema is None:
+            self.openapi_schema = openapi_document(self.state.router)
+        return self.openapi_schema
+
+
+def openapi_document(router: APIRouter) -> dict[str, Any]:
+    """The OpenAPI document of ``router``'s routes, under both base paths (its ``servers``),
+    with ``RunDocument``, the body of POST and PUT /runs: the published run schema (generated
+    from ``wire.RunDocument``, the spec layer's model, and what ``validate_data`` enforces), its
+    definitions as ``RunDocument.NAME``."""
+    doc = get_openapi(
+        title=TITLE, version=VERSION, description=DESCRIPTION, routes=router.routes, servers=SERVERS
+    )
+    _without_default_422(doc)
+    schema = {k: v for k, v in published_schema("run").items() if k not in ("$schema", "$id")}
+    definitions = schema.pop("definitions", {})
+    schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+    schemas["RunDocument"] = _refs_to_components(schema)
+    schemas.update({f"RunDocument.{k}": _refs_to_components(v) for k, v in definitions.items()})
+    return doc
+
+
+def _without_default_422(doc: dict[str, Any]) -> None:
+    """Drop the 422 FastAPI adds to every route with a parameter: where a route can answer 422
+    it declares its own (``wire.Problems`` or ``wire.Detail``); the others' parameters are
+    plain strings, which nothing refuses."""
+    default = "#/components/schemas/HTTPValidationError"
+    for item in doc.get("paths", {}).values():
+        for operation in item.values():
+            schema = operation["responses"].get("422", {}).get("content", {}).get("application/json", {})
+            if schema.get("schema", {}).get("$ref") == default:
+                del operation["responses"]["422"]
+    schemas = doc.get("components", {}).get("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(name, None)
+
+
+def _refs_to_components(node: Any) -> Any:
+    """A draft-07 schema's ``#/definitions/X`` references as ``#/components/schemas/RunDocument.X``."""
+    if isinstance(node, dict):
+        return {
+            k: v.replace("#/definitions/", "#/components/schemas/RunDocument.")
+            if k == "$ref" and isinstance(v, str)
+            else _refs_to_components(v)
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [_refs_to_components(v) for v in node]
+    return node
+
+
+async def _api_error(_request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return answer(exc.body, exc.status, exc.headers)
+
+
+async def _invalid(request: Request, exc: Exception) -> Response:
+    """A request pydantic refused: 422, after the token's check (a body that is not JSON is read
+    before any dependency runs: 401 and 403 still come first). A body's problems are answered
+    as ``wire.Problems``, one per field; a parameter's (``?view=``) as a ``wire.Detail``."""
+    assert isinstance(exc, RequestValidationError)
+    refused = _refused(request)
+    if refused is not None:
+        return refused
+    errors = exc.errors()
+    if all((e.get("loc") or ("body",))[0] == "body" for e in errors):
+        return answer(problems_of(errors), 422)
+    return answer(parameter_detail([e for e in errors if e["loc"][0] != "body"]), 422)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's own answers (405: a path served, not with this method; 404: no route): under
+    a base path, the token's check comes first, as for every route."""
+    assert isinstance(exc, StarletteHTTPException)
+    refused = _refused(request) if exc.status_code == 405 else None
+    return refused or await http_exception_handler(request, exc)
+
+
+def _refused(request: Request) -> Response | None:
+    """The token's answer (401, 403) to a request to the API, if it has one."""
+    if not request.url.path.startswith(API + "/"):
+        return None
+    try:
+        check_token(request, request.app.state.astra)
+    except ApiError as refused:
+        return answer(refused.body, refused.status, refused.headers)
+    return None
+
+
+async def _store_error(_request: Request, exc: Exception) -> Response:
+    return answer(wire.Detail(detail=str(exc)), 503)

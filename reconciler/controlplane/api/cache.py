@@ -1,0 +1,156 @@
+"""``ResponseCache``: the run listings' texts, kept while what they show holds.
+
+Owns the texts of ``GET /runs`` (with ``?view=summary`` or without) and each run's spec digest.
+A plan of 10,000 unchanged runs lists every summary at each run of ``astra plan``: made again
+each time, that is 10,000 digests of normalised documents and 10,000 encodings; kept, it is one
+text sent again. A whole listing encodes each run's document (its metadata and spec, about 1 kB)
+once per resource_version, and only its status at each listing.
+
+Must not touch: the engine's state (it only reads it), HTTP, the store.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ...runspec.normalize import spec_digest
+from ...wire import models as wire
+from .views import run_metadata, run_status
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+__all__ = ["ResponseCache"]
+
+#: A ``wire.Run``'s fields, in order: a run's text is put together from theirs.
+RUN_FIELDS = tuple(wire.Run.model_fields)
+
+
+@dataclass(slots=True)
+class _Held:
+    """One run's parts, for the ``resource_version`` they were made at."""
+
+    resource_version: int
+    digested: bool = False
+    digest: str | None = None
+    #: the run's state the summary text shows, and the text
+    state: str | None = None
+    summary: str = ""
+    #: the JSON texts of its metadata (a ``wire.RunMetadata``) and of its spec
+    metadata: str = ""
+    spec: str = ""
+
+
+class ResponseCache:
+    """The parts of the run listings, each kept for as long as what it shows holds.
+
+    The engine's ``generation`` moves with every change to any run (created, updated, deleted,
+    its state moved): the whole summary listing is kept for one generation, and sent again as
+    the same text while no run changed. Below it, each run's parts are kept for what they show,
+    so that the listing made after one run changed encodes that run, not every run:
+
+    ================  ==========================  ============================================
+    part              kept for                    made from
+    ================  ==========================  ============================================
+    the listing       ``engine.generation``       every run's summary, in submission order
+    a run's summary   its (resource_version,      ``wire.RunSummary``
+                      state)
+    a run's digest    its resource_version        ``spec_digest`` of its stored document
+    a run's document  its resource_version        ``wire.RunMetadata``, and its spec as JSON
+    ================  ==========================  ============================================
+
+    A whole run's text (``run_text``, the listing's items) is its document's texts and its
+    status (``views.run_status``), made at each listing: a status moves without a generation
+    of its own. It is ``views.run_view`` put together faster, and equal to it (a test holds
+    the two equal).
+
+    A run's document changes only with its resource_version (which only grows, also across a
+    delete and a new run of the same name), so a part kept for a resource_version is never
+    stale. Runs deleted since are forgotten when a listing is made.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._runs: dict[str, _Held] = {}
+        self._listing: tuple[int, str] | None = None
+
+    def __len__(self) -> int:
+        """How many runs' parts are kept."""
+        return len(self._runs)
+
+    def _held(self, name: str) -> _Held:
+        rv = self.engine.meta[name].resource_version
+        held = self._runs.get(name)
+        if held is None or held.resource_version != rv:
+            held = self._runs[name] = _Held(rv)
+        return held
+
+    def digest(self, name: str) -> str | None:
+        """The digest of the run's stored document (``spec_digest`` of its metadata and spec)."""
+        held = self._held(name)
+        if not held.digested:
+            doc = self.engine.meta[name].document
+            held.digest = spec_digest({"metadata": doc["metadata"], "spec": doc["spec"]})
+            held.digested = True
+        return held.digest
+
+    def summary_text(self, name: str) -> str:
+        """The run's ``wire.RunSummary`` as JSON text."""
+        held = self._held(name)
+        state = str(self.engine.state.runs[name].state)
+        if held.state != state:
+            summary = wire.RunSummary(
+                name=name,
+                resource_version=held.resource_version,
+                state=state,
+                spec_digest=self.digest(name),
+            )
+            held.state, held.summary = state, summary.model_dump_json()
+        return held.summary
+
+    def summaries(self) -> str:
+        """``GET /runs?view=summary``'s answer (a ``wire.RunSummaryList``) as JSON text."""
+        generation = self.engine.generation  # read first: a change while the text is made makes it stale
+        if self._listing is not None and self._listing[0] == generation:
+            return self._listing[1]
+        runs = self.engine.state.runs
+        order = sorted(runs.values(), key=lambda r: r.seq)
+        text = '{"items":[' + ",".join(self.summary_text(r.name) for r in order) + "]}"
+        self._forget_gone()
+        self._listing = (generation, text)
+        return text
+
+    def _forget_gone(self) -> None:
+        """Forget runs deleted since (after a listing, which holds every run that is)."""
+        runs = self.engine.state.runs
+        if len(self._runs) > len(runs):
+            for name in [n for n in self._runs if n not in runs]:
+                del self._runs[name]
+
+    def run_text(self, name: str, runs_url: str, workspace: str) -> str:
+        """The run's ``wire.Run`` as JSON text (``views.run_view``'s twin)."""
+        held = self._held(name)
+        if not held.metadata:
+            held.metadata = run_metadata(self.engine, name).model_dump_json(exclude_unset=True)
+            held.spec = _compact(self.engine.meta[name].document["spec"])
+        status, counts = run_status(self.engine, name, runs_url, workspace)
+        parts = {
+            "metadata": held.metadata,
+            "spec": held.spec,
+            "status": status.model_dump_json(),
+            "task_counts": _compact(counts),
+        }
+        return "{" + ",".join(f'"{k}":{parts[k]}' for k in RUN_FIELDS) + "}"
+
+    def runs(self, runs_url: str, workspace: str) -> str:
+        """``GET /runs``'s answer (a ``wire.RunList``) as JSON text."""
+        order = sorted(self.engine.state.runs.values(), key=lambda r: r.seq)
+        text = '{"items":[' + ",".join(self.run_text(r.name, runs_url, workspace) for r in order) + "]}"
+        self._forget_gone()
+        return text
+
+
+def _compact(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"))

@@ -1,0 +1,212 @@
+"""Runs (``/runs`` = ``/jobs``): create, list, read, update, cancel and delete; a run's events.
+
+Owns the runs' routes. Each one composes: read the body (a run document, checked by the spec
+layer's ``validate_data``, whose messages are the 422's), call the ``Engine``, answer a ``wire``
+model. The shapes are ``reconciler.wire.models``'s; the listing's texts are ``ResponseCache``'s.
+Must not touch: scheduling rules, SQL, processes.
+
+``resource_version``: a PUT names the one it read (``metadata.resource_version``; left out:
+unconditional) and is refused (409) when the run changed since. A PUT may change only what a run
+takes in place (``reconciler.runspec.vocabulary.validate_update``): any other change is a 422
+naming each field.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query, Request
+from fastapi.responses import Response
+
+from ...runspec.errors import InvalidSpec
+from ...runspec.validate import validate_data
+from ...wire import models as wire
+from ..store import NameExists, NotFound, Stale
+from .context import Api, ApiError, answer, json_text, read_json
+from .views import run_view
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["runs"])
+
+#: A run is a job (``/jobs``, also ``/runs``): each route is served, and documented, under both.
+RUNS = (("run", "/runs"), ("job", "/jobs"))
+
+RunName = Annotated[str, Path(description="The run's name.")]
+
+#: The request body of POST and PUT: a run document (``wire.RunDocument``). It is read as JSON
+#: and checked by ``validate_data``, not by pydantic, so the 422's words are the spec layer's.
+RUN_DOCUMENT = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunDocument"}}},
+    }
+}
+
+
+def problems(errors: Any) -> wire.Problems:
+    return wire.Problems([wire.Problem(path=str(e.path), message=e.message) for e in errors])
+
+
+def checked(doc: Any) -> dict[str, Any]:
+    """``doc`` when it is a valid run document; else 422 with every problem ``validate_data`` finds."""
+    found = problems(validate_data(doc)).root
+    if isinstance(doc, dict) and "template" in doc and not found:
+        found.append(
+            wire.Problem(
+                path="template",
+                message="the cluster takes final run specs: render the template first "
+                "(astra template render, or astra apply)",
+            )
+        )
+    if found:
+        raise ApiError(422, wire.Problems(found))
+    return doc
+
+
+def the_run(api: Api, name: str) -> None:
+    if name not in api.engine.state.runs:
+        raise ApiError(404, wire.Detail(detail=f"no run named {name}"))
+
+
+def view(api: Api, request: Request, name: str) -> wire.Run:
+    return run_view(api.engine, name, api.runs_url(request), api.scope[1])
+
+
+async def create_run(request: Request, api: Api) -> Response:
+    """Create a run from a run document: 201 and the run, ``Location`` its URL."""
+    doc = checked(await read_json(request))
+    name = doc["metadata"]["name"]
+    try:
+        api.engine.submit(doc, api.clock.now())
+    except NameExists as exc:
+        raise ApiError(409, wire.Detail(detail=str(exc))) from exc
+    api.on_change()
+    api.cache.digest(name)  # made with the document, not by the first plan that lists 10,000 runs
+    run = view(api, request, name)
+    return answer(run, 201, {"Location": run.status.url})
+
+
+async def list_runs(
+    request: Request,
+    api: Api,
+    view_: Annotated[
+        wire.RunView | None,
+        Query(alias="view", description="summary: each run's summary (no documents); full: whole runs."),
+    ] = None,
+) -> Response:
+    """Every run, in submission order: whole runs, or (``?view=summary``) their summaries."""
+    if view_ is wire.RunView.SUMMARY:
+        return json_text(api.cache.summaries())
+    return json_text(api.cache.runs(api.runs_url(request), api.scope[1]))
+
+
+async def get_run(request: Request, api: Api, name: RunName) -> Response:
+    """One run."""
+    the_run(api, name)
+    return answer(view(api, request, name))
+
+
+async def update_run(request: Request, api: Api, name: RunName) -> Response:
+    """Update a run in place with a run document naming the ``resource_version`` it read."""
+    the_run(api, name)
+    doc = checked(await read_json(request))
+    if doc["metadata"].get("name") != name:
+        raise ApiError(
+            422,
+            wire.Problems(
+                [wire.Problem(path="metadata.name", message=f"must be {name}, the run this PUT names")]
+            ),
+        )
+    try:
+        api.engine.update(name, doc, doc["metadata"].get("resource_version"), api.clock.now())
+    except InvalidSpec as exc:
+        raise ApiError(422, problems(exc.errors)) from exc
+    except Stale as exc:
+        raise ApiError(409, wire.StaleDetail(detail=str(exc), resource_version=exc.current)) from exc
+    except NotFound as exc:
+        raise ApiError(404, wire.Detail(detail=str(exc))) from exc
+    api.on_change()
+    api.cache.digest(name)
+    return answer(view(api, request, name))
+
+
+async def delete_run(request: Request, api: Api, name: RunName) -> Response:
+    """Cancel a run (its processes are stopped now) and delete it: the run as it ended."""
+    the_run(api, name)
+    now = api.clock.now()
+    api.engine.cancel(name, now)
+    body = view(api, request, name)
+    api.engine.delete(name, now)
+    api.on_change()
+    return answer(body)
+
+
+async def run_events(api: Api, name: RunName) -> Response:
+    """Every decision and observation about the run, in order."""
+    the_run(api, name)
+    items = [wire.Event.model_validate(e) for e in api.engine.store.event_rows(name)]
+    return answer(wire.EventList(items=items))
+
+
+def _errors(*statuses: int, conflict: type[wire.Detail] = wire.Detail) -> dict[int | str, Any]:
+    models: dict[int, Any] = {404: wire.Detail, 409: conflict, 422: wire.Problems}
+    return {s: {"model": models[s]} for s in statuses}
+
+
+for word, runs in RUNS:
+    router.add_api_route(
+        runs,
+        create_run,
+        methods=["POST"],
+        status_code=201,
+        operation_id=f"create_{word}",
+        response_model=wire.Run,
+        responses={
+            201: {"headers": {"Location": {"description": "The run's URL.", "schema": {"type": "string"}}}},
+            **_errors(409, 422),
+        },
+        openapi_extra=RUN_DOCUMENT,
+    )
+    router.add_api_route(
+        runs,
+        list_runs,
+        methods=["GET"],
+        operation_id=f"list_{word}s",
+        response_model=wire.RunList | wire.RunSummaryList,
+        responses={422: {"model": wire.Detail, "description": "An unknown view."}},
+    )
+    one = runs + "/{name}"
+    router.add_api_route(
+        one,
+        get_run,
+        methods=["GET"],
+        operation_id=f"get_{word}",
+        response_model=wire.Run,
+        responses=_errors(404),
+    )
+    router.add_api_route(
+        one,
+        update_run,
+        methods=["PUT"],
+        operation_id=f"update_{word}",
+        response_model=wire.Run,
+        responses=_errors(404, 409, 422, conflict=wire.StaleDetail),
+        openapi_extra=RUN_DOCUMENT,
+    )
+    router.add_api_route(
+        one,
+        delete_run,
+        methods=["DELETE"],
+        operation_id=f"delete_{word}",
+        response_model=wire.Run,
+        responses=_errors(404),
+    )
+    router.add_api_route(
+        one + "/events",
+        run_events,
+        methods=["GET"],
+        operation_id=f"list_{word}_events",
+        response_model=wire.EventList,
+        responses=_errors(404),
+    )

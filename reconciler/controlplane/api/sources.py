@@ -1,0 +1,291 @@
+"""Sources (``/sources/...``): each reconcile source's memory, kept with the cluster.
+
+Owns the sources' routes. The server keeps a source as its own row (resource_version, lock,
+status, history) and one row per run of its inventory, so an apply writes one small entry per
+run, never the whole state. The shapes are ``reconciler.wire.models``'s (``SourceState``,
+``InventoryEntry``, ``Written``, ``Lock`` …); the store puts the large answers together from
+its stored texts, and they are sent as they are. Must not touch: SQL (the ``Store``'s), runs.
+
+The rules the routes keep:
+
+* **Tags.** A source's ETag is ``"RV-LOCKID"``: it changes with every write and with every lock
+  taken or released. ``GET /sources/{name}`` and ``…/runs`` answer 304 (no body) when
+  ``If-None-Match`` names it; every write answers the tag after it, so a client that knows the
+  tag its own write leads to keeps what it read.
+* **The lock.** ``PUT``/``DELETE …/runs/{run}`` and ``POST …/history`` are made under the apply
+  lock and must name it (``X-Astra-Lock: LOCK_ID``, or ``?lock=LOCK_ID``): 409 ``LockHeld``
+  when it is missing or not the lock held. ``PUT …/status`` (the reconcile loop writes it
+  between applies) and a whole ``PUT`` need none, but are held to the same rule when they name
+  one. Every write but the lock's adds one to the source's resource_version.
+* **Names.** A source's name may hold '/': see ``source_paths`` (the path's ``{name}`` is one
+  segment, percent-encoded whole).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Annotated, Any
+from urllib.parse import unquote
+
+from fastapi import APIRouter, Body, Depends, Header, Path, Query
+from fastapi.responses import Response
+
+from ...wire import LOCK_HEADER
+from ...wire import models as wire
+from ..store import LockMismatch, NotFound, Stale
+from .context import Api, ApiError, answer, json_text
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["sources"])
+
+#: Keys of a whole PUT that are the server's, never kept as the source's own.
+SERVER_KEYS = frozenset({"name", "resource_version", "lock", "lock_id"})
+
+
+async def source_name(
+    name: Annotated[str, Path(description="The source's name, percent-encoded whole ('/' as %2F).")],
+) -> str:
+    return unquote(name)
+
+
+async def run_name(run: Annotated[str, Path(description="The run's name.")]) -> str:
+    return unquote(run)
+
+
+async def lock_given(
+    header: Annotated[
+        str | None,
+        Header(alias=LOCK_HEADER, description="The id of the apply lock this write is made under."),
+    ] = None,
+    lock: Annotated[str | None, Query(description=f"As {LOCK_HEADER}, in the query.")] = None,
+) -> str | None:
+    """The lock a write is made under: the header, else the ``?lock=`` query parameter."""
+    return header or lock or None
+
+
+Name = Annotated[str, Depends(source_name)]
+RunName = Annotated[str, Depends(run_name)]
+LockId = Annotated[str | None, Depends(lock_given)]
+IfNoneMatch = Annotated[
+    str | None, Header(description="A tag read before: 304, no body, when the source is as it was.")
+]
+
+TAG = {"ETag": {"description": 'The source\'s tag, "RV-LOCKID".', "schema": {"type": "string"}}}
+NOT_MODIFIED = {304: {"description": "Not modified since the tag in If-None-Match.", "headers": TAG}}
+NOT_FOUND = {404: {"model": wire.Detail}}
+LOCK_HELD = {409: {"model": wire.LockHeld}}
+INVALID = {422: {"model": wire.Problems, "description": "The body's problems, one per field."}}
+BAD_VIEW = {422: {"model": wire.Detail, "description": "An unknown view."}}
+
+
+def _locked_words(name: str, held: dict[str, Any]) -> str:
+    since = held.get("created_at")
+    when = dt.datetime.fromtimestamp(since, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if since else "?"
+    return f"source {name} is locked by {held.get('owner')} since {when} (lock {held.get('id')})"
+
+
+def _lock_held(exc: LockMismatch) -> ApiError:
+    return ApiError(409, wire.LockHeld(detail=str(exc), lock=exc.lock))
+
+
+def _unchanged(api: Api, name: str, if_none_match: str | None) -> Response | None:
+    """304 when ``If-None-Match`` names the source's tag (``None`` when it does not); 404 when
+    the source was never written."""
+    tag = api.engine.store.source_tag(name)
+    if tag is None:
+        raise ApiError(404, wire.Detail(detail=f"no source named {name}"))
+    if tag in {t.strip() for t in (if_none_match or "").split(",")}:
+        return Response(status_code=304, headers={"ETag": tag})
+    return None
+
+
+def _written(api: Api, name: str, rv: int, status: int = 200) -> Response:
+    tag = api.engine.store.source_tag(name)
+    return answer(wire.Written(name=name, resource_version=rv), status, {"ETag": tag} if tag else None)
+
+
+@router.get("/sources", operation_id="list_sources", response_model=wire.SourceList)
+async def list_sources(api: Api) -> Response:
+    """Every source's state, by name."""
+    return json_text(api.engine.store.list_sources_json())
+
+
+@router.get(
+    "/sources/{name}",
+    operation_id="get_source",
+    response_model=wire.SourceState,
+    responses={200: {"headers": TAG}, **NOT_MODIFIED, **NOT_FOUND},
+)
+async def get_source(api: Api, name: Name, if_none_match: IfNoneMatch = None) -> Response:
+    """A source's whole state (404 when it was never written)."""
+    unchanged = _unchanged(api, name, if_none_match)
+    if unchanged is not None:
+        return unchanged
+    found = api.engine.store.get_source_json(name)
+    if found is None:  # pragma: no cover - removed between the two reads: sources are never removed
+        raise ApiError(404, wire.Detail(detail=f"no source named {name}"))
+    return json_text(found[0], tag=found[1])
+
+
+@router.put(
+    "/sources/{name}",
+    operation_id="put_source",
+    response_model=wire.SourceState,
+    responses={200: {"headers": TAG}, 409: {"model": wire.StaleDetail | wire.LockHeld}, **INVALID},
+)
+async def put_source(api: Api, name: Name, body: wire.SourceWrite, lock_id: LockId) -> Response:
+    """Replace a source's whole state, naming the ``resource_version`` read (409 when stale)."""
+    given = body.model_dump(exclude_unset=True)
+    data = {k: v for k, v in given.items() if k not in SERVER_KEYS}
+    expected = body.resource_version if body.resource_version is not None else 0
+    store = api.engine.store
+    try:
+        store.put_source(name, data, expected, api.clock.now(), body.lock_id or lock_id)
+    except Stale as exc:
+        raise ApiError(409, wire.StaleDetail(detail=str(exc), resource_version=exc.current)) from exc
+    except LockMismatch as exc:
+        raise _lock_held(exc) from exc
+    found = store.get_source_json(name)
+    assert found is not None
+    return json_text(found[0], tag=found[1])
+
+
+@router.get(
+    "/sources/{name}/runs",
+    operation_id="get_source_runs",
+    response_model=wire.SourceRuns | wire.SourceDigests,
+    responses={200: {"headers": TAG}, **NOT_MODIFIED, **NOT_FOUND, **BAD_VIEW},
+)
+async def get_source_runs(
+    api: Api,
+    name: Name,
+    view: Annotated[
+        wire.SourceRunsView | None, Query(description="digest: each entry without its spec (none is read).")
+    ] = None,
+    run: Annotated[
+        list[str] | None, Query(description="Only these runs' entries (a name not kept is simply absent).")
+    ] = None,
+    if_none_match: IfNoneMatch = None,
+) -> Response:
+    """A source's inventory, by run: entries with their specs, or (``?view=digest``) digests."""
+    unchanged = _unchanged(api, name, if_none_match)
+    if unchanged is not None:
+        return unchanged
+    found = api.engine.store.source_runs_json(name, specs=view is not wire.SourceRunsView.DIGEST, runs=run)
+    if found is None:  # pragma: no cover - removed between the two reads: sources are never removed
+        raise ApiError(404, wire.Detail(detail=f"no source named {name}"))
+    return json_text(found[0], tag=found[1])
+
+
+@router.put(
+    "/sources/{name}/runs/{run}",
+    operation_id="put_source_run",
+    response_model=wire.Written,
+    responses={200: {"headers": TAG}, **LOCK_HELD, **INVALID},
+)
+async def put_source_run(
+    api: Api, name: Name, run: RunName, entry: wire.InventoryEntryWrite, lock_id: LockId
+) -> Response:
+    """Set one run's inventory entry, under the apply lock (the server makes its digest)."""
+    try:
+        rv = api.engine.store.put_source_run(name, run, entry.model_dump(), lock_id, api.clock.now())
+    except LockMismatch as exc:
+        raise _lock_held(exc) from exc
+    return _written(api, name, rv)
+
+
+@router.delete(
+    "/sources/{name}/runs/{run}",
+    operation_id="delete_source_run",
+    response_model=wire.Written,
+    responses={200: {"headers": TAG}, **NOT_FOUND, **LOCK_HELD},
+)
+async def delete_source_run(api: Api, name: Name, run: RunName, lock_id: LockId) -> Response:
+    """Remove one run from the inventory, under the apply lock (404 when it is not in it)."""
+    try:
+        rv = api.engine.store.delete_source_run(name, run, lock_id, api.clock.now())
+    except LockMismatch as exc:
+        raise _lock_held(exc) from exc
+    except NotFound as exc:
+        raise ApiError(404, wire.Detail(detail=str(exc))) from exc
+    return _written(api, name, rv)
+
+
+@router.put(
+    "/sources/{name}/status",
+    operation_id="put_source_status",
+    response_model=wire.Written,
+    responses={200: {"headers": TAG}, **LOCK_HELD, **INVALID},
+)
+async def put_source_status(api: Api, name: Name, status: wire.SourceStatus, lock_id: LockId) -> Response:
+    """Replace the source's reconcile status (no lock needed; held to one it names)."""
+    try:
+        rv = api.engine.store.put_source_status(
+            name, status.model_dump(exclude_unset=True), lock_id, api.clock.now()
+        )
+    except LockMismatch as exc:
+        raise _lock_held(exc) from exc
+    return _written(api, name, rv)
+
+
+@router.post(
+    "/sources/{name}/history",
+    operation_id="add_source_history",
+    status_code=201,
+    response_model=wire.Written,
+    responses={201: {"headers": TAG}, **LOCK_HELD, **INVALID},
+)
+async def add_source_history(api: Api, name: Name, record: wire.ApplyRecord, lock_id: LockId) -> Response:
+    """Add one apply record, under the apply lock; the newest are kept."""
+    try:
+        rv = api.engine.store.add_source_history(
+            name, record.model_dump(exclude_unset=True), lock_id, api.clock.now()
+        )
+    except LockMismatch as exc:
+        raise _lock_held(exc) from exc
+    return _written(api, name, rv, 201)
+
+
+@router.post(
+    "/sources/{name}/lock",
+    operation_id="lock_source",
+    status_code=201,
+    response_model=wire.Lock,
+    responses={201: {"headers": TAG}, 409: {"model": wire.LockHeld, "headers": TAG}, **INVALID},
+)
+async def lock_source(
+    api: Api, name: Name, wanted: Annotated[wire.LockRequest | None, Body()] = None
+) -> Response:
+    """Take the source's apply lock (409 with the holder's lock when it is held)."""
+    wanted = wanted or wire.LockRequest()
+    now = api.clock.now()
+    lock = wire.Lock(id=wanted.id or str(uuid.uuid4()), owner=wanted.owner or "unknown", created_at=now)
+    took, held, tag = api.engine.store.lock_source(name, lock.model_dump(), now)
+    if not took:
+        raise ApiError(409, wire.LockHeld(detail=_locked_words(name, held), lock=held), {"ETag": tag})
+    return answer(wire.Lock.model_validate(held), 201, {"ETag": tag})
+
+
+@router.delete(
+    "/sources/{name}/lock",
+    operation_id="unlock_source",
+    status_code=204,
+    response_class=Response,
+    responses={204: {"headers": TAG}, **NOT_FOUND, **LOCK_HELD},
+)
+async def unlock_source(
+    api: Api,
+    name: Name,
+    id: Annotated[
+        str | None, Query(description="The lock's id (left out: release whatever is held).")
+    ] = None,
+) -> Response:
+    """Release the source's lock (404 when none is held; 409 when another id holds it)."""
+    outcome, held, tag = api.engine.store.unlock_source(name, id)
+    if outcome == "none":
+        raise ApiError(404, wire.Detail(detail=f"source {name} is not locked"))
+    if outcome == "other":
+        raise ApiError(409, wire.LockHeld(detail=_locked_words(name, held or {}), lock=held))
+    return Response(status_code=204, headers={"ETag": tag} if tag else None)

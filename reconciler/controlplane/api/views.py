@@ -1,0 +1,98 @@
+"""The engine's runs and workers as the API answers them: ``wire`` models, made from its records.
+
+Owns: ``run_view`` (a ``wire.Run``), ``worker_view`` (a ``wire.Worker``), ``workers_view`` (a
+``wire.WorkerList``). Reads the engine's state and run metadata; changes nothing.
+Must not touch: HTTP, the store, scheduling rules (the readout's words are the vocabulary's).
+"""
+
+from __future__ import annotations
+
+from ...wire import models as wire
+from ..engine import Engine
+from ..scheduler import HOLDING, WorkerRecord, WorkerState, readout
+
+__all__ = ["run_metadata", "run_status", "run_view", "worker_view", "workers_view"]
+
+
+def run_metadata(engine: Engine, name: str) -> wire.RunMetadata:
+    """The run's metadata as submitted, with its resource_version."""
+    meta = engine.meta[name]
+    return wire.RunMetadata.model_validate(
+        {**meta.document["metadata"], "resource_version": meta.resource_version}
+    )
+
+
+def run_status(
+    engine: Engine, name: str, runs_url: str, workspace: str
+) -> tuple[wire.RunStatus, dict[str, int]]:
+    """The run's status and its task counts (``runs_url``: the runs' URL; its own is that and
+    its name). An array not admitted yet counts its whole size as pending."""
+    s = engine.state
+    r = s.runs[name]
+    meta = engine.meta[name]
+    ws = s.workers_of(name)
+    running = sum(1 for w in ws if w.state is WorkerState.RUNNING)
+    counts = s.task_counts(name)
+    if not r.admitted and r.run.spec.array is not None:
+        counts = {str(WorkerState.PENDING): r.run.spec.array.size}
+    total = len(ws) or sum(counts.values())
+    status = wire.RunStatus(
+        state=r.state,
+        reason=r.reason,
+        created_at=meta.created_at,
+        started_at=meta.started_at,
+        finished_at=meta.finished_at,
+        workers=total,
+        workers_running=running,
+        gpus_held=sum(w.gpus for w in ws if w.state in HOLDING),
+        restarts=r.restarts,
+        readout=readout(running, total),
+        workspace=workspace,
+        url=runs_url + name,
+    )
+    return status, counts
+
+
+def run_view(engine: Engine, name: str, runs_url: str, workspace: str) -> wire.Run:
+    """The run ``name`` (``ResponseCache.run_text`` is its twin, for the listing)."""
+    status, counts = run_status(engine, name, runs_url, workspace)
+    return wire.Run(
+        metadata=run_metadata(engine, name),
+        spec=engine.meta[name].document["spec"],
+        status=status,
+        task_counts=counts,
+    )
+
+
+def worker_view(engine: Engine, w: WorkerRecord) -> wire.Worker:
+    proc = engine.processes.get(w.name) or {}
+    return wire.Worker(
+        name=w.name,
+        run=w.run,
+        rank=w.rank,
+        group=w.group,
+        state=w.state,
+        reason=w.reason,
+        machine=w.machine if w.state is not WorkerState.PENDING else None,
+        exit_code=w.exit_code,
+        restarts=w.restarts,
+        attempts=w.attempts,
+        gpus=w.gpus,
+        cpu_cores=w.cpu_cores,
+        memory_bytes=w.memory_bytes,
+        placed_at=w.placed_at,
+        started_at=w.started_at,
+        ended_at=w.ended_at,
+        image=proc.get("image") or engine.state.template(w).image,
+    )
+
+
+def workers_view(engine: Engine, run: str) -> wire.WorkerList:
+    """The run's workers by rank, its readout and its counts."""
+    ws = engine.state.workers_of(run)
+    running = sum(1 for w in ws if w.state is WorkerState.RUNNING)
+    return wire.WorkerList(
+        items=[worker_view(engine, w) for w in sorted(ws, key=lambda w: w.rank)],
+        readout=readout(running, len(ws)),
+        task_counts=engine.state.task_counts(run),
+    )

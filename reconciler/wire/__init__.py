@@ -1,0 +1,48 @@
+"""The control plane's REST API as it crosses the wire (CONTRACT §5): where it is, and its shapes.
+
+Owns the one statement of the API's shapes, read by the API (``reconciler.controlplane.api``),
+its clients (``reconciler.clusters.http``) and the published ``/openapi.json``:
+
+* here, without pydantic (so that ``astra plan``, which talks to the API on every run, imports
+  none): where the API is (``api_base``, the two base paths) and the header names;
+* ``reconciler.wire.models``: a pydantic model for every request and response (runs, workers and
+  logs, sources, errors, health). The API declares them as its routes' request and response
+  models; the client's decoders (``clusters/http.py``) are their pydantic-free twins, held equal
+  to them by ``tests/controlplane_api/test_wire_twins.py``.
+
+Must not touch: HTTP, the store, the scheduler. Nothing here talks to a server.
+
+The base paths (both serve every route)::
+
+    /api/v1/orgs/{org}/workspaces/{workspace}/clusters/{cluster}/api   ($WS_API)
+    /api                                        (the default org, workspace and cluster)
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+__all__ = [
+    "API",
+    "LOCK_HEADER",
+    "WS_API",
+    "api_base",
+]
+
+#: The default org, workspace and cluster's API, under a server's root.
+API = "/api"
+#: A workspace's view of a cluster (``$WS_API`` in the seeds), under a server's root.
+WS_API = "/api/v1/orgs/{org}/workspaces/{workspace}/clusters/{cluster}/api"
+#: The header a write under a source's apply lock names that lock in.
+LOCK_HEADER = "X-Astra-Lock"
+
+
+def api_base(server: str) -> str:
+    """The API's base URL for a server URL: the URL itself when its path ENDS in an ``api``
+    segment (``http://h:1/api``, or a workspace's ``…/clusters/{cluster}/api``: both base paths
+    end so), else ``URL/api`` (the default org, workspace and cluster).
+
+    ``/api`` elsewhere in the path does not count: ``http://proxy/api/astra`` is a server mounted
+    under a proxy's ``/api``, whose API is ``http://proxy/api/astra/api``; ``/apis`` is no API."""
+    server = server.rstrip("/")
+    return server if urlsplit(server).path.rsplit("/", 1)[-1] == "api" else server + API
