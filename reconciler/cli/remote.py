@@ -17,9 +17,9 @@ class CommandError(Exception):
 
 
 def call(method: str, path: str, *, server: str | None, token: str | None, json: Any = None):
-    from ..clusters.http import api_base
     from ..clusters.httpx_lean import httpx
     from ..controlplane.server import ServerError
+    from ..wire import api_base
     from .local_server import ensure_server
 
     try:

@@ -486,7 +486,7 @@ def _live(data: Any) -> LiveRun:
     if not isinstance(data, dict) or not isinstance(data.get("metadata"), dict):
         raise ClusterError("the cluster answered with something that is not a run")
     meta = data["metadata"]
-    status = data.get("status") if isinstance(data.get("status"), dict) else {}
+    status: dict[str, Any] = data["status"] if isinstance(data.get("status"), dict) else {}
     counts = data.get("task_counts") or status.get("task_counts") or {}
     document = {"metadata": dict(meta), "spec": data.get("spec") or {}}
     return LiveRun(

@@ -161,7 +161,7 @@ def _normalize(doc: Any, unusual: list[Any]) -> dict[str, Any]:
     """``normalize``; every value ``normalized_digest`` must not give orjson goes into ``unusual``."""
     if not isinstance(doc, dict):
         return {}
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    meta: dict[str, Any] = doc["metadata"] if isinstance(doc.get("metadata"), dict) else {}
     metadata: dict[str, Any] = {}
     for key in ("annotations", "labels"):  # in key order: every map here is built sorted
         value = _clean(meta.get(key), unusual)

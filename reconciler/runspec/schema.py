@@ -148,7 +148,7 @@ def _partial(definitions: dict[str, Any], *, expressions: bool) -> dict[str, Any
         branches: list[dict[str, Any]] = [{"type": "null"}]
         if expressions:
             branches.append({"type": "string", "pattern": TEMPLATE_EXPRESSION})
-        head = {k: sub[k] for k in ("title", "description", "default") if k in sub}
+        head: dict[str, Any] = {k: sub[k] for k in ("title", "description", "default") if k in sub}
         body = {k: v for k, v in sub.items() if k not in head}
         return {**head, "anyOf": [body, *branches]}
 

@@ -50,7 +50,7 @@ DESCRIPTION = (
     "`Authorization: Bearer TOKEN`. The shapes are astra's `reconciler.wire.models`."
 )
 #: Both base paths serve every route: the long form names the org, workspace and cluster.
-SERVERS = [
+SERVERS: list[dict[str, Any]] = [
     {"url": API, "description": "The default org, workspace and cluster."},
     {
         "url": WS_API,

@@ -99,7 +99,7 @@ class ResponseCache:
     def summary_text(self, name: str) -> str:
         """The run's ``wire.RunSummary`` as JSON text."""
         held = self._held(name)
-        state = str(self.engine.state.runs[name].state)
+        state = self.engine.state.runs[name].state
         if held.state != state:
             summary = wire.RunSummary(
                 name=name,
@@ -107,7 +107,7 @@ class ResponseCache:
                 state=state,
                 spec_digest=self.digest(name),
             )
-            held.state, held.summary = state, summary.model_dump_json()
+            held.state, held.summary = str(state), summary.model_dump_json()
         return held.summary
 
     def summaries(self) -> str:

@@ -31,11 +31,15 @@ from ..clock import Clock
 from ..engine import Engine
 from .cache import ResponseCache
 
+#: The ``responses`` of a route as FastAPI types them: status → its OpenAPI description.
+Responses = dict[int | str, dict[str, Any]]
+
 __all__ = [
     "DEFAULT_SCOPE",
     "Api",
     "ApiContext",
     "ApiError",
+    "Responses",
     "answer",
     "api_context",
     "check_token",

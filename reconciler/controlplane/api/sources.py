@@ -34,7 +34,7 @@ from fastapi.responses import Response
 from ...wire import LOCK_HEADER
 from ...wire import models as wire
 from ..store import LockMismatch, NotFound, Stale
-from .context import Api, ApiError, answer, json_text
+from .context import Api, ApiError, Responses, answer, json_text
 
 __all__ = ["router"]
 
@@ -72,12 +72,16 @@ IfNoneMatch = Annotated[
     str | None, Header(description="A tag read before: 304, no body, when the source is as it was.")
 ]
 
-TAG = {"ETag": {"description": 'The source\'s tag, "RV-LOCKID".', "schema": {"type": "string"}}}
-NOT_MODIFIED = {304: {"description": "Not modified since the tag in If-None-Match.", "headers": TAG}}
-NOT_FOUND = {404: {"model": wire.Detail}}
-LOCK_HELD = {409: {"model": wire.LockHeld}}
-INVALID = {422: {"model": wire.Problems, "description": "The body's problems, one per field."}}
-BAD_VIEW = {422: {"model": wire.Detail, "description": "An unknown view."}}
+TAG: dict[str, Any] = {
+    "ETag": {"description": 'The source\'s tag, "RV-LOCKID".', "schema": {"type": "string"}}
+}
+NOT_MODIFIED: Responses = {
+    304: {"description": "Not modified since the tag in If-None-Match.", "headers": TAG}
+}
+NOT_FOUND: Responses = {404: {"model": wire.Detail}}
+LOCK_HELD: Responses = {409: {"model": wire.LockHeld}}
+INVALID: Responses = {422: {"model": wire.Problems, "description": "The body's problems, one per field."}}
+BAD_VIEW: Responses = {422: {"model": wire.Detail, "description": "An unknown view."}}
 
 
 def _locked_words(name: str, held: dict[str, Any]) -> str:
@@ -86,8 +90,12 @@ def _locked_words(name: str, held: dict[str, Any]) -> str:
     return f"source {name} is locked by {held.get('owner')} since {when} (lock {held.get('id')})"
 
 
+def _lock(held: dict[str, Any] | None) -> wire.Lock | None:
+    return None if held is None else wire.Lock.model_validate(held)
+
+
 def _lock_held(exc: LockMismatch) -> ApiError:
-    return ApiError(409, wire.LockHeld(detail=str(exc), lock=exc.lock))
+    return ApiError(409, wire.LockHeld(detail=str(exc), lock=_lock(exc.lock)))
 
 
 def _unchanged(api: Api, name: str, if_none_match: str | None) -> Response | None:
@@ -264,7 +272,7 @@ async def lock_source(
     lock = wire.Lock(id=wanted.id or str(uuid.uuid4()), owner=wanted.owner or "unknown", created_at=now)
     took, held, tag = api.engine.store.lock_source(name, lock.model_dump(), now)
     if not took:
-        raise ApiError(409, wire.LockHeld(detail=_locked_words(name, held), lock=held), {"ETag": tag})
+        raise ApiError(409, wire.LockHeld(detail=_locked_words(name, held), lock=_lock(held)), {"ETag": tag})
     return answer(wire.Lock.model_validate(held), 201, {"ETag": tag})
 
 
@@ -287,5 +295,5 @@ async def unlock_source(
     if outcome == "none":
         raise ApiError(404, wire.Detail(detail=f"source {name} is not locked"))
     if outcome == "other":
-        raise ApiError(409, wire.LockHeld(detail=_locked_words(name, held or {}), lock=held))
+        raise ApiError(409, wire.LockHeld(detail=_locked_words(name, held or {}), lock=_lock(held)))
     return Response(status_code=204, headers={"ETag": tag} if tag else None)

@@ -16,7 +16,7 @@ from fastapi.responses import PlainTextResponse, Response
 
 from ...wire import models as wire
 from ..scheduler import WorkerRecord
-from .context import Api, ApiError, answer
+from .context import Api, ApiError, Responses, answer
 from .runs import RUNS, RunName, the_run
 from .views import worker_view, workers_view
 
@@ -30,10 +30,10 @@ WORKERS = (("worker", "/workers"), ("task", "/tasks"))
 WorkerName = Annotated[
     str, Path(description="The worker's name: ``<run>-<rank>`` or ``<run>-<group>-<rank>``.")
 ]
-NOT_FOUND = {404: {"model": wire.Detail}}
+NOT_FOUND: Responses = {404: {"model": wire.Detail}}
 #: The logs' answers: the output as text, and JSON errors (listed whole: with a text answer,
 #: FastAPI would list an error's model under text/plain)
-LOGS_ANSWERS = {
+LOGS_ANSWERS: Responses = {
     200: {"content": wire.LOGS_CONTENT},
     **{
         status: {

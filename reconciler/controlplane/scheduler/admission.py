@@ -156,9 +156,10 @@ def _shape_never_fits(view: View, run: Run, net: Net, memo: Memo | None) -> str 
         fits = search(view, ask, gr.count, k_min, net) is not None
     else:  # the empty cluster is the same all tick: one verdict per ask
         key = (ask, gr.count, k_min, net)
-        fits = memo.empty_shapes.get(key)
-        if fits is None:
-            fits = memo.empty_shapes[key] = search(view, ask, gr.count, k_min, net, memo) is not None
+        known = memo.empty_shapes.get(key)
+        if known is None:
+            known = memo.empty_shapes[key] = search(view, ask, gr.count, k_min, net, memo) is not None
+        fits = known
     if fits:
         return None
     total = sum(view.cap(m, ask) for m in view.s.inventory)

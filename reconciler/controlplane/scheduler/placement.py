@@ -67,7 +67,8 @@ class View:
     __slots__ = ("_totals", "empty", "gives", "over", "s", "version")
 
     def __init__(self, state: ClusterState, empty: bool = False) -> None:
-        self.s, self.over, self.empty = state, {}, empty
+        self.s, self.empty = state, empty
+        self.over: dict[str, list[int]] = {}
         self.version = self.gives = 0
         self._totals: list[int] | None = None
 

@@ -33,9 +33,10 @@ INF = math.inf
 def may_backfill(t: Tick, r: RunRecord) -> bool:
     """Whether ``r`` may start now, ahead of the blocked run, and end before that one could start."""
     limits = [tt.time_limit_seconds for tt in templates_of(r.run)]
-    if any(x is None for x in limits):
+    known = [x for x in limits if x is not None]
+    if len(known) < len(limits):
         return False
-    return t.now + max(limits) <= shadow(t)  # type: ignore[type-var]
+    return t.now + max(known) <= shadow(t)
 
 
 def shadow(t: Tick) -> float:

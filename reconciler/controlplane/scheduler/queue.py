@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reconciler.runspec.vocabulary import FINAL_RUN_STATES, RunState, WorkerState
 
@@ -162,9 +162,11 @@ def place_each(t: Tick, r: RunRecord, eligible: Iterator[str], holding: int, net
             current = next(cand, None)
             if current is None:
                 break
-        if pick is None and preempt_for(
-            t, r, lambda v, a=ask, an=anchor: one_fit(t, v, a, r, net, an, distinct)
-        ):
+
+        def fit_in(v: View, a: Ask = ask, an: Any = anchor) -> Any:
+            return one_fit(t, v, a, r, net, an, distinct)
+
+        if pick is None and preempt_for(t, r, fit_in):
             pick = one_fit(t, view, ask, r, net, anchor, distinct)
         if pick is None:
             cores = ask.cores(ask.gpus)
