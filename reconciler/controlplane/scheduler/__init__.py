@@ -17,6 +17,7 @@ records       ``RunRecord``, ``WorkerRecord``, ``Ask``, ``StopCause``; the close
               ``Observation`` sets
 state         ``ClusterState``: the records with the indexes that keep a tick cheap; ``apply``
 placement     free capacity as a tick sees it, network levels, shapes, fitting workers together
+netgroups     the group a run with ``interconnect`` or ``keep_within`` keeps within, chosen whole
 admission     a run's first look: start policy, on_failure, its workers, or why it never fits
 restarts      settling ended workers, job-level restarts, backoff, time limits
 arrays        an array's copies, ``max_parallel``, the ``K of N`` failure reason
@@ -71,6 +72,10 @@ Seed decisions where the seeds leave room (also in the tests' names):
 * Gangs with ``task_groups`` place and start every group together; ``start_after`` orders groups
   of non-gang runs only.
 * Array copies get no MASTER_ADDR: they are independent.
+* ``network.interconnect`` and ``topology.keep_within``: the workers holding places at once are on
+  one machine or within one group (an NVLink domain, fabric, RDMA network or rack they all share;
+  a machine with no fabric is on none: missing levels never match), chosen for the whole run
+  before its first worker is placed, under every start policy (``netgroups``).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from reconciler.runspec.models import Run, TaskTemplate, resolve_on_failure, res
 from reconciler.runspec.vocabulary import RunState
 
 from .arrays import copies
+from .netgroups import feasible, refusal
 from .placement import Memo, Net, View, fixed, label, search
 from .records import AdmitRun, Decision, MarkRun, NewWorker, RunRecord, ask_of
 from .state import ClusterState
@@ -84,6 +85,11 @@ def never_fits(
     net = Net.of(r.run)
     if not workers:
         return _shape_never_fits(view, r.run, net, memo)
+    if net.constrained:
+        asks = (workers[0].ask,) if r.run.spec.array is not None else tuple(w.ask for w in workers)
+        distinct = r.run.spec.array is None and r.run.spec.task_groups is None
+        if not feasible(state, asks, net, distinct):
+            return refusal(r.run.spec, asks)
     if r.run.spec.array is not None:
         return one_by_one(view, workers[:1])  # copies are alike and placed one by one
     if start != "Gang":

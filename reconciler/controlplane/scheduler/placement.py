@@ -13,8 +13,9 @@ the order runs are served in, clocks, I/O. Every answer depends on the view and 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from reconciler.runspec.models import Run
 
@@ -30,6 +31,7 @@ __all__ = [
     "Memo",
     "Net",
     "View",
+    "assign",
     "fixed",
     "groups_of",
     "label",
@@ -201,11 +203,10 @@ class Net:
             for group in out.values():
                 yield name, group
 
-    def same_group(self, a: Machine, b: Machine) -> bool:
-        attr = LEVELS[self.slowest][1] if self.slowest < 5 else None
-        if attr and getattr(a, attr) != getattr(b, attr):
-            return False
-        return not (self.keep and getattr(a, self.keep) != getattr(b, self.keep))
+    @property
+    def constrained(self) -> bool:
+        """Whether the run must keep to one network group (``netgroups``); else it may go anywhere."""
+        return self.slowest < 5 or self.keep is not None
 
 
 def shape(
@@ -310,15 +311,22 @@ class Memo:
             self._no_room[key] = (view.gives, view.version)
         return got
 
-    def fixed(self, view: View, asks: list[tuple[str, Ask]], net: Net, distinct: bool):
+    def fixed(
+        self,
+        view: View,
+        asks: list[tuple[str, Ask]],
+        net: Net,
+        distinct: bool,
+        within: tuple[Any, ...] | None = None,
+    ) -> list[tuple[str, Machine]] | None:
         """``fixed(view, ...)``, skipping one bound to fail: too few free GPUs, or failed already."""
         need = sum(a.gpus for _, a in asks)
         if need > view.free_gpus(all(a.healthy_only for _, a in asks)):
             return None
-        key = ("fixed", tuple(a for _, a in asks), net, distinct)
+        key = ("fixed", tuple(a for _, a in asks), net, distinct, within)
         if self._no_room.get(key, (-1, -1))[1] == view.version:
             return None
-        got = fixed(view, asks, net, distinct)
+        got = fixed(view, asks, net, distinct, within)
         if got is None:
             self._no_room[key] = (view.gives, view.version)
         return got
@@ -340,44 +348,63 @@ def split(caps: list[tuple[int, str, Machine]], k: int, count: int, k_min: int) 
     return out
 
 
-def fixed(
-    view: View, asks: list[tuple[str, Ask]], net: Net, distinct: bool, anchor: Machine | None = None
+def assign(
+    view: View, group: Iterable[Machine], order: list[tuple[str, Ask]], distinct: bool, partial: bool = False
 ) -> list[tuple[str, Machine]] | None:
-    """Machines for known workers placed together, every one on one network group."""
-    s = view.s
-    machines = [m for m in s.inventory if view.usable(m.name)]
-    if anchor is not None:
-        machines = [m for m in machines if net.same_group(m, anchor)]
+    """Each of ``order`` (name, ask) on the fullest machine of ``group`` where it fits, in turn.
+
+    ``distinct``: one worker a machine. ``None`` when one does not fit; with ``partial``, the
+    workers placed before the first that did not fit instead. ``view`` is left unchanged.
+    """
+    trial = View(view.s, view.empty)
+    trial.over = dict(view.over)
+    used: set[str] = set()
+    out: list[tuple[str, Machine]] = []
+    machines = list(group)
+    for name, ask in order:
+        pick = None
+        for m in machines:
+            if distinct and m.name in used:
+                continue
+            if trial.fits(m, ask, ask.gpus):
+                f = trial.free(m.name)
+                key = (f[0] + f[1], m.name)
+                if pick is None or key < pick[0]:
+                    pick = (key, m)
+        if pick is None:
+            return out if partial else None
+        trial.take(pick[1].name, ask, ask.gpus)
+        used.add(pick[1].name)
+        out.append((name, pick[1]))
+    return out
+
+
+def fixed(
+    view: View,
+    asks: list[tuple[str, Ask]],
+    net: Net,
+    distinct: bool,
+    within: Sequence[Iterable[Machine]] | None = None,
+) -> list[tuple[str, Machine]] | None:
+    """Machines for known workers placed together, every one on one network group.
+
+    ``within``: the groups to try, in order (a constrained run's, from ``netgroups``); else
+    every machine, then each group of ``net`` over the usable machines.
+    """
     order = sorted(asks, key=lambda a: -a[1].gpus)
-
-    def attempt(group: list[Machine]) -> list[tuple[str, Machine]] | None:
-        trial = View(s, view.empty)
-        trial.over = dict(view.over)
-        used: set[str] = set()
-        out = []
-        for name, ask in order:
-            pick = None
-            for m in group:
-                if distinct and m.name in used:
-                    continue
-                if trial.fits(m, ask, ask.gpus):
-                    f = trial.free(m.name)
-                    key = (f[0] + f[1], m.name)
-                    if pick is None or key < pick[0]:
-                        pick = (key, m)
-            if pick is None:
-                return None
-            trial.take(pick[1].name, ask, ask.gpus)
-            used.add(pick[1].name)
-            out.append((name, pick[1]))
-        return out
-
-    if len(asks) == 1 or (not distinct and net.slowest >= 5 and net.keep is None):
-        got = attempt(machines)
+    if within is not None:
+        for group in within:
+            got = assign(view, group, order, distinct)
+            if got is not None:
+                return got
+        return None
+    machines = [m for m in view.s.inventory if view.usable(m.name)]
+    if len(asks) == 1 or (not distinct and not net.constrained):
+        got = assign(view, machines, order, distinct)
         if got is not None or len(asks) == 1:
             return got
     for _, group in net.groups(machines):
-        got = attempt(group)
+        got = assign(view, group, order, distinct)
         if got is not None:
             return got
     return None

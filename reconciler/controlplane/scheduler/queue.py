@@ -21,14 +21,23 @@ from ..inventory import Machine
 from .admission import admit
 from .arrays import at_cap, parallel_cap
 from .gangs import group_wait, groups_running
+from .netgroups import NetGroup, containing, region, union
 from .placement import Net, View, fixed, label, place_decision, search
 from .priorities import may_backfill, preempt_for
-from .records import HOLDING, Ask, MarkRun, MarkWorker, NewWorker, RunRecord, ask_of
+from .records import Ask, MarkRun, MarkWorker, NewWorker, RunRecord, ask_of
 
 if TYPE_CHECKING:
     from .tick import Tick
 
-__all__ = ["allowed", "one_fit", "place_each", "place_run", "placement", "set_run_reason"]
+__all__ = [
+    "allowed",
+    "one_fit",
+    "place_each",
+    "place_run",
+    "place_together",
+    "placement",
+    "set_run_reason",
+]
 
 
 def placement(t: Tick) -> None:
@@ -92,43 +101,68 @@ def place_run(t: Tick, r: RunRecord) -> str | None:
     # lazily: an array stops reading its waiting copies once its cap is reached
     eligible: Iterator[str] = (n for n in s.pending[rname] if (s.workers[n].not_before or 0) <= now)
     holding = s.holding(rname)
-    if (r.start == "Gang" and holding == 0) or (r.start == "MinAvailable" and holding == 0):
+    every: tuple[NetGroup, ...] | None = None
+    groups: tuple[NetGroup, ...] | None = None
+    if net.constrained:
+        every, groups = region(s, view, r, net, t.placed, parallel_cap(r.run.spec))
+    if r.start in ("Gang", "MinAvailable") and holding == 0:
         need = len(s.run_workers[rname]) if r.start == "Gang" else (r.run.spec.min_available or 1)
         first = list(itertools.islice(eligible, need))
         if len(first) < need:
             return None
-        group = [s.workers[n] for n in first]
-        asks = [(w.name, w.ask) for w in group]
-        distinct = r.run.spec.task_groups is None
-        got = t.memo.fixed(view, asks, net, distinct)
-        if got is None and preempt_for(t, r, lambda v: fixed(v, asks, net, distinct)):
-            got = t.memo.fixed(view, asks, net, distinct)
-        if got is None:
-            what = "every worker together" if r.start == "Gang" else f"{need} workers together"
-            return f"Waiting for room: {what}"
-        for wname, m in got:
-            w = s.workers[wname]
-            t.emit(place_decision(view, wname, m, w.ask, w.ask.gpus), rname)
+        together = place_together(t, r, first, net, groups, every)
+        if isinstance(together, str):
+            return together
         if r.start == "Gang":
             return None
         holding += need
-    return place_each(t, r, eligible, holding, net)
+        if every is not None:
+            groups = containing(every, together)
+    return place_each(t, r, eligible, holding, groups)
 
 
-def place_each(t: Tick, r: RunRecord, eligible: Iterator[str], holding: int, net: Net) -> str | None:
-    """Place waiting workers one by one, each on the fullest machine that fits and is allowed."""
+def place_together(
+    t: Tick,
+    r: RunRecord,
+    first: list[str],
+    net: Net,
+    groups: tuple[NetGroup, ...] | None,
+    every: tuple[NetGroup, ...] | None,
+) -> str | set[str]:
+    """A Gang's workers (or MinAvailable's first ones) placed together: their machines, or why not.
+
+    ``groups``: where a constrained run may start (``netgroups.region``); preemption may make
+    room in any of ``every`` candidate.
+    """
+    s, view = t.s, t.view
+    asks = [(n, s.workers[n].ask) for n in first]
+    distinct = r.run.spec.task_groups is None
+    got = t.memo.fixed(view, asks, net, distinct, groups)
+    if got is None and preempt_for(t, r, lambda v: fixed(v, asks, net, distinct, every)):
+        got = t.memo.fixed(view, asks, net, distinct, every)
+    if got is None:
+        return "Waiting for room: " + (
+            "every worker together" if r.start == "Gang" else f"{len(first)} workers together"
+        )
+    for wname, m in got:
+        w = s.workers[wname]
+        t.emit(place_decision(view, wname, m, w.ask, w.ask.gpus), r.name)
+    return {m.name for _, m in got}
+
+
+def place_each(
+    t: Tick, r: RunRecord, eligible: Iterator[str], holding: int, groups: tuple[NetGroup, ...] | None
+) -> str | None:
+    """Place waiting workers one by one, each on the fullest machine that fits and is allowed.
+
+    ``groups``: for a run with a network constraint, the groups its workers may go into (each
+    placement keeps only those holding it, so that the run stays within one); ``None``: any.
+    """
     s, view, rname = t.s, t.view, r.name
     spec = r.run.spec
     cap = parallel_cap(spec)
     distinct = spec.array is None and spec.task_groups is None
-    anchor = None
-    if (net.slowest < 5 or net.keep) and holding:
-        placed = [
-            s.workers[n]
-            for n in s.run_workers[rname]
-            if s.workers[n].machine and s.workers[n].state in HOLDING
-        ]
-        anchor = s.machines[placed[0].machine] if placed else None  # type: ignore[index]
+    within = union(groups) if groups is not None else None
     group_running = groups_running(t, r) if spec.task_groups else None
     cand: Iterator[Machine] | None = None
     current: Machine | None = None
@@ -155,7 +189,7 @@ def place_each(t: Tick, r: RunRecord, eligible: Iterator[str], holding: int, net
             if (
                 current is not None
                 and view.fits(current, ask, ask.gpus)
-                and allowed(t, current, r, net, anchor, distinct)
+                and allowed(t, current, r, within, distinct)
             ):
                 pick = current
                 break
@@ -163,26 +197,28 @@ def place_each(t: Tick, r: RunRecord, eligible: Iterator[str], holding: int, net
             if current is None:
                 break
 
-        def fit_in(v: View, a: Ask = ask, an: Any = anchor) -> Any:
-            return one_fit(t, v, a, r, net, an, distinct)
+        def fit_in(v: View, a: Ask = ask, wi: Any = within) -> Any:
+            return one_fit(t, v, a, r, wi, distinct)
 
         if pick is None and preempt_for(t, r, fit_in):
-            pick = one_fit(t, view, ask, r, net, anchor, distinct)
+            pick = one_fit(t, view, ask, r, within, distinct)
         if pick is None:
             cores = ask.cores(ask.gpus)
             return f"Waiting for room: {ask.gpus} GPUs{label(ask)}, {cores} cores on one machine"
         t.emit(place_decision(view, wname, pick, ask, ask.gpus), rname)
-        if anchor is None and (net.slowest < 5 or net.keep):
-            anchor = pick
+        if groups is not None:
+            kept = tuple(g for g in groups if pick.name in g.names)
+            if len(kept) != len(groups):
+                groups, within = kept, union(kept)
         if distinct:
             current = None
         holding += 1
     return None
 
 
-def allowed(t: Tick, m: Machine, r: RunRecord, net: Net, anchor: Machine | None, distinct: bool) -> bool:
-    """Whether a worker of ``r`` may go on ``m``: in the anchor's network group, one per machine."""
-    if anchor is not None and not net.same_group(m, anchor):
+def allowed(t: Tick, m: Machine, r: RunRecord, within: frozenset[str] | None, distinct: bool) -> bool:
+    """Whether a worker of ``r`` may go on ``m``: within its network groups, one per machine."""
+    if within is not None and m.name not in within:
         return False
     if distinct:
         if (r.name, m.name) in t.placed:
@@ -192,10 +228,10 @@ def allowed(t: Tick, m: Machine, r: RunRecord, net: Net, anchor: Machine | None,
 
 
 def one_fit(
-    t: Tick, view: View, ask: Ask, r: RunRecord, net: Net, anchor: Machine | None, distinct: bool
+    t: Tick, view: View, ask: Ask, r: RunRecord, within: frozenset[str] | None, distinct: bool
 ) -> Machine | None:
     """The first machine of ``view`` where one worker of ``r`` with ``ask`` fits and is allowed."""
     for m in view.candidates(ask.gpus):
-        if view.fits(m, ask, ask.gpus) and allowed(t, m, r, net, anchor, distinct):
+        if view.fits(m, ask, ask.gpus) and allowed(t, m, r, within, distinct):
             return m
     return None

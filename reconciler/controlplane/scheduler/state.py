@@ -16,6 +16,7 @@ import heapq
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from reconciler.runspec import messages as msg
 from reconciler.runspec.messages import GANG_BARRIER_SECONDS
@@ -82,6 +83,9 @@ class ClusterState:
         self.ready: dict[str, dict[str, None]] = {}
         self.holding_priorities: Counter[int] = Counter()
         self.timers: list[tuple[float, int, str, str]] = []
+        #: What the inventory alone decides, kept once made: the network groups that could hold
+        #: a run (``netgroups.feasible``), per ask, constraint and one-worker-a-machine.
+        self.netgroups: dict[tuple[Any, ...], Any] = {}
         self._seq = 0
         self._timer_seq = 0
         runs, workers = self.runs, self.workers
