@@ -38,6 +38,8 @@ from .scheduler import (
     CancelRun,
     ClusterState,
     Decision,
+    ImagePulling,
+    LoseWorker,
     MachineBack,
     MachineLost,
     MachineUnreachable,
@@ -213,10 +215,8 @@ class Engine:
         s = self.state
         runs = {n: r for n, r in s.runs.items() if n != without}
         workers = {n: w for n, w in s.workers.items() if w.run != without}
-        down = set(s.down)
         self.state = ClusterState(self.inventory, runs, workers)
-        for m in down:
-            self.state.observe(MachineLost(m), 0.0)
+        self.state.carry_over(s)
 
     # -- the tick ----------------------------------------------------------------------------
 
@@ -285,7 +285,7 @@ class _TickLog:
 
     def observed(self, o: Observation) -> None:
         s = self.engine.state
-        if isinstance(o, WorkerReady | WorkerExited):
+        if isinstance(o, ImagePulling | WorkerReady | WorkerExited):
             w = self._worker(o.worker)
             if w is not None:
                 code = o.exit_code if isinstance(o, WorkerExited) else None
@@ -318,7 +318,9 @@ class _TickLog:
                 self.runs[d.run] = None
                 r = s.runs[d.run]
                 self.events.append(_event(now, d.run, None, type(d).__name__, r.state, d.reason, None, None))
-            elif isinstance(d, PlaceWorker | StartWorker | StopWorker | RequeueWorker | MarkWorker):
+            elif isinstance(
+                d, PlaceWorker | StartWorker | StopWorker | RequeueWorker | MarkWorker | LoseWorker
+            ):
                 if isinstance(d, PlaceWorker) and d.new is not None:
                     self.new[d.new.name] = None
                 w = self._worker(d.worker)

@@ -2,8 +2,9 @@
 
 Owns: turning the scheduler's decisions into processes and their ends into observations.
 
-* ``PlaceWorker``: the image is recorded, not pulled (there is no container runtime here); the
-  worker is ready at once (``WorkerReady``).
+* ``PlaceWorker``: the image is recorded, not pulled (there is no container runtime here): the
+  pull is reported begun and done at once (``ImagePulling``, then ``WorkerReady``), so the
+  worker passes through Pulling (``Pulling image IMAGE``, in its events) to ReadyToStart.
 * ``StartWorker``: queued; ``spawn(limit)`` starts a slice of the queue (the driver calls it
   between ticks, so that thousands of forks never hold the control plane at once):
   ``command`` + ``args`` run as a process in a new session (so a new process
@@ -40,6 +41,7 @@ from typing import Any
 from .scheduler import (
     ClusterState,
     Decision,
+    ImagePulling,
     Observation,
     PlaceWorker,
     StartWorker,
@@ -141,7 +143,7 @@ class ProcessExecutor:
         if isinstance(d, PlaceWorker):
             w = state.workers[d.worker]
             self.facts.setdefault(w.name, {})["image"] = state.template(w).image
-            self.due.append(WorkerReady(d.worker))
+            self.due.extend((ImagePulling(d.worker), WorkerReady(d.worker)))
         elif isinstance(d, StartWorker):
             self._start(d.worker, state)
         elif isinstance(d, StopWorker):

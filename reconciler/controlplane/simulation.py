@@ -1,10 +1,11 @@
 """Simulated time for the control plane: a scripted executor and the driver loop over the scheduler.
 
-Owns: ``Outcome`` (what a worker does once placed: how long it prepares, how long it runs, its
-exit code), ``SimulatedExecutor`` (turns ``PlaceWorker``/``StartWorker``/``StopWorker`` into
-timed observations) and ``Simulation`` (submit runs, script outcomes, lose machines, ``advance``
-simulated seconds: a 10-restart backoff, a 15-minute barrier or a 12-hour limit take
-milliseconds). Tests and benchmarks drive the scheduler through it.
+Owns: ``Outcome`` (what a worker does once placed: how long it prepares, how long it pulls its
+image, how long it runs, its exit code), ``SimulatedExecutor`` (turns ``PlaceWorker``/
+``StartWorker``/``StopWorker`` into timed observations) and ``Simulation`` (submit runs, script
+outcomes, lose machines, ``advance`` simulated seconds: a 10-restart backoff, a 15-minute
+barrier, a 5-minute Stale timeout or a 12-hour limit take milliseconds). Tests and benchmarks
+drive the scheduler through it.
 
 Must not touch: real clocks, processes, files, the store. It calls only ``plan_tick``,
 ``ClusterState.apply``/``observe``/``next_wakeup``, the same steps the server's loop will call.
@@ -26,6 +27,8 @@ from .scheduler import (
     CancelRun,
     ClusterState,
     Decision,
+    ImagePulling,
+    LoseWorker,
     MachineBack,
     MachineLost,
     MachineUnreachable,
@@ -48,14 +51,17 @@ MAX_TICKS_PER_INSTANT = 10_000
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """One placement of a worker: ready after ``prepare`` s, exits with ``exit_code`` ``after`` s.
+    """One placement of a worker: prepared after ``prepare`` s, its image pulled ``pull`` s later
+    (then ready), and once started, exits with ``exit_code`` after ``after`` s.
 
-    ``after=None``: runs until stopped. ``prepare=None``: never gets ready (a hung image pull).
+    ``after=None``: runs until stopped. ``prepare=None``: never gets ready (a hung preparation).
+    ``pull``: 0 (the image is there): no Pulling state; ``None``: a pull that never ends.
     """
 
     exit_code: int = 0
     after: float | None = 60.0
     prepare: float | None = 0.0
+    pull: float | None = 0.0
 
 
 class SimulatedExecutor:
@@ -90,14 +96,18 @@ class SimulatedExecutor:
             self.incarnation[w.name] = inc
             outcome = self.outcome_for(w)
             self.current[w.name] = outcome
-            if outcome.prepare is not None:
-                self.at(now + outcome.prepare, WorkerReady(w.name), inc)
+            if outcome.prepare is None:
+                return
+            if outcome.pull != 0:
+                self.at(now + outcome.prepare, ImagePulling(w.name), inc)
+            if outcome.pull is not None:
+                self.at(now + outcome.prepare + outcome.pull, WorkerReady(w.name), inc)
         elif isinstance(d, StartWorker):
             outcome = self.current.get(d.worker, self.default)
             if outcome.after is not None:
                 inc = self.incarnation.get(d.worker, 0)
                 self.at(now + outcome.after, WorkerExited(d.worker, outcome.exit_code), inc)
-        elif isinstance(d, StopWorker):
+        elif isinstance(d, StopWorker | LoseWorker):  # what it does now goes unheard
             self.incarnation[d.worker] = self.incarnation.get(d.worker, 0) + 1
 
     def next_time(self) -> float | None:

@@ -32,6 +32,7 @@ __all__ = [
     "QUEUED",
     "RESET_AFTER_SECONDS",
     "RESTART_LIMIT",
+    "STALE_TIMEOUT_SECONDS",
     "RunState",
     "WorkerState",
     "all_completed",
@@ -41,13 +42,18 @@ __all__ = [
     "completion_restart_reason",
     "exited",
     "forces_replace",
+    "lost_after_stale",
+    "machine_lost",
     "next_restart",
     "no_restarts_left",
+    "pulling",
     "readout",
     "restart_reason",
     "same",
+    "stale",
     "time_limit_reason",
     "validate_update",
+    "worker_failed_on",
 ]
 
 
@@ -69,10 +75,14 @@ class WorkerState(StrEnum):
     """A worker's state: the run's, and the seeds' "Preparing, Pulling, ReadyToStart, Stale, Down"."""
 
     PENDING = "Pending"
+    #: Placed: its machine is making it ready (a sandbox, drives).
     PREPARING = "Preparing"
+    #: Its machine is pulling its image (at once where the image is there, as on the local cluster).
+    PULLING = "Pulling"
     READY = "ReadyToStart"
     RUNNING = "Running"
-    #: Its machine stopped reporting; it still holds its place until the machine is Down.
+    #: Its machine stopped reporting; it holds its place until it reports again, or for
+    #: ``STALE_TIMEOUT_SECONDS``: then it is Down, counted as lost.
     STALE = "Stale"
     COMPLETED = "Completed"
     FAILED = "Failed"
@@ -92,10 +102,39 @@ QUEUED = "Waiting in the queue"
 CONTAINER_RUNNING = "Container running"
 CANCELLED_BY_USER = "Cancelled by a user"
 
+#: A Stale worker (its machine stopped reporting) is counted as lost, Down, after this long.
+STALE_TIMEOUT_SECONDS = 5 * 60
+
+
+def pulling(image: str) -> str:
+    """``Pulling image IMAGE``."""
+    return msg.PULLING_REASON.format(image=image)
+
+
+def stale(machine: str) -> str:
+    """``Machine M stopped reporting``: why a worker is Stale."""
+    return f"Machine {machine} stopped reporting"
+
+
+def machine_lost(machine: str) -> str:
+    """``Machine M was lost``: why a worker is Down when its machine is known lost."""
+    return f"Machine {machine} was lost"
+
+
+def lost_after_stale(machine: str, seconds: int = STALE_TIMEOUT_SECONDS) -> str:
+    """``Machine M stopped reporting 5 min ago; counted as lost``: a Stale worker become Down."""
+    ago = f"{seconds // 60} min" if seconds % 60 == 0 else f"{seconds} s"
+    return f"{stale(machine)} {ago} ago; counted as lost"
+
 
 def exited(code: int) -> str:
     """``Exited with code N``."""
     return msg.EXITED_REASON.format(code=code)
+
+
+def worker_failed_on(worker: str, machine: str | None, reason: str) -> str:
+    """``Worker RUN-I failed on MACHINE: REASON`` (``-`` for a worker never placed)."""
+    return msg.WORKER_FAILED_ON.format(worker=worker, machine=machine or "-", reason=reason)
 
 
 def array_cap(n: int) -> str:

@@ -108,6 +108,20 @@ def test_the_image_is_recorded_not_pulled(plane):
     assert plane.store.worker_row("img-0")["image"] == "busybox"
 
 
+def test_the_local_cluster_pulls_at_once_through_the_pulling_state(plane):
+    """Placed, Pulling (``Pulling image IMAGE``), ReadyToStart and started in the same instant."""
+    plane.engine.submit(tiny("img"), plane.clock.now())
+    plane.settle_run("img")
+    seen = [(e["kind"], e["state"], e["reason"], e["at"]) for e in plane.store.event_rows("img")]
+    kinds = [k for k, *_ in seen]
+    assert kinds.index("PlaceWorker") < kinds.index("ImagePulling") < kinds.index("WorkerReady")
+    assert kinds.index("WorkerReady") < kinds.index("StartWorker")
+    pulling = seen[kinds.index("ImagePulling")]
+    assert pulling[1:3] == ("Pulling", "Pulling image busybox")
+    assert seen[kinds.index("WorkerReady")][1] == "ReadyToStart"
+    assert pulling[3] == seen[kinds.index("StartWorker")][3]  # instant: no time passes
+
+
 def _group(plane: Plane, name: str, pids_file) -> list[int]:
     plane.engine.submit(tiny(name, command=f"sleep 300 & echo $$ $! > {pids_file}; wait"), plane.clock.now())
     until(lambda: pids_file.exists() and len(pids_file.read_text().split()) == 2, step=plane.step)

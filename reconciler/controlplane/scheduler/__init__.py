@@ -49,7 +49,13 @@ StartWorker       release a prepared worker (a gang: all together, behind the ba
 StopWorker        kill a worker and free its place; it becomes ``state`` (Pending = requeued)
 RequeueWorker     an ended worker goes back to the queue, not before ``at``
 MarkWorker        set a pending or ended worker's state and reason; ``final`` = never restarted
+LoseWorker        a worker Stale for ``STALE_TIMEOUT_SECONDS`` is Down, counted as lost
 ================  ==========================================================================
+
+Observations (closed set, ``Observation``): ``ImagePulling`` (Preparing → Pulling, ``Pulling image
+IMAGE``), ``WorkerReady`` (Preparing or Pulling → ReadyToStart), ``WorkerExited``,
+``MachineUnreachable`` (its workers Stale; it takes no new worker), ``MachineLost`` (its workers
+Down), ``MachineBack`` (Stale workers as they were; it takes work again), ``CancelRun``.
 
 Seed decisions where the seeds leave room (also in the tests' names):
 
@@ -64,6 +70,9 @@ Seed decisions where the seeds leave room (also in the tests' names):
 * A worker failing for good fails a non-array run at once and stops its other workers. An array
   keeps going and is Failed, with the seeds' ``K of N`` reason, once every copy has ended.
 * Time limit: the worker is Failed (``Stopped at its time limit of 1h``), never restarted.
+* Stale: a worker whose machine stopped reporting keeps its place for ``STALE_TIMEOUT_SECONDS``
+  (5 minutes); then it is Down (``Machine M stopped reporting 5 min ago; counted as lost``) and
+  restarted as a lost worker is. Its machine takes no new worker until it reports again.
 * Backfill: runs are served by priority, then submission. After the first run blocked for room,
   a later run may start only if every worker states a time limit and it would end before the
   blocked run could start (its start estimated from the running workers' time limits).
@@ -89,6 +98,7 @@ from reconciler.runspec.vocabulary import (
     QUEUED,
     RESET_AFTER_SECONDS,
     RESTART_LIMIT,
+    STALE_TIMEOUT_SECONDS,
     RunState,
     WorkerState,
     array_cap,
@@ -109,6 +119,8 @@ from .records import (
     Ask,
     CancelRun,
     Decision,
+    ImagePulling,
+    LoseWorker,
     MachineBack,
     MachineLost,
     MachineUnreachable,
@@ -142,11 +154,14 @@ __all__ = [
     "QUEUED",
     "RESET_AFTER_SECONDS",
     "RESTART_LIMIT",
+    "STALE_TIMEOUT_SECONDS",
     "AdmitRun",
     "Ask",
     "CancelRun",
     "ClusterState",
     "Decision",
+    "ImagePulling",
+    "LoseWorker",
     "MachineBack",
     "MachineLost",
     "MachineUnreachable",

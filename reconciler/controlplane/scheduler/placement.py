@@ -103,7 +103,8 @@ class View:
         return self.s.free[name]
 
     def usable(self, name: str) -> bool:
-        return self.empty or name not in self.s.down
+        """Whether new workers may go on the machine: not lost, and reporting (always, if empty)."""
+        return self.empty or name not in self.s.unusable
 
     def cap(self, m: Machine, ask: Ask) -> int:
         """The most GPUs of this ask that fit on ``m`` now."""

@@ -27,6 +27,8 @@ __all__ = [
     "Ask",
     "CancelRun",
     "Decision",
+    "ImagePulling",
+    "LoseWorker",
     "MachineBack",
     "MachineLost",
     "MachineUnreachable",
@@ -63,7 +65,9 @@ class StopCause(StrEnum):
 
 
 #: Worker states that hold a place on a machine (GPUs, cores, memory).
-HOLDING = frozenset({WorkerState.PREPARING, WorkerState.READY, WorkerState.RUNNING, WorkerState.STALE})
+HOLDING = frozenset(
+    {WorkerState.PREPARING, WorkerState.PULLING, WorkerState.READY, WorkerState.RUNNING, WorkerState.STALE}
+)
 #: Worker states of a worker that has ended (for now: it may be requeued).
 ENDED = frozenset({WorkerState.COMPLETED, WorkerState.FAILED, WorkerState.STOPPED, WorkerState.DOWN})
 
@@ -280,8 +284,25 @@ class MarkWorker:
     final: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class LoseWorker:
+    """A Stale worker counted as lost: Down, with ``reason``; the restart rules then apply to it
+    as to any lost worker. Its machine still holds nothing new until it reports again."""
+
+    worker: str
+    reason: str
+
+
 Decision = (
-    AdmitRun | MarkRun | RestartRun | PlaceWorker | StartWorker | StopWorker | RequeueWorker | MarkWorker
+    AdmitRun
+    | MarkRun
+    | RestartRun
+    | PlaceWorker
+    | StartWorker
+    | StopWorker
+    | RequeueWorker
+    | MarkWorker
+    | LoseWorker
 )
 
 
@@ -289,7 +310,16 @@ Decision = (
 
 
 @dataclass(frozen=True, slots=True)
+class ImagePulling:
+    """The worker's machine started pulling its image (``WorkerReady`` says when it is done)."""
+
+    worker: str
+
+
+@dataclass(frozen=True, slots=True)
 class WorkerReady:
+    """The worker is prepared, its image pulled: it may start."""
+
     worker: str
 
 
@@ -304,16 +334,22 @@ class WorkerExited:
 
 @dataclass(frozen=True, slots=True)
 class MachineUnreachable:
+    """The machine stopped reporting: its workers are Stale, and nothing new goes there."""
+
     machine: str
 
 
 @dataclass(frozen=True, slots=True)
 class MachineLost:
+    """The machine is known lost: its workers are Down at once."""
+
     machine: str
 
 
 @dataclass(frozen=True, slots=True)
 class MachineBack:
+    """The machine reports again: its Stale workers are as they were, and it takes work again."""
+
     machine: str
 
 
@@ -322,4 +358,6 @@ class CancelRun:
     run: str
 
 
-Observation = WorkerReady | WorkerExited | MachineUnreachable | MachineLost | MachineBack | CancelRun
+Observation = (
+    ImagePulling | WorkerReady | WorkerExited | MachineUnreachable | MachineLost | MachineBack | CancelRun
+)

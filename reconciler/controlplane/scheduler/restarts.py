@@ -1,9 +1,11 @@
 """Restarts: what becomes of a worker that ended or ran out of time, and of a run restarted whole.
 
 Owns: settling each ended worker (done for good, restarted after a backoff, or failing its run),
-job-level restarts (``restart_run``: RestartJob, a lost gang leader, a gang's barrier), and time
-limits (the worker is Failed, never restarted). The seeds' numbers (the restart limit, the
-backoff, when the count resets) are the vocabulary's (``reconciler.runspec.vocabulary``).
+job-level restarts (``restart_run``: RestartJob, a lost gang leader, a gang's barrier), time
+limits (the worker is Failed, never restarted), and Stale workers counted as lost once their
+machine has been silent for ``STALE_TIMEOUT_SECONDS`` (``stale_workers``: Down, then settled).
+The seeds' numbers (the restart limit, the backoff, when the count resets, the Stale timeout)
+are the vocabulary's (``reconciler.runspec.vocabulary``).
 
 Must not touch: the records (a tick's phases return decisions through ``Tick.emit``), placement,
 clocks (``t.now`` is the tick's), I/O.
@@ -17,18 +19,22 @@ from reconciler.runspec.vocabulary import (
     BACKOFF_START_SECONDS,
     FINAL_RUN_STATES,
     RESTART_LIMIT,
+    STALE_TIMEOUT_SECONDS,
     WorkerState,
     backoff_seconds,
     completion_restart_reason,
+    lost_after_stale,
     next_restart,
     no_restarts_left,
     restart_reason,
     time_limit_reason,
+    worker_failed_on,
 )
 
 from .records import (
     ENDED,
     HOLDING,
+    LoseWorker,
     MarkWorker,
     RequeueWorker,
     RestartRun,
@@ -41,7 +47,7 @@ from .records import (
 if TYPE_CHECKING:
     from .tick import Tick
 
-__all__ = ["next_restart", "restart_run", "settle", "time_limits"]
+__all__ = ["next_restart", "restart_run", "settle", "stale_workers", "time_limits"]
 
 
 def settle(t: Tick) -> None:
@@ -69,7 +75,7 @@ def settle(t: Tick) -> None:
 
 def _failed(t: Tick, w: WorkerRecord, r: RunRecord) -> None:
     """A worker that failed (or was lost): fail its run, restart the run, or restart the worker."""
-    where = f"Worker {w.name} failed on {w.machine or '-'}: {w.reason}"
+    where = worker_failed_on(w.name, w.machine, w.reason)
     if r.on_failure == "FailJob" and not r.service:
         t.emit(MarkWorker(w.name, w.state, w.reason, final=True), r.name)
         t.fail_run(r, where, skip=w.name)
@@ -121,6 +127,21 @@ def restart_run(t: Tick, r: RunRecord, why: str, cause: StopCause, failed: Worke
     t.emit(RestartRun(r.name, at, n, reason), r.name)
 
 
+def stale_workers(t: Tick) -> None:
+    """Workers Stale for ``STALE_TIMEOUT_SECONDS`` (their machine still silent): counted as lost,
+    Down with the reason in words; the next tick settles them as any lost worker."""
+    s = t.s
+    for machine in sorted(set(s.due(t.now, "stale"))):
+        since = s.unreachable.get(machine)
+        if since is None or since + STALE_TIMEOUT_SECONDS > t.now:
+            continue  # it came back (and may have gone silent again since)
+        reason = lost_after_stale(machine)
+        for name in list(s.on_machine[machine]):
+            w = s.workers[name]
+            if w.state is WorkerState.STALE and w.run not in t.frozen:
+                t.emit(LoseWorker(name, reason), w.run)
+
+
 def time_limits(t: Tick) -> None:
     """Workers past their time limit: Failed, never restarted; a non-array run fails with them."""
     s = t.s
@@ -135,4 +156,4 @@ def time_limits(t: Tick) -> None:
         reason = time_limit_reason(limit)
         t.emit(StopWorker(w.name, StopCause.TIME_LIMIT, WorkerState.FAILED, reason), r.name)
         if not r.is_array and not r.service:
-            t.fail_run(r, f"Worker {w.name} failed on {w.machine}: {reason}", skip=w.name)
+            t.fail_run(r, worker_failed_on(w.name, w.machine, reason), skip=w.name)

@@ -18,10 +18,20 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.runspec import messages as msg
 from reconciler.runspec.messages import GANG_BARRIER_SECONDS
 from reconciler.runspec.models import Run, TaskTemplate
-from reconciler.runspec.vocabulary import CONTAINER_RUNNING, FINAL_RUN_STATES, RunState, WorkerState, exited
+from reconciler.runspec.vocabulary import (
+    CONTAINER_RUNNING,
+    FINAL_RUN_STATES,
+    STALE_TIMEOUT_SECONDS,
+    RunState,
+    WorkerState,
+    exited,
+    machine_lost,
+    pulling,
+    stale,
+    worker_failed_on,
+)
 
 from ..inventory import Inventory
 from .records import (
@@ -30,6 +40,8 @@ from .records import (
     AdmitRun,
     CancelRun,
     Decision,
+    ImagePulling,
+    LoseWorker,
     MachineBack,
     MachineLost,
     MachineUnreachable,
@@ -73,6 +85,11 @@ class ClusterState:
         for m in self.inventory:
             self.buckets[m.gpus][m.name] = None
         self.down: set[str] = set()
+        #: Machines that stopped reporting, since when; their workers' states before (``Stale``).
+        self.unreachable: dict[str, float] = {}
+        self.stale_from: dict[str, tuple[WorkerState, str]] = {}
+        #: Machines no new worker goes to: lost or not reporting.
+        self.unusable: set[str] = set()
         self.on_machine: dict[str, dict[str, None]] = {m.name: {} for m in self.inventory}
         self.run_workers: dict[str, list[str]] = {}
         self.pending: dict[str, dict[str, None]] = {}
@@ -249,6 +266,8 @@ class ClusterState:
                 self.ready[w.run][w.name] = None
             if old in HOLDING and state not in HOLDING:
                 self._release(w, run)
+            if old is WorkerState.STALE:
+                self.stale_from.pop(w.name, None)
         w.state = state
         w.reason = reason
 
@@ -269,9 +288,7 @@ class ClusterState:
             fc[1] += 1
             run = self.runs[w.run]
             if run.first_failure is None:
-                run.first_failure = msg.WORKER_FAILED_ON.format(
-                    worker=w.name, machine=w.machine or "-", reason=w.reason
-                )
+                run.first_failure = worker_failed_on(w.name, w.machine, w.reason)
 
     def _end(self, w: WorkerRecord, state: WorkerState, reason: str, now: float) -> None:
         self._set_state(w, state, reason)
@@ -281,9 +298,13 @@ class ClusterState:
 
     def observe(self, event: Observation, now: float) -> None:
         """Record what an executor (or a user) reports."""
-        if isinstance(event, WorkerReady):
+        if isinstance(event, ImagePulling):
             w = self.workers.get(event.worker)
             if w is not None and w.state is WorkerState.PREPARING:
+                self._set_state(w, WorkerState.PULLING, pulling(self.template(w).image))
+        elif isinstance(event, WorkerReady):
+            w = self.workers.get(event.worker)
+            if w is not None and w.state in (WorkerState.PREPARING, WorkerState.PULLING):
                 self._set_state(w, WorkerState.READY, "Prepared; waiting to start")
         elif isinstance(event, WorkerExited):
             w = self.workers.get(event.worker)
@@ -292,26 +313,69 @@ class ClusterState:
                 state = WorkerState.COMPLETED if event.exit_code == 0 else WorkerState.FAILED
                 self._end(w, state, event.reason or exited(event.exit_code), now)
         elif isinstance(event, MachineUnreachable):
-            for name in list(self.on_machine[event.machine]):
-                w = self.workers[name]
-                self._set_state(w, WorkerState.STALE, f"Machine {event.machine} stopped reporting")
+            self._unreachable(event.machine, now)
         elif isinstance(event, MachineLost):
-            for name in list(self.on_machine[event.machine]):
-                self._end(self.workers[name], WorkerState.DOWN, f"Machine {event.machine} was lost", now)
-            f = self.free[event.machine]
-            self.buckets[f[0] + f[1]].pop(event.machine, None)
-            self.down.add(event.machine)
+            self._lost(event.machine, now)
         elif isinstance(event, MachineBack):
-            if event.machine in self.down:
-                self.down.discard(event.machine)
-                f = self.free[event.machine]
-                self.buckets[f[0] + f[1]][event.machine] = None
+            self._back(event.machine)
         elif isinstance(event, CancelRun):
             run = self.runs.get(event.run)
             if run is not None and run.state not in FINAL_RUN_STATES:
                 run.cancel_requested = True
         else:  # pragma: no cover - closed union
             raise TypeError(event)
+
+    # -- machines that stop reporting, are lost, come back -----------------------------------
+
+    def _unreachable(self, machine: str, now: float) -> None:
+        """Its workers Stale (as they were, kept to come back to); it takes no new worker; a timer
+        counts them lost after ``STALE_TIMEOUT_SECONDS`` (``restarts.stale_workers``)."""
+        if machine in self.down or machine in self.unreachable:
+            return
+        self.unreachable[machine] = now
+        self.unusable.add(machine)
+        self._timer(now + STALE_TIMEOUT_SECONDS, "stale", machine)
+        for name in list(self.on_machine[machine]):
+            w = self.workers[name]
+            self.stale_from[name] = (w.state, w.reason)
+            self._set_state(w, WorkerState.STALE, stale(machine))
+
+    def _lost(self, machine: str, now: float) -> None:
+        """Its workers Down at once (the restart rules apply), itself out until it is back."""
+        self.unreachable.pop(machine, None)
+        for name in list(self.on_machine[machine]):
+            self._end(self.workers[name], WorkerState.DOWN, machine_lost(machine), now)
+        f = self.free[machine]
+        self.buckets[f[0] + f[1]].pop(machine, None)
+        self.down.add(machine)
+        self.unusable.add(machine)
+
+    def _back(self, machine: str) -> None:
+        """It reports again: Stale workers as they were (a running one's time limit still holds)."""
+        if self.unreachable.pop(machine, None) is not None:
+            for name in list(self.on_machine[machine]):
+                w = self.workers[name]
+                was = self.stale_from.pop(name, None)
+                if w.state is WorkerState.STALE and was is not None:
+                    self._set_state(w, *was)
+                    if w.state is WorkerState.RUNNING:
+                        self._deadline(w)
+        if machine in self.down:
+            self.down.discard(machine)
+            f = self.free[machine]
+            self.buckets[f[0] + f[1]][machine] = None
+        self.unusable.discard(machine)
+
+    def carry_over(self, old: ClusterState) -> None:
+        """What the records do not keep, from the state this one is rebuilt from: which machines
+        are lost, and which stopped reporting since when (with their workers' states before)."""
+        for machine in old.down:
+            self._lost(machine, 0.0)
+        for machine, since in old.unreachable.items():
+            self.unreachable[machine] = since
+            self.unusable.add(machine)
+            self._timer(since + STALE_TIMEOUT_SECONDS, "stale", machine)
+        self.stale_from.update({n: v for n, v in old.stale_from.items() if n in self.workers})
 
     def apply(self, decisions: Iterable[Decision], now: float) -> None:
         """Carry decisions into the records (what the store does with rows)."""
@@ -332,6 +396,8 @@ class ClusterState:
                 self._restart_run(d)
             elif isinstance(d, AdmitRun):
                 self._admit(d)
+            elif isinstance(d, LoseWorker):
+                self._end(self.workers[d.worker], WorkerState.DOWN, d.reason, now)
             else:  # pragma: no cover - closed union
                 raise TypeError(d)
 

@@ -1,11 +1,12 @@
 """The tick: one pass of pure decisions over the state at ``now``, in a fixed order of phases.
 
 Owns: ``plan_tick`` (the phases, in order: cancellations, settling ended workers, time limits,
-gang barriers, starts, run states, placement), ``schedule`` (one tick over plain records, as a
-store loads them), and ``Tick``, a tick's working state that every phase shares: the decisions so
-far (``emit``), the runs whose fate this tick settled as a whole (``frozen``), failing a run
-(``fail_run``), and the capacity the tick has laid over the state's (``view``). Also the two
-phases that belong to no other concern: cancellations and the runs' states and reasons.
+Stale workers counted as lost, gang barriers, starts, run states, placement), ``schedule`` (one
+tick over plain records, as a store loads them), and ``Tick``, a tick's working state that every
+phase shares: the decisions so far (``emit``), the runs whose fate this tick settled as a whole
+(``frozen``), failing a run (``fail_run``), and the capacity the tick has laid over the state's
+(``view``). Also the two phases that belong to no other concern: cancellations and the runs'
+states and reasons.
 
 Must not touch: the records (``plan_tick`` only reads ``state``; ``ClusterState.apply`` carries
 the decisions out), clocks (``now`` is an argument), I/O, randomness.
@@ -42,7 +43,7 @@ from .records import (
     StopWorker,
     WorkerRecord,
 )
-from .restarts import settle, time_limits
+from .restarts import settle, stale_workers, time_limits
 from .state import ClusterState
 
 __all__ = ["Tick", "cancellations", "plan_tick", "run_states", "schedule"]
@@ -154,6 +155,7 @@ def plan_tick(state: ClusterState, now: float) -> list[Decision]:
     cancellations(t)
     settle(t)
     time_limits(t)
+    stale_workers(t)
     barriers(t)
     starts(t)
     run_states(t)
