@@ -17,7 +17,8 @@ Two kinds of model:
 At a glance (``→`` an answer)::
 
     runs       POST/PUT RunDocument → Run;  GET /runs → RunList | RunSummaryList (?view=summary)
-    workers    GET …/workers → WorkerList;  GET /workers/{worker} → Worker;  …/logs → text/plain
+    workers    GET /runs/{name}/workers → WorkerList;  GET /workers → WorkerPage (?run= ?state=
+               ?limit= ?continue=);  GET /workers/{worker} → Worker;  …/logs → text/plain
     events     GET /runs/{name}/events → EventList;  GET /machines → MachineList;  GET /info → Info
     sources    GET → SourceState | SourceList;  PUT SourceWrite → SourceState
                GET …/runs → SourceRuns | SourceDigests (?view=digest)
@@ -32,7 +33,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, RootModel
 
 from ..runspec.models import Metadata
 from ..runspec.models import Run as RunDocument
@@ -76,6 +77,7 @@ __all__ = [
     "StaleDetail",
     "Worker",
     "WorkerList",
+    "WorkerPage",
     "Written",
 ]
 
@@ -267,6 +269,27 @@ class WorkerList(Answer):
     items: list[Worker]
     readout: str = Field(description="``Workers R running of N``.")
     task_counts: dict[str, int]
+
+
+class WorkerPage(Answer):
+    """``GET /workers`` (= ``/tasks``): the workspace's workers, one page of them.
+
+    Runs in submission order, each run's workers by rank. ``total`` and ``task_counts`` count
+    every worker the filters match, on every page; ``continue`` (a token, or null on the last
+    page) asks for the next page as ``?continue=TOKEN`` with the same filters and limit.
+    """
+
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True, serialize_by_alias=True)
+
+    items: list[Worker]
+    total: int = Field(description="Workers matching the filters, on every page.")
+    task_counts: dict[str, int] = Field(description="Their states, counted over every page.")
+    #: ``continue`` on the wire (a Python keyword here)
+    continue_: str | None = Field(
+        serialization_alias="continue",
+        validation_alias=AliasChoices("continue", "continue_"),
+        description="The next page's token (``?continue=``); null: no more.",
+    )
 
 
 class Event(Answer):

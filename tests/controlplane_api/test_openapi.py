@@ -69,6 +69,23 @@ def test_every_operation_needs_the_token_and_lists_401_and_403(doc):
         assert "HTTPValidationError" not in str(op["responses"])
 
 
+def test_the_worker_collection_documents_its_filters_and_its_pages(doc):
+    for path, word in (("/workers", "worker"), ("/tasks", "task")):
+        op = doc["paths"][path]["get"]
+        assert op["operationId"] == f"list_{word}s"
+        params = {p["name"]: p for p in op["parameters"]}
+        assert set(params) == {"run", "state", "limit", "continue"}
+        assert all(p["in"] == "query" and not p["required"] for p in params.values())
+        assert params["run"]["schema"]["anyOf"][0] == {"type": "array", "items": {"type": "string"}}
+        states = params["state"]["schema"]["anyOf"][0]
+        assert states["type"] == "array" and states["items"] == {"$ref": "#/components/schemas/WorkerState"}
+        assert params["limit"]["schema"]["anyOf"][0] == {"type": "integer", "minimum": 1, "maximum": 10000}
+        assert set(op["responses"]) >= {"200", "401", "403", "422"}
+    assert "Pulling" in doc["components"]["schemas"]["WorkerState"]["enum"]
+    page = doc["components"]["schemas"]["WorkerPage"]
+    assert set(page["required"]) == {"items", "total", "task_counts", "continue"}
+
+
 # ---- what the API answers is what the document lists -----------------------------------------
 
 
@@ -156,6 +173,10 @@ def runs_scenario(c: Client, plane) -> None:
     c.get("/api/workers/a-0/logs?attempt=1")
     c.get("/api/workers/a-0/logs?attempt=9")  # 404
     c.get("/api/workers/a-0/logs?attempt=-1")  # 422
+    c.get("/api/workers")
+    c.get(f"{LONG}/tasks?run=a&state=Completed&state=Failed&limit=1")
+    c.get("/api/tasks?state=Nope")  # 422
+    c.get("/api/workers?continue=nope")  # 422
     c.get("/api/machines")
     c.get("/api/info")
     c.delete("/api/runs/a")

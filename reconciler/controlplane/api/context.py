@@ -172,7 +172,8 @@ def parameter_detail(errors: Sequence[Any]) -> wire.Detail:
     ``unknown view 'x': 'summary' or 'full'``, ``attempt must be at least 0``."""
     said = []
     for e in errors:
-        name = ".".join(str(step) for step in (e.get("loc") or ("?", "?"))[1:])
+        # a repeatable parameter's loc ends with the index of the value (``state.0``): its name is enough
+        name = ".".join(str(step) for step in (e.get("loc") or ("?", "?"))[1:] if not isinstance(step, int))
         if e.get("type") == "enum":
             said.append(f"unknown {name} '{e.get('input')}': {(e.get('ctx') or {}).get('expected')}")
         else:

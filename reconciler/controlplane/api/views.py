@@ -1,17 +1,22 @@
 """The engine's runs and workers as the API answers them: ``wire`` models, made from its records.
 
 Owns: ``run_view`` (a ``wire.Run``), ``worker_view`` (a ``wire.Worker``), ``workers_view`` (a
-``wire.WorkerList``). Reads the engine's state and run metadata; changes nothing.
+``wire.WorkerList``), ``worker_page`` (a page of the workspace's workers: ``wire.WorkerPage``).
+Reads the engine's state and run metadata; changes nothing.
 Must not touch: HTTP, the store, scheduling rules (the readout's words are the vocabulary's).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Collection
+
 from ...wire import models as wire
 from ..engine import Engine
 from ..scheduler import HOLDING, WorkerRecord, WorkerState, readout
 
-__all__ = ["run_metadata", "run_status", "run_view", "worker_view", "workers_view"]
+__all__ = ["run_metadata", "run_status", "run_view", "worker_page", "worker_view", "workers_view"]
 
 
 def run_metadata(engine: Engine, name: str) -> wire.RunMetadata:
@@ -96,3 +101,48 @@ def workers_view(engine: Engine, run: str) -> wire.WorkerList:
         readout=readout(running, len(ws)),
         task_counts=engine.state.task_counts(run),
     )
+
+
+def worker_page(
+    engine: Engine,
+    runs: Collection[str] | None,
+    states: Collection[WorkerState] | None,
+    limit: int | None,
+    after: tuple[int, int] | None,
+) -> tuple[wire.WorkerPage, tuple[int, int] | None]:
+    """One page of the workers of ``runs`` (``None``: every run) in ``states`` (``None``: any):
+    runs in submission order, each run's by rank, from just after ``after`` (a run's sequence
+    number and a rank), at most ``limit`` of them. With the position of the page's last worker
+    when more follow (the next page starts after it), else ``None``.
+
+    The totals come from the state's counts (no worker is read for them); only the page's
+    workers are made into views."""
+    s = engine.state
+    chosen = [r for name, r in s.runs.items() if runs is None or name in runs]
+    counts: Counter[str] = Counter()
+    for r in chosen:
+        for state, n in s.counts[r.name].items():
+            if n and (states is None or state in states):
+                counts[str(state)] += n
+    items: list[wire.Worker] = []
+    last: tuple[int, int] | None = None
+    more = False
+    for r in chosen:
+        if after is not None and r.seq < after[0]:
+            continue
+        ws = sorted((s.workers[n] for n in s.run_workers[r.name]), key=lambda w: w.rank)
+        start = bisect_right(ws, after[1], key=lambda w: w.rank) if after and r.seq == after[0] else 0
+        for w in ws[start:]:
+            if states is not None and w.state not in states:
+                continue
+            if limit is not None and len(items) == limit:
+                more = True
+                break
+            items.append(worker_view(engine, w))
+            last = (r.seq, w.rank)
+        if more:
+            break
+    page = wire.WorkerPage(
+        items=items, total=sum(counts.values()), task_counts=dict(sorted(counts.items())), continue_=None
+    )
+    return page, last if more else None

@@ -1,13 +1,21 @@
 """Workers and their logs (a worker is a task: ``/workers`` = ``/tasks``).
 
-Owns the routes ``GET /runs/{name}/workers`` (and ``/tasks``, under ``/jobs`` too),
+Owns the routes ``GET /runs/{name}/workers`` (and ``/tasks``, under ``/jobs`` too), the
+workspace's collection ``GET /workers`` (= ``/tasks``: filtered by ``?run=`` and ``?state=``,
+each repeatable, paged by ``?limit=`` and ``?continue=`` in the Kubernetes manner), and
 ``GET /workers/{worker}`` and ``GET /workers/{worker}/logs``. Each reads the engine's records
 and answers a ``wire`` model (logs: the output as text). Must not touch: scheduling rules, SQL,
 the executor (a log is read from the file the executor named).
+
+A ``continue`` token names the last worker of the page it came with (its run's submission
+number and its rank), so the next page starts after it even while runs come and go; it is
+opaque to clients, and a text that is not one is a 422.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 from pathlib import Path as FilePath
 from typing import Annotated
 
@@ -15,10 +23,10 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import PlainTextResponse, Response
 
 from ...wire import models as wire
-from ..scheduler import WorkerRecord
+from ..scheduler import WorkerRecord, WorkerState
 from .context import Api, ApiError, Responses, answer
 from .runs import RUNS, RunName, the_run
-from .views import worker_view, workers_view
+from .views import worker_page, worker_view, workers_view
 
 __all__ = ["router"]
 
@@ -50,6 +58,66 @@ LOGS_ANSWERS: Responses = {
         )
     },
 }
+
+
+#: The most workers one page of ``GET /workers`` holds (``?limit=``; left out: every one).
+PAGE_MAX = 10_000
+#: The collection's answers besides 200: a bad state, limit or continue token.
+BAD_QUERY: Responses = {422: {"model": wire.Detail, "description": "An unknown state, a bad limit or token."}}
+
+RunFilter = Annotated[
+    list[str] | None,
+    Query(alias="run", description="Only the workers of this run; repeat it for several (``?run=a&run=b``)."),
+]
+StateFilter = Annotated[
+    list[WorkerState] | None,
+    Query(alias="state", description="Only workers in this state; repeat it for several."),
+]
+Limit = Annotated[
+    int | None,
+    Query(
+        ge=1,
+        le=PAGE_MAX,
+        description=f"At most this many workers (1 to {PAGE_MAX}); the answer's ``continue`` asks "
+        "for the next ones. Left out: every worker, in one answer.",
+    ),
+]
+Continue = Annotated[
+    str | None,
+    Query(alias="continue", description="The ``continue`` of the previous page (same filters and limit)."),
+]
+
+
+def token(position: tuple[int, int]) -> str:
+    """A ``continue`` token: the position of a page's last worker, opaque to clients."""
+    return base64.urlsafe_b64encode(json.dumps(position).encode()).decode().rstrip("=")
+
+
+def position(text: str) -> tuple[int, int]:
+    """The position a ``continue`` token names; 422 for one this server did not make."""
+    try:
+        seq, rank = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+        if isinstance(seq, int) and isinstance(rank, int):
+            return seq, rank
+    except (ValueError, TypeError):  # not base64, not JSON, not a pair: not ours
+        pass
+    raise ApiError(422, wire.Detail(detail=f"continue {text!r} is not a token this server gave"))
+
+
+async def list_workers(
+    api: Api, run: RunFilter = None, state: StateFilter = None, limit: Limit = None, after: Continue = None
+) -> Response:
+    """The workspace's workers: runs in submission order, each run's by rank; filtered, paged."""
+    page, last = worker_page(
+        api.engine,
+        set(run) if run is not None else None,
+        set(state) if state is not None else None,
+        limit,
+        position(after) if after is not None else None,
+    )
+    if last is not None:
+        page.continue_ = token(last)
+    return answer(page)
 
 
 def the_worker(api: Api, name: str) -> WorkerRecord:
@@ -103,6 +171,14 @@ for run_word, runs in RUNS:
             responses=NOT_FOUND,
         )
 for word, workers in WORKERS:
+    router.add_api_route(
+        workers,
+        list_workers,
+        methods=["GET"],
+        operation_id=f"list_{word}s",
+        response_model=wire.WorkerPage,
+        responses=BAD_QUERY,
+    )
     router.add_api_route(
         workers + "/{worker}",
         get_worker,
