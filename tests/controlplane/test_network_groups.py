@@ -285,3 +285,16 @@ def test_a_run_that_fits_somewhere_is_placed_on_the_empty_cluster_and_one_that_d
         assert all(w.state is WorkerState.RUNNING for w in sim.workers("r"))
     else:
         assert r.state is RunState.FAILED and sim.workers("r") == [], r.reason
+
+
+def test_a_gang_of_task_groups_that_fits_one_machine_without_a_rack_is_placed_there():
+    inv = load_inventory({"defaults": {"gpus": 8}, "machines": [{"name": "n0"}, {"name": "n1"}]})
+    sim = Simulation(inv, default=FOREVER)
+    d = doc("tg", None, start="Gang", **RACK)
+    d["spec"].pop("task_template")
+    d["spec"]["task_groups"] = [
+        {"name": g, "task_template": {"image": g, "requested_resources": {"gpu_requests": {"count": 4}}}}
+        for g in ("a", "b")
+    ]
+    sim.submit(d)
+    assert sim.run("tg").state is RunState.RUNNING and machines_of(sim, "tg") == ["n0", "n0"]

@@ -75,6 +75,7 @@ def runs(draw, i):
         exit_code=draw(st.sampled_from([0, 0, 1])),
         after=draw(st.sampled_from([5.0, 60.0, 700.0])),
         prepare=draw(st.sampled_from([0.0, 0.0, 30.0])),
+        pull=draw(st.sampled_from([0.0, 0.0, 20.0])),
     )
     return d, outcome
 
@@ -108,7 +109,9 @@ def check(sim: Simulation, _decisions) -> None:
         if r.start == "Gang" and r.on_failure == "RestartJob":
             running = any(w.state is WorkerState.RUNNING for w in ws)
             waiting = any(
-                w.state in (WorkerState.PENDING, WorkerState.PREPARING, WorkerState.READY) for w in ws
+                w.state
+                in (WorkerState.PENDING, WorkerState.PREPARING, WorkerState.PULLING, WorkerState.READY)
+                for w in ws
             )
             assert not (running and waiting), [(w.name, w.state) for w in ws]
 
@@ -117,6 +120,10 @@ def check(sim: Simulation, _decisions) -> None:
 @given(inventories(), st.data())
 def test_random_runs_keep_every_invariant(inventory, data):
     sim = Simulation(inventory, observer=check)
+    if data.draw(st.booleans()):  # a machine goes silent; it may come back before it counts as lost
+        silent = inventory.machines[0].name
+        sim.machine_unreachable(silent, at=data.draw(st.sampled_from([5.0, 50.0])))
+        sim.machine_back(silent, at=data.draw(st.sampled_from([100.0, 1000.0])))
     n = data.draw(st.integers(1, 5))
     for i in range(n):
         d, outcome = data.draw(runs(i))

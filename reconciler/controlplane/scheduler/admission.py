@@ -85,11 +85,10 @@ def never_fits(
     net = Net.of(r.run)
     if not workers:
         return _shape_never_fits(view, r.run, net, memo)
-    if net.constrained:
+    if net.constrained:  # a group that holds them all together holds each alone
         asks = (workers[0].ask,) if r.run.spec.array is not None else tuple(w.ask for w in workers)
         distinct = r.run.spec.array is None and r.run.spec.task_groups is None
-        if not feasible(state, asks, net, distinct):
-            return refusal(r.run.spec, asks)
+        return None if feasible(state, asks, net, distinct) else refusal(r.run.spec, asks)
     if r.run.spec.array is not None:
         return one_by_one(view, workers[:1])  # copies are alike and placed one by one
     if start != "Gang":

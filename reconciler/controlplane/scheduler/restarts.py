@@ -131,6 +131,8 @@ def stale_workers(t: Tick) -> None:
     """Workers Stale for ``STALE_TIMEOUT_SECONDS`` (their machine still silent): counted as lost,
     Down with the reason in words; the next tick settles them as any lost worker."""
     s = t.s
+    if not s.unreachable:
+        return
     for machine in sorted(set(s.due(t.now, "stale"))):
         since = s.unreachable.get(machine)
         if since is None or since + STALE_TIMEOUT_SECONDS > t.now:
