@@ -77,17 +77,25 @@ class SourceDecl(BaseModel):
         description="The source's name: its status, lock, inventory and history are kept under it.",
     )
     repo: str | None = Field(
-        None, title="Repository", description="A git URL (https://, ssh://, git@host:path, file://, a folder)."
+        None,
+        title="Repository",
+        description="A git URL (https://, ssh://, git@host:path, file://, a folder).",
     )
     ref: str | None = Field(None, title="Ref", description="A branch or a tag (default: the remote's HEAD).")
-    folder: str | None = Field(None, title="Folder", description="The folder in the repository (default: its root).")
+    folder: str | None = Field(
+        None, title="Folder", description="The folder in the repository (default: its root)."
+    )
     path: str | None = Field(
         None, title="Path", description="A folder on disk, read as it is (relative: to this file's folder)."
     )
     cluster: str | None = Field(
-        None, title="Cluster", description="http(s)://… or slurm://[PARTITION] (default: --server / ASTRA_SERVER)."
+        None,
+        title="Cluster",
+        description="http(s)://… or slurm://[PARTITION] (default: --server / ASTRA_SERVER).",
     )
-    prune: bool = Field(False, title="Prune", description="Delete runs this source applied that it no longer holds.")
+    prune: bool = Field(
+        False, title="Prune", description="Delete runs this source applied that it no longer holds."
+    )
     allow_empty: bool = Field(False, title="Allow empty", description="With prune: allow deleting every run.")
     interval: Interval = None
     token_file: str | None = Field(
@@ -153,7 +161,9 @@ def load_astra_file(path: str | os.PathLike[str]) -> tuple[AstraFile | None, lis
     if errors:
         return None, errors
     if len(docs) != 1:
-        return None, [FieldError(ErrorType.invalid, FieldPath.root(), "astra.yaml holds one document", str(path), 1, 1)]
+        return None, [
+            FieldError(ErrorType.invalid, FieldPath.root(), "astra.yaml holds one document", str(path), 1, 1)
+        ]
     doc = docs[0]
     errors = validate_documents(docs, "astra")
     seen: dict[str, int] = {}
@@ -164,7 +174,9 @@ def load_astra_file(path: str | os.PathLike[str]) -> tuple[AstraFile | None, lis
             continue
         if name in seen:
             at = FieldPath.root().child("sources").index(i).child("name")
-            error = FieldError(ErrorType.duplicate, at, msg.SOURCE_DUPLICATE.format(name=name, other=seen[name]))
+            error = FieldError(
+                ErrorType.duplicate, at, msg.SOURCE_DUPLICATE.format(name=name, other=seen[name])
+            )
             errors.append(doc.source.position(error, doc.index))
         else:
             seen[name] = i

@@ -89,7 +89,9 @@ def _environment(token: str | None, extra: Mapping[str, str] | None) -> dict[str
 class Git:
     """git commands against one repository (``git_dir``: a bare repo, or a work tree's ``.git``)."""
 
-    def __init__(self, git_dir: str | os.PathLike[str] | None, *, token: str | None = None, cwd: str | None = None):
+    def __init__(
+        self, git_dir: str | os.PathLike[str] | None, *, token: str | None = None, cwd: str | None = None
+    ):
         self.git_dir = None if git_dir is None else Path(git_dir)
         self.cwd = cwd
         self._token = token
@@ -125,7 +127,9 @@ class Git:
             raise GitError(f"cannot run git: {exc}") from exc
         if check and done.returncode != 0:
             said = redact(done.stderr.decode("utf-8", "replace")).strip().splitlines()
-            words = "; ".join(line.strip() for line in said if line.strip())[:500] or f"exit {done.returncode}"
+            words = (
+                "; ".join(line.strip() for line in said if line.strip())[:500] or f"exit {done.returncode}"
+            )
             raise GitError(f"git {args[0]} failed: {words}")
         return done.stdout
 

@@ -85,8 +85,10 @@ class Remote:
             commit = self.git.text("rev-parse", "--verify", "-q", f"{_fetched(self.ref)}^{{commit}}")
         except GitError as exc:
             raise SourceFetchFailed(f"cannot fetch {self.shown} ({self.ref or 'HEAD'}): {exc}") from exc
-        forced = previous is not None and previous != commit and not self.git.ok(
-            "merge-base", "--is-ancestor", previous, commit
+        forced = (
+            previous is not None
+            and previous != commit
+            and not self.git.ok("merge-base", "--is-ancestor", previous, commit)
         )
         self.git.run("update-ref", _TIP, commit)
         if previous is not None and previous != commit:  # kept, so that a rollback can find it
@@ -114,7 +116,9 @@ class Remote:
         try:
             return self.git.text("rev-parse", "--verify", "-q", f"{rev}^{{commit}}")
         except GitError as exc:
-            raise SourceError(f"no commit {rev} in {self.shown} ({self.ref or 'HEAD'}): fetch it first") from exc
+            raise SourceError(
+                f"no commit {rev} in {self.shown} ({self.ref or 'HEAD'}): fetch it first"
+            ) from exc
 
     def checkout(self, revision: Revision, folder: str | None = None) -> Checkout:
         """The tree of ``revision`` written out, as a ``Checkout`` of ``folder`` in it."""

@@ -65,7 +65,7 @@ class Revision:
 
 def parse_commit(text: str, ref: str | None, *, dirty: bool = False) -> Revision:
     """A revision from the output of ``git log -1 --format=COMMIT_FORMAT``."""
-    sha, subject, author, when = (text.strip("\n").split("\0") + ["", "", ""])[:4]
+    sha, subject, author, when = [*text.strip("\n").split("\0"), "", "", ""][:4]
     return Revision(sha.strip(), ref, dirty, subject, author, float(when) if when.strip() else None)
 
 

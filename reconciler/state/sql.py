@@ -72,6 +72,28 @@ class HistoryRow(StateTable, table=True):
     result: str = Field(sa_column=Column(Text, nullable=False))
 
 
+def _details(entry: HistoryEntry) -> dict[str, Any]:
+    """An apply's details (revision, changes, note) ride in its summary's JSON, under
+    ``details``: they have no column of their own (no migration for what only astra reads)."""
+    details = entry.details()
+    return {"details": details} if details else {}
+
+
+def _history(row: Any) -> HistoryEntry:
+    summary = json.loads(row["summary"])
+    details = summary.pop("details", None) or {}
+    return HistoryEntry.from_json(
+        {
+            **details,
+            "who": row["who"],
+            "when": row["at"],
+            "commit": row["git_commit"],
+            "summary": summary,
+            "result": row["result"],
+        }
+    )
+
+
 def _table(model: type[SQLModel]) -> Table:
     """The SQLAlchemy table a sqlmodel class maps (its ``__table__``, which sqlmodel leaves untyped)."""
     return cast(Table, vars(model)["__table__"])
@@ -114,7 +136,7 @@ class SqlSourceStore:
                 return SourceState(name)
             inventory = self._entries(conn, name, None, specs=True)
             history = [
-                HistoryEntry(r["who"], r["at"], r["git_commit"], json.loads(r["summary"]), r["result"])
+                _history(r)
                 for r in conn.execute(
                     select(h).where(h.c.source == name).order_by(h.c.id.desc()).limit(HISTORY_KEEP)
                 ).mappings()
@@ -185,7 +207,7 @@ class SqlSourceStore:
                     who=entry.who,
                     at=entry.when,
                     git_commit=entry.commit,
-                    summary=json.dumps(entry.summary, sort_keys=True),
+                    summary=json.dumps({**entry.summary, **_details(entry)}, sort_keys=True),
                     result=entry.result,
                 )
             )

@@ -224,7 +224,7 @@ class RunSummary(Answer):
     resource_version: int
     state: RunState
     spec_digest: str | None = Field(
-        description='"n1:" + the sha256 hex of the canonical JSON (keys sorted, no spaces, UTF-8) '
+        description='"n2:" + the sha256 hex of the canonical JSON (keys sorted, no spaces, UTF-8) '
         "of reconciler.runspec.normalize.normalize({metadata, spec}) of the stored document; "
         "null when it has none."
     )
