@@ -14,6 +14,12 @@
 5. records the apply in the history (who, when, commit, summary, result; the plan's revision,
    the runs by outcome, a note such as a rollback) and releases the lock, whatever happened.
 
+Every document a plan with a revision (``Plan.revision``) creates or updates is sent with
+astra's annotations (``stamped``): ``astra.revision`` (``main@sha1:…``, or ``sha256:…`` of files
+in no repository), ``astra.source`` and ``astra.file`` (the file's path in its repository), so
+that a run answers "which commit made me?". ``normalize`` drops them (``OWN_PREFIX``): they
+never make a difference, and the inventory keeps the spec without them.
+
 It follows ``Change.action`` only, never the reasons. The result (``ApplyResult``) tags each
 run created, configured, replaced, deleted, unchanged, recorded, forgotten, failed or skipped.
 
@@ -41,6 +47,7 @@ from .clusters.base import Cluster, ClusterError, Conflict, LiveRun, NotFound, U
 from .load import FileCache
 from .plan import Action, Change, Plan, compare, normalize
 from .reconcile import ReconcileError, Source, StalePlan, check_fresh, plan_source
+from .runspec.normalize import OWN_PREFIX, without_own
 from .state import HistoryEntry, InventoryEntry, SourceStore, git_commit, owner
 
 __all__ = [
@@ -155,7 +162,7 @@ def apply_plan(
             if only is not None and change.address not in only:
                 continue
             try:
-                outcome, message = _apply_one(change, cluster, store, plan.source, inventory, now)
+                outcome, message = _apply_one(change, cluster, store, plan, inventory, now)
             except (Unreachable, StalePlan):
                 raise
             except ClusterError as exc:
@@ -279,34 +286,54 @@ def apply_source(
     return SourceApplied(made, result)
 
 
+def stamped(change: Change, plan: Plan) -> dict[str, Any]:
+    """The document ``change`` sends: its ``after``, with astra's annotations when the plan says
+    its revision (see the module docstring)."""
+    assert change.after is not None
+    revision = plan.revision
+    if not revision or not revision.get("id"):
+        return change.after
+    meta = dict(change.after.get("metadata") or {})
+    kept = {k: v for k, v in (meta.get("annotations") or {}).items() if not k.startswith(OWN_PREFIX)}
+    own = {"astra.revision": str(revision["id"]), "astra.source": plan.source}
+    if change.file is not None:
+        top = revision.get("top")
+        where = os.path.relpath(os.path.abspath(change.file), top) if top else os.path.normpath(change.file)
+        own["astra.file"] = where.replace(os.sep, "/")
+    meta["annotations"] = dict(sorted({**kept, **own}.items()))
+    return {**change.after, "metadata": meta}
+
+
 def _apply_one(
     change: Change,
     cluster: Cluster,
     store: SourceStore,
-    source: str,
+    plan: Plan,
     inventory: dict[str, InventoryEntry],
     now: Callable[[], float],
 ) -> tuple[str, str]:
-    name = change.address
+    name, source = change.address, plan.source
 
     def remember() -> None:
         assert change.after is not None
-        store.record(source, name, InventoryEntry(change.after, now(), change.file))
+        store.record(source, name, InventoryEntry(without_own(change.after), now(), change.file))
 
     match change.action:
         case Action.noop:
             held = inventory.get(name)
-            if change.after is None or (held is not None and held.records(change.after, change.file)):
+            if change.after is None or (
+                held is not None and held.records(without_own(change.after), change.file)
+            ):
                 return "unchanged", ""
             remember()
             return "recorded", ""
         case Action.create:
-            message = _create(cluster, change)
+            message = _create(cluster, change, plan)
             remember()
             return "created", message
         case Action.update:
             assert change.after is not None and change.resource_version is not None
-            cluster.update_run(name, change.after, change.resource_version)
+            cluster.update_run(name, stamped(change, plan), change.resource_version)
             remember()
             return "configured", ""
         case Action.replace:
@@ -316,7 +343,7 @@ def _apply_one(
             if live is not None:
                 with contextlib.suppress(NotFound):
                     cluster.delete_run(name)
-            message = _create(cluster, change)
+            message = _create(cluster, change, plan)
             remember()
             return "replaced", message
         case Action.delete:
@@ -331,15 +358,15 @@ def _apply_one(
             assert_never(change.action)
 
 
-def _create(cluster: Cluster, change: Change) -> str:
+def _create(cluster: Cluster, change: Change, plan: Plan) -> str:
     """Create the run; one already there with the same normalised spec counts as done."""
     assert change.after is not None
     try:
-        cluster.create_run(change.after)
+        cluster.create_run(stamped(change, plan))
         return ""
     except Conflict:
         live = cluster.get_run(change.address)
-        if live is not None and not compare(change.after, normalize(live.document), None)[1]:
+        if live is not None and not compare(without_own(change.after), normalize(live.document), None)[1]:
             return "already there with this spec: counted as done"
         raise
 

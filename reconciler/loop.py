@@ -52,6 +52,7 @@ from .load.loaded import display_name
 from .plan import Action, Plan, PlanError
 from .reconcile import Source, make_plan, retrying
 from .runspec.errors import ErrorType
+from .runspec.normalize import without_own
 from .state import Locked, SourceState, SourceStore, StateError
 
 __all__ = [
@@ -323,7 +324,7 @@ class Reconciler:
                 failures = (held.failures if held else 0) + 1
                 terminal = "Rejected" in entry.message or entry.message.startswith("422")
                 wait = math.inf if terminal else self._delay(failures)
-                document = _digest(change.after) if change.after is not None else ""
+                document = _digest(without_own(change.after)) if change.after is not None else ""
                 self.backoff[entry.address] = _Backoff(failures, self.clock() + wait, document)
             else:
                 self.backoff.pop(entry.address, None)

@@ -20,10 +20,8 @@ refreshes, on its own).
 read where ``source.checkout`` says (a snapshot of a commit, for a remote or ``--revision``;
 shown by their paths in the repository: ``shown_as``), else from ``source.paths``, whose git
 working tree is probed beside the load (``sources.Probe``: branch, commit, dirty). The plan
-carries that revision (``Plan.revision``), and every document it creates or updates carries
-astra's annotations (``stamp``): ``astra.revision`` (``main@sha1:…``, or ``sha256:…`` of the
-files in no repository), ``astra.source`` and ``astra.file`` (the file's path in its
-repository). ``normalize`` drops them (``OWN_PREFIX``), so they never make a difference.
+carries that revision (``Plan.revision``, ``with_revision``), from which apply stamps astra's
+annotations on every run it creates or updates (``reconciler.apply``).
 
 The fast path (``FAST_PATH``, on unless a test turns it off; same plans as without it): three
 digests of each run's normalised document are compared, and a run whose three are one is a noop
@@ -69,7 +67,6 @@ from .readahead import read_ahead
 from .runs import DesiredItem
 from .runspec.errors import FieldError
 from .runspec.files import find_files
-from .runspec.normalize import OWN_PREFIX
 from .sources import Checkout, Probe, content_id
 from .state import InventoryEntry, SourceStore
 
@@ -87,7 +84,7 @@ __all__ = [
     "retrying",
     "revision_of",
     "shown_as",
-    "stamp",
+    "with_revision",
 ]
 
 #: Above this many runs, observe lists all runs in one call instead of getting each.
@@ -234,11 +231,9 @@ def make_plan(
     inventory: Mapping[str, InventoryEntry] | None = None,
     listed: Sequence[RunSummary] | None = None,
     fast: bool | None = None,
-    checkout: Checkout | None = None,
 ) -> Plan:
     """The plan for ``source`` now, from what was loaded: observe, read the documents the plan
-    needs, plan, stamp (see the module docstring; the options are ``observe_source``'s;
-    ``checkout``: where the files were read and their revision, default ``source.checkout``)."""
+    needs, plan (see the module docstring; the options are ``observe_source``'s)."""
     if not loaded.ok:
         raise LoadFailed(loaded.errors)
     seen = observe_source(
@@ -250,7 +245,7 @@ def make_plan(
         wanted = set(scope)
         used = {f.path for f in loaded.files.values() if any(r.name in wanted for r in f.runs)}
         hashes = {p: h for p, h in hashes.items() if p in used or p in loaded.templates}
-    made = build_plan(
+    return build_plan(
         source=source.name,
         cluster=cluster.address,
         desired=desired,
@@ -264,34 +259,19 @@ def make_plan(
         scope=scope,
         unchanged=seen.unchanged,
     )
-    return stamp(made, source.name, checkout or source.checkout, loaded)
 
 
 def revision_of(checkout: Checkout | None, loaded: Loaded) -> dict[str, Any]:
-    """The files' revision as a plan holds it: the commit's, else the hash of the files."""
+    """The files' revision as a plan holds it: the commit's (with ``top``, the work tree's root,
+    that apply names files from), else the hash of the files (``sha256:…``)."""
     if checkout is not None and checkout.revision is not None:
-        return checkout.revision.to_json()
-    return {"id": content_id(loaded.revision)}
+        return {**checkout.revision.to_json(), "top": checkout.top}
+    return {"id": content_id(loaded.revision), "top": None}
 
 
-def stamp(plan: Plan, source: str, checkout: Checkout | None, loaded: Loaded) -> Plan:
-    """``plan`` with its revision, and astra's annotations on every document it creates or
-    updates (see the module docstring)."""
-    revision = revision_of(checkout, loaded)
-    changes = []
-    for c in plan.changes:
-        if c.after is None or c.action.value not in ("create", "update", "replace"):
-            changes.append(c)
-            continue
-        meta = dict(c.after.get("metadata") or {})
-        kept = {k: v for k, v in (meta.get("annotations") or {}).items() if not k.startswith(OWN_PREFIX)}
-        own = {"astra.revision": revision["id"], "astra.source": source}
-        where = checkout.repo_path(c.file) if checkout is not None else c.file
-        if where is not None:
-            own["astra.file"] = where
-        meta["annotations"] = dict(sorted({**kept, **own}.items()))
-        changes.append(replace(c, after={**c.after, "metadata": meta}))
-    return replace(plan, changes=tuple(changes), revision=revision)
+def with_revision(plan: Plan, checkout: Checkout | None, loaded: Loaded) -> Plan:
+    """``plan``, saying which revision of the files it was made from."""
+    return replace(plan, revision=revision_of(checkout, loaded))
 
 
 def shown_as(loaded: Loaded, checkout: Checkout | None) -> Loaded:
@@ -484,7 +464,7 @@ def plan_source(
         loaded = shown_as(loaded, checkout)
         if read is not None and read.failed is not None and loaded.ok:  # a load that failed is said first
             raise read.failed  # not read again: its retries are spent
-        return loaded, make_plan(
+        made = make_plan(
             source,
             loaded,
             cluster,
@@ -492,5 +472,5 @@ def plan_source(
             now,
             inventory=None if read is None else read.inventory,
             listed=None if read is None else read.listed,
-            checkout=checkout,
         )
+        return loaded, with_revision(made, checkout, loaded)

@@ -166,7 +166,9 @@ def _salt() -> str:
     """What makes an old entry wrong: the cache's version and the published schema."""
     from ..runspec.normalize import DIGEST_VERSION  # its digests are of that normalisation
 
-    return f"{CACHE_VERSION}:{DIGEST_VERSION}:{hashlib.sha256(published_text('run').encode()).hexdigest()[:16]}"
+    return (
+        f"{CACHE_VERSION}:{DIGEST_VERSION}:{hashlib.sha256(published_text('run').encode()).hexdigest()[:16]}"
+    )
 
 
 def from_cache(loaded: Loaded, name: str, sha: str, entry: dict[str, Any] | None) -> bool:

@@ -219,7 +219,7 @@ def plan_to_json(plan: Plan) -> dict[str, Any]:
         "not_pruned": sorted(plan.not_pruned),
         "forget": sorted(plan.forget),
         "summary": plan.summary,
-        "revision": plan.revision,
+        **({"revision": plan.revision} if plan.revision is not None else {}),
     }
 
 

@@ -161,6 +161,7 @@ def describe(value: Any) -> str:
         return "a mapping"
     return type(value).__name__
 
+
 # ---- astra.yaml (the sources file) ----
 SOURCE_NEEDS_ONE = "a source needs a repo (a git URL) or a path (a folder)"
 SOURCE_NOT_BOTH = "give a source a repo or a path, not both"

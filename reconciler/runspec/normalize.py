@@ -48,7 +48,16 @@ from typing import Any
 from .files import published_schema
 from .quantities import parse_bytes, parse_duration
 
-__all__ = ["DIGEST_VERSION", "OWN_PREFIX", "digest", "digest_owned", "normalize", "normalized_digest", "spec_digest"]
+__all__ = [
+    "DIGEST_VERSION",
+    "OWN_PREFIX",
+    "digest",
+    "digest_owned",
+    "normalize",
+    "normalized_digest",
+    "spec_digest",
+    "without_own",
+]
 
 #: Part of every digest: bump it when ``normalize`` changes what it yields. "n2": annotations
 #: under ``astra.`` are dropped.
@@ -191,6 +200,21 @@ def _not_own(annotations: dict[str, Any]) -> dict[str, Any]:
     if not any(type(k) is str and k.startswith(OWN_PREFIX) for k in annotations):
         return annotations
     return {k: v for k, v in annotations.items() if not (type(k) is str and k.startswith(OWN_PREFIX))}
+
+
+def without_own(doc: dict[str, Any]) -> dict[str, Any]:
+    """A normalised document without astra's own annotations (what a source's inventory keeps:
+    the spec it applied, not the stamp it put on the run)."""
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("annotations"), dict):
+        return doc
+    kept = _not_own(meta["annotations"])
+    if kept is meta["annotations"]:
+        return doc
+    meta = {k: v for k, v in meta.items() if k != "annotations"}
+    if kept:
+        meta["annotations"] = kept
+    return {**doc, "metadata": dict(sorted(meta.items()))}
 
 
 def _spec(spec: dict[str, Any], unusual: list[Any]) -> dict[str, Any]:
