@@ -219,7 +219,8 @@ def test_diff_of_two_commits_is_in_runs(repo, monkeypatch):
     repo.run("a", image="python:3.13")  # replaced (the image forces it)
     repo.write(
         "runs/b.yaml",
-        "metadata: {name: b, labels: {team: x}}\n" + open(repo.work / "runs/b.yaml").read().split("\n", 2)[2],
+        "metadata: {name: b, labels: {team: x}}\n"
+        + (repo.work / "runs/b.yaml").read_text().split("\n", 2)[2],
     )
     (repo.work / "runs" / "c.yaml").unlink()
     repo.run("d")
