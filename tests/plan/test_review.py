@@ -73,7 +73,7 @@ def test_the_ci_examples_run_astra_commands_that_exist_with_those_flags(name):
 
     commands = getattr(typer.main.get_command(app), "commands")  # noqa: B009 (a click group)
     ran = _commands(ROOT / "examples" / "ci" / name)
-    assert {c[0] for c in ran} >= {"validate", "apply"} and any("plan" == c[0] for c in ran)
+    assert {c[0] for c in ran} >= {"validate", "apply"} and any(c[0] == "plan" for c in ran)
     for words in ran:
         command = commands[words[0]]
         flags = {o for p in command.params for o in [*p.opts, *p.secondary_opts]}

@@ -42,7 +42,8 @@ def test_a_valid_file_resolves_its_folders_and_intervals(tmp_path):
     path = tmp_path / "astra.yaml"
     path.write_text(
         "# yaml-language-server: $schema=schema/astra.schema.json\nsources:\n"
-        "  - {name: team-a, repo: 'https://example.com/r.git', ref: main, folder: runs/a, interval: 1m, prune: true}\n"
+        "  - {name: team-a, repo: 'https://example.com/r.git', ref: main, folder: runs/a,\n"
+        "     interval: 1m, prune: true}\n"
         "  - {name: local, path: runs, interval: 30}\n"
     )
     made, errors = load_astra_file(path)
