@@ -220,11 +220,12 @@ def _record(
 def refuse_dirty(plan: Plan, *, allow_dirty: bool, environ: Mapping[str, str] | None = None) -> None:
     """``DirtyTree`` when the plan's files differ from their commit, in CI, without ``allow_dirty``."""
     env = os.environ if environ is None else environ
-    if allow_dirty or not (plan.revision or {}).get("dirty"):
+    revision = plan.revision or {}
+    if allow_dirty or not revision.get("dirty"):
         return
     if env.get("CI", "").lower() in ("1", "true", "yes"):
         raise DirtyTree(
-            f"the files of source {plan.source} differ from commit {plan.revision.get('commit', '?')[:12]} "
+            f"the files of source {plan.source} differ from commit {str(revision.get('commit', '?'))[:12]} "
             "(a dirty working tree): CI applies commits only; commit the changes, or give --allow-dirty"
         )
 

@@ -123,7 +123,10 @@ _FAST: dict[str, tuple[dict[str, tuple[str, str]], str | None, dict[str, str]]] 
     ),
 }
 #: Each command's options that take one of a few values (its typer Enum's).
-_CHOICES = {"validate": {"output": ("text", "json")}, "plan": {"output": ("text", "json", "markdown")}}
+_CHOICES: dict[str, dict[str, tuple[str, ...]]] = {
+    "validate": {"output": ("text", "json")},
+    "plan": {"output": ("text", "json", "markdown")},
+}
 
 
 def _fast_call(args: list[str]) -> tuple[Any, dict[str, Any]] | None:
