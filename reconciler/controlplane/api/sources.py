@@ -321,12 +321,13 @@ class _Hook:
     count: int = 0
 
 
-def _hooks(api: Api) -> dict[str, _Hook]:
-    """The sources' webhooks, in the server's memory (kept on the context of this app)."""
-    held = getattr(api, "_hooks", None)
+def _hooks(request: Request) -> dict[str, _Hook]:
+    """The sources' webhooks, in the server's memory (kept on the app's state)."""
+    state = request.app.state
+    held: dict[str, _Hook] | None = getattr(state, "source_hooks", None)
     if held is None:
         held = {}
-        api._hooks = held
+        state.source_hooks = held
     return held
 
 
@@ -335,16 +336,16 @@ def _hook_state(name: str, hook: _Hook) -> wire.HookState:
 
 
 @router.put("/sources/{name}/hook", operation_id="set_source_hook", status_code=204, responses=INVALID)
-async def set_source_hook(api: Api, name: Name, body: wire.HookSecret) -> Response:
+async def set_source_hook(name: Name, body: wire.HookSecret, request: Request) -> Response:
     """Set the secret that signs the source's webhook calls (kept in memory, never answered)."""
-    _hooks(api).setdefault(name, _Hook()).secret = body.secret.encode()
+    _hooks(request).setdefault(name, _Hook()).secret = body.secret.encode()
     return Response(status_code=204)
 
 
 @router.get("/sources/{name}/hook", operation_id="get_source_hook", response_model=wire.HookState)
-async def get_source_hook(api: Api, name: Name) -> Response:
+async def get_source_hook(name: Name, request: Request) -> Response:
     """How many signed webhook calls the source took since the server started."""
-    return answer(_hook_state(name, _hooks(api).get(name) or _Hook()))
+    return answer(_hook_state(name, _hooks(request).get(name) or _Hook()))
 
 
 SIGNATURE = "X-Hub-Signature-256"
@@ -365,9 +366,9 @@ GITLAB_TOKEN = "X-Gitlab-Token"
         "requestBody": {"content": {"application/json": {"schema": {}}}, "required": False},
     },
 )
-async def call_source_hook(api: Api, name: Name, request: Request) -> Response:
+async def call_source_hook(name: Name, request: Request) -> Response:
     """A push: the source's next pass starts at once (see the module docstring)."""
-    hook = _hooks(api).get(name)
+    hook = _hooks(request).get(name)
     body = await request.body()
     if hook is None or hook.secret is None:
         raise ApiError(401, wire.Detail(detail=f"source {name} takes no webhook: no secret is set for it"))
