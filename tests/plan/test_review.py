@@ -65,7 +65,7 @@ def _commands(ci: Path) -> list[list[str]]:
     return out
 
 
-@pytest.mark.parametrize("name", ["github-actions.yml", "gitlab-ci.yml"])
+@pytest.mark.parametrize("name", [".github/workflows/astra.yml", ".gitlab-ci.yml"])
 def test_the_ci_examples_run_astra_commands_that_exist_with_those_flags(name):
     import typer.main
 
