@@ -75,6 +75,9 @@ Server = Annotated[
 ]
 Token = Annotated[str | None, typer.Option("--token", envvar="ASTRA_TOKEN", help="The API's bearer token.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Show unchanged runs (=) too.")]
+AllowDirty = Annotated[
+    bool, typer.Option("--allow-dirty", help="In CI (CI=true): apply files that differ from their commit.")
+]
 GitUrl = Annotated[
     str | None,
     typer.Option("--git", help="A git repository's URL: its files as of the fetched commit (not with -f)."),
@@ -189,10 +192,7 @@ def apply(
     path: GitPath = None,
     git_token_file: GitTokenFile = None,
     revision: Revision = None,
-    allow_dirty: Annotated[
-        bool,
-        typer.Option("--allow-dirty", help="In CI (CI=true): apply files that differ from their commit."),
-    ] = False,
+    allow_dirty: AllowDirty = False,
 ) -> None:
     """Apply the files (-f) or a saved plan (PLANFILE) to the cluster: exactly what the plan shows.
 
@@ -210,25 +210,13 @@ def apply(
     """
     from ..apply import apply_source
     from ..load import default_cache
-    from ..plan import Plan, plan_to_json, render_plan
-    from ..plan.render_markdown import revision_lines
     from .planning import Git
 
     if planfile is not None and files:
         error("give a saved plan or -f PATH, not both")
         raise Exit(1)
     progress = _Progress()
-
-    def review(made: Plan) -> bool:
-        """Show the plan; ask, when it changes something (unless --yes or --dry-run)."""
-        data = plan_to_json(made)
-        sys.stdout.write(revision_lines(data) + render_plan(data, verbose=verbose))
-        if dry_run:
-            return True
-        if made.has_changes and not yes and not _confirm(made.source, made.cluster):
-            return False
-        progress.start(made)
-        return True
+    review = _reviewer(progress, verbose=verbose, dry_run=dry_run, yes=yes)
 
     given = Git(git, ref, path, git_token_file, revision)
     with failures():
@@ -248,6 +236,25 @@ def apply(
                 allow_dirty=allow_dirty,
             )
         raise Exit(_outcome(done, s.cluster, verbose=verbose, wait=wait))
+
+
+def _reviewer(progress: _Progress, *, verbose: bool, dry_run: bool, yes: bool) -> Any:
+    """``apply_source``'s review: show the plan; ask, when it changes something (unless --yes or
+    --dry-run)."""
+    from ..plan import Plan, plan_to_json, render_plan
+    from ..plan.render_markdown import revision_lines
+
+    def review(made: Plan) -> bool:
+        data = plan_to_json(made)
+        sys.stdout.write(revision_lines(data) + render_plan(data, verbose=verbose))
+        if dry_run:
+            return True
+        if made.has_changes and not yes and not _confirm(made.source, made.cluster):
+            return False
+        progress.start(made)
+        return True
+
+    return review
 
 
 def _setup(
