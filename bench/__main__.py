@@ -28,7 +28,7 @@ from .startup import not_needed, parse_importtime, top_level
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "schema" / "run.schema.json"
 OUT = Path(__file__).resolve().parent / "out" / "validate.json"
-PARTS = ("validate", "floor", "check-jsonschema", "startup", "profile", "controlplane", "plan")
+PARTS = ("validate", "floor", "check-jsonschema", "startup", "profile", "controlplane", "plan", "git")
 #: validate / yaml-rs floor, at most; check-jsonschema / validate, at least
 TARGET_FLOOR, TARGET_CHECK = 1.5, 5.0
 
@@ -126,6 +126,13 @@ def main() -> int:
             report["plan"] = plan.main(
                 folder, args.n, repeat=args.repeat, changes=args.watch_changes, apply_n=args.apply_n
             )
+        if "git" in only:
+            from . import git
+
+            print("\ngit sources:")
+            report["git"] = git.main(args.n)
+            for key, value in report["git"].items():
+                print(f"  {key}: {value:.3f}" if isinstance(value, float) else f"  {key}: {value}")
         OUT.parent.mkdir(parents=True, exist_ok=True)
         OUT.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         print(f"\nwritten: {OUT.relative_to(ROOT)}")

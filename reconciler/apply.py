@@ -11,8 +11,14 @@
    ``Conflict`` and never an overwrite; records each run in the inventory as soon as it is
    applied (so a killed apply resumes where it stopped: the next plan holds only what is left);
    a create that finds the run already there with the same normalised spec counts as done;
-5. records the apply in the history (who, when, commit, summary, result) and releases the lock,
-   whatever happened.
+5. records the apply in the history (who, when, commit, summary, result; the plan's revision,
+   the runs by outcome, a note such as a rollback) and releases the lock, whatever happened.
+
+Every document a plan with a revision (``Plan.revision``) creates or updates is sent with
+astra's annotations (``stamped``): ``astra.revision`` (``main@sha1:…``, or ``sha256:…`` of files
+in no repository), ``astra.source`` and ``astra.file`` (the file's path in its repository), so
+that a run answers "which commit made me?". ``normalize`` drops them (``OWN_PREFIX``): they
+never make a difference, and the inventory keeps the spec without them.
 
 It follows ``Change.action`` only, never the reasons. The result (``ApplyResult``) tags each
 run created, configured, replaced, deleted, unchanged, recorded, forgotten, failed or skipped.
@@ -21,6 +27,8 @@ run created, configured, replaced, deleted, unchanged, recorded, forgotten, fail
 source's files (``reconcile.plan_source``), or take a saved plan; show it to ``review``, which
 may stop it; then either check it without changing anything (``dry_run``: ``preflight`` and
 ``check_fresh``) or apply it (``apply_plan``, as the caller's user, at the files' git commit).
+A plan of a dirty working tree (``Plan.revision["dirty"]``) is refused in CI (``CI=true``:
+``DirtyTree``) unless ``allow_dirty``: what CI applies must be a commit.
 
 ``wait_for_runs`` follows runs until each has settled (a Service run Running, a Batch run
 final): what ``--wait`` shows.
@@ -29,32 +37,45 @@ final): what ``--wait`` shows.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
 from .clusters.base import Cluster, ClusterError, Conflict, LiveRun, NotFound, Unreachable
 from .load import FileCache
 from .plan import Action, Change, Plan, compare, normalize
-from .reconcile import Source, StalePlan, check_fresh, plan_source
+from .reconcile import ReconcileError, Source, StalePlan, check_fresh, plan_source
+from .runspec.normalize import OWN_PREFIX, without_own
 from .state import HistoryEntry, InventoryEntry, SourceStore, git_commit, owner
 
 __all__ = [
+    "CHANGES_KEPT",
     "ApplyFailed",
     "ApplyResult",
+    "DirtyTree",
     "Entry",
     "SourceApplied",
     "apply_plan",
     "apply_source",
     "preflight",
+    "refuse_dirty",
     "settled",
     "wait_for_runs",
 ]
 
 
+#: At most this many runs of each outcome are named in a history entry (the counts are whole).
+CHANGES_KEPT = 50
+
+
 class ApplyFailed(Exception):
     """The plan cannot be applied as it is (a document the cluster would refuse)."""
+
+
+class DirtyTree(ReconcileError):
+    """In CI, the files differ from their commit: what is applied must be committed."""
 
 
 @dataclass(frozen=True)
@@ -123,8 +144,10 @@ def apply_plan(
     on_entry: Callable[[Entry], None] | None = None,
     keep_going: bool = False,
     only: Collection[str] | None = None,
+    note: str = "",
 ) -> ApplyResult:
-    """Apply ``plan`` (see the module docstring). ``only`` limits it to those runs."""
+    """Apply ``plan`` (see the module docstring). ``only`` limits it to those runs; ``note`` is
+    said in the history (a rollback says so by itself)."""
     problems = preflight(plan)
     if problems:
         raise ApplyFailed("the plan holds documents the cluster would refuse: " + "; ".join(problems))
@@ -139,7 +162,7 @@ def apply_plan(
             if only is not None and change.address not in only:
                 continue
             try:
-                outcome, message = _apply_one(change, cluster, store, plan.source, inventory, now)
+                outcome, message = _apply_one(change, cluster, store, plan, inventory, now)
             except (Unreachable, StalePlan):
                 raise
             except ClusterError as exc:
@@ -169,10 +192,42 @@ def apply_plan(
     finally:
         try:
             outcome = "applied" if result.ok else f"failed: {result.error or 'some runs failed'}"
-            store.add_history(plan.source, HistoryEntry(who, now(), commit, plan.summary, outcome))
+            store.add_history(plan.source, _record(plan, result, who, now(), commit, outcome, note))
         finally:
             store.unlock(plan.source, lock.id)
     return result
+
+
+def _record(
+    plan: Plan, result: ApplyResult, who: str, when: float, commit: str | None, outcome: str, note: str
+) -> HistoryEntry:
+    """The history entry of an apply: its counts, and its details."""
+    changes: dict[str, list[str]] = {}
+    for e in sorted(result.entries, key=lambda e: e.address):
+        if e.outcome in ("created", "configured", "replaced", "deleted"):
+            names = changes.setdefault(e.outcome, [])
+            if len(names) < CHANGES_KEPT:
+                names.append(e.address)
+    revision = plan.revision
+    said = [note] if note else []
+    if revision and revision.get("rollback"):
+        said.insert(0, f"rollback to {revision.get('id')}")
+    if commit is None and revision and revision.get("commit"):
+        commit = revision["commit"] + ("-dirty" if revision.get("dirty") else "")
+    return HistoryEntry(who, when, commit, plan.summary, outcome, revision, changes or None, "; ".join(said))
+
+
+def refuse_dirty(plan: Plan, *, allow_dirty: bool, environ: Mapping[str, str] | None = None) -> None:
+    """``DirtyTree`` when the plan's files differ from their commit, in CI, without ``allow_dirty``."""
+    env = os.environ if environ is None else environ
+    revision = plan.revision or {}
+    if allow_dirty or not revision.get("dirty"):
+        return
+    if env.get("CI", "").lower() in ("1", "true", "yes"):
+        raise DirtyTree(
+            f"the files of source {plan.source} differ from commit {str(revision.get('commit', '?'))[:12]} "
+            "(a dirty working tree): CI applies commits only; commit the changes, or give --allow-dirty"
+        )
 
 
 @dataclass
@@ -206,13 +261,16 @@ def apply_source(
     review: Callable[[Plan], bool] | None = None,
     dry_run: bool = False,
     on_entry: Callable[[Entry], None] | None = None,
+    allow_dirty: bool = False,
 ) -> SourceApplied:
     """``astra apply``: plan ``source``'s files (or take the saved ``plan``, which must be
     ``source``'s), let ``review`` see the plan (``False``: stop, nothing applied), then check it
     (``dry_run``: ``StalePlan`` when it no longer holds) or apply it as ``who`` (default: this
     user, host and process) at the files' git commit. ``LoadFailed``, ``StalePlan``,
-    ``ApplyFailed``, ``Locked`` and the cluster's errors rise as ``apply_plan`` raises them."""
+    ``ApplyFailed``, ``Locked``, ``DirtyTree`` and the cluster's errors rise as ``apply_plan``
+    raises them."""
     made = plan if plan is not None else plan_source(source, cluster, store, now(), cache=cache)[1]
+    refuse_dirty(made, allow_dirty=allow_dirty or dry_run)
     if review is not None and not review(made):
         return SourceApplied(made, dry_run=dry_run)
     if dry_run:
@@ -221,47 +279,62 @@ def apply_source(
         if stale:
             raise StalePlan(stale)
         return SourceApplied(made, problems=problems, dry_run=True)
-    paths = sorted(made.files) if plan is not None and made.files else list(source.paths)
-    result = apply_plan(
-        made,
-        cluster,
-        store,
-        now=now,
-        who=who or owner(),
-        commit=git_commit(paths),
-        on_entry=on_entry,
-    )
+    commit = None
+    if not (made.revision or {}).get("commit"):  # a plan that does not say (an older saved one)
+        paths = sorted(made.files) if plan is not None and made.files else list(source.paths)
+        commit = git_commit(paths)
+    result = apply_plan(made, cluster, store, now=now, who=who or owner(), commit=commit, on_entry=on_entry)
     return SourceApplied(made, result)
+
+
+def stamped(change: Change, plan: Plan) -> dict[str, Any]:
+    """The document ``change`` sends: its ``after``, with astra's annotations when the plan says
+    its revision (see the module docstring)."""
+    assert change.after is not None
+    revision = plan.revision
+    if not revision or not revision.get("id"):
+        return change.after
+    meta = dict(change.after.get("metadata") or {})
+    kept = {k: v for k, v in (meta.get("annotations") or {}).items() if not k.startswith(OWN_PREFIX)}
+    own = {"astra.revision": str(revision["id"]), "astra.source": plan.source}
+    if change.file is not None:
+        top = revision.get("top")
+        where = os.path.relpath(os.path.abspath(change.file), top) if top else os.path.normpath(change.file)
+        own["astra.file"] = where.replace(os.sep, "/")
+    meta["annotations"] = dict(sorted({**kept, **own}.items()))
+    return {**change.after, "metadata": meta}
 
 
 def _apply_one(
     change: Change,
     cluster: Cluster,
     store: SourceStore,
-    source: str,
+    plan: Plan,
     inventory: dict[str, InventoryEntry],
     now: Callable[[], float],
 ) -> tuple[str, str]:
-    name = change.address
+    name, source = change.address, plan.source
 
     def remember() -> None:
         assert change.after is not None
-        store.record(source, name, InventoryEntry(change.after, now(), change.file))
+        store.record(source, name, InventoryEntry(without_own(change.after), now(), change.file))
 
     match change.action:
         case Action.noop:
             held = inventory.get(name)
-            if change.after is None or (held is not None and held.records(change.after, change.file)):
+            if change.after is None or (
+                held is not None and held.records(without_own(change.after), change.file)
+            ):
                 return "unchanged", ""
             remember()
             return "recorded", ""
         case Action.create:
-            message = _create(cluster, change)
+            message = _create(cluster, change, plan)
             remember()
             return "created", message
         case Action.update:
             assert change.after is not None and change.resource_version is not None
-            cluster.update_run(name, change.after, change.resource_version)
+            cluster.update_run(name, stamped(change, plan), change.resource_version)
             remember()
             return "configured", ""
         case Action.replace:
@@ -271,7 +344,7 @@ def _apply_one(
             if live is not None:
                 with contextlib.suppress(NotFound):
                     cluster.delete_run(name)
-            message = _create(cluster, change)
+            message = _create(cluster, change, plan)
             remember()
             return "replaced", message
         case Action.delete:
@@ -286,15 +359,15 @@ def _apply_one(
             assert_never(change.action)
 
 
-def _create(cluster: Cluster, change: Change) -> str:
+def _create(cluster: Cluster, change: Change, plan: Plan) -> str:
     """Create the run; one already there with the same normalised spec counts as done."""
     assert change.after is not None
     try:
-        cluster.create_run(change.after)
+        cluster.create_run(stamped(change, plan))
         return ""
     except Conflict:
         live = cluster.get_run(change.address)
-        if live is not None and not compare(change.after, normalize(live.document), None)[1]:
+        if live is not None and not compare(without_own(change.after), normalize(live.document), None)[1]:
             return "already there with this spec: counted as done"
         raise
 

@@ -16,6 +16,13 @@ function of the data the one before gave, each entered once:
 ``make_plan(source, loaded, cluster, store, now)`` is steps 2 to 4 (the watch loop loads, and
 refreshes, on its own).
 
+**Where the files are, and what revision they are** (``reconciler.sources``): a source's files are
+read where ``source.checkout`` says (a snapshot of a commit, for a remote or ``--revision``;
+shown by their paths in the repository: ``shown_as``), else from ``source.paths``, whose git
+working tree is probed beside the load (``sources.Probe``: branch, commit, dirty). The plan
+carries that revision (``Plan.revision``, ``with_revision``), from which apply stamps astra's
+annotations on every run it creates or updates (``reconciler.apply``).
+
 The fast path (``FAST_PATH``, on unless a test turns it off; same plans as without it): three
 digests of each run's normalised document are compared, and a run whose three are one is a noop
 without ``compare`` and without any of its documents. The desired digests come with the load
@@ -47,8 +54,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .clusters.base import Cluster, LiveRun, RunSummary, Unreachable, WorkerInfo, summaries
@@ -56,8 +64,10 @@ from .collector import gc_paused
 from .load import FileCache, Loaded, documents, load_source
 from .plan import Plan, build_plan, stopping
 from .readahead import read_ahead
+from .runs import DesiredItem
 from .runspec.errors import FieldError
 from .runspec.files import find_files
+from .sources import Checkout, Probe, content_id
 from .state import InventoryEntry, SourceStore
 
 __all__ = [
@@ -72,6 +82,9 @@ __all__ = [
     "observe_source",
     "plan_source",
     "retrying",
+    "revision_of",
+    "shown_as",
+    "with_revision",
 ]
 
 #: Above this many runs, observe lists all runs in one call instead of getting each.
@@ -116,6 +129,10 @@ class Source:
     prune: bool = False
     allow_empty: bool = False
     options: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: Where the files are read, and their revision (``None``: ``paths``, probed for git).
+    checkout: Checkout | None = None
+    #: Whether ``plan_source`` reads the git revision of ``paths``' working tree.
+    probe: bool = True
 
 
 def observe(cluster: Cluster, names: Collection[str] | None = None) -> dict[str, LiveRun]:
@@ -225,7 +242,8 @@ def make_plan(
     desired = documents(loaded, seen.needed)
     hashes = loaded.hashes()
     if scope is not None:
-        used = {desired[n].file for n in set(scope) & set(desired)}
+        wanted = set(scope)
+        used = {f.path for f in loaded.files.values() if any(r.name in wanted for r in f.runs)}
         hashes = {p: h for p, h in hashes.items() if p in used or p in loaded.templates}
     return build_plan(
         source=source.name,
@@ -241,6 +259,53 @@ def make_plan(
         scope=scope,
         unchanged=seen.unchanged,
     )
+
+
+def revision_of(checkout: Checkout | None, loaded: Loaded) -> dict[str, Any]:
+    """The files' revision as a plan holds it: the commit's (with ``top``, the work tree's root,
+    that apply names files from), else the hash of the files (``sha256:…``)."""
+    if checkout is not None and checkout.revision is not None:
+        return {**checkout.revision.to_json(), "top": checkout.top}
+    return {"id": content_id(loaded.revision), "top": None}
+
+
+def with_revision(plan: Plan, checkout: Checkout | None, loaded: Loaded) -> Plan:
+    """``plan``, saying which revision of the files it was made from."""
+    return replace(plan, revision=revision_of(checkout, loaded))
+
+
+def shown_as(loaded: Loaded, checkout: Checkout | None) -> Loaded:
+    """``loaded`` with its runs and problems named as ``checkout`` shows its files (a snapshot's
+    files by their paths in the repository); as it is when they are read where they are shown."""
+    if checkout is None or not checkout.moved:
+        return loaded
+    pairs = [
+        (os.path.normpath(real), os.path.normpath(shown))
+        for real, shown in zip(checkout.paths, checkout.shown, strict=True)
+    ]
+
+    def name(path: str | None) -> str | None:
+        if path is None:
+            return None
+        for real, shown in pairs:
+            if path == real or path.startswith(real + os.sep):
+                rest = os.path.relpath(path, real)
+                return shown if rest == "." else os.path.normpath(os.path.join(shown, rest))
+        return path
+
+    moved: dict[int, DesiredItem] = {}
+    for f in loaded.files.values():
+        entries = []
+        for index, item in f.entries:
+            again = DesiredItem(item.name, item.document, name(item.file), item.normalized, item.digest)
+            moved[id(item)] = again
+            entries.append((index, again))
+        f.entries = entries
+        f.errors = [replace(e, file=name(e.file)) for e in f.errors]
+    loaded.runs = {n: moved.get(id(r), r) for n, r in loaded.runs.items()}
+    loaded.errors = [replace(e, file=name(e.file)) for e in loaded.errors]
+    loaded.base_errors = [replace(e, file=name(e.file)) for e in loaded.base_errors]
+    return loaded
 
 
 def _observe_fast(
@@ -379,18 +444,27 @@ def plan_source(
     Raises ``LoadFailed`` (with every problem) when the files do not load.
     """
     with gc_paused():
-        found = find_files(source.paths)
-        ahead = read_ahead(source.name, cluster, store, files=len(found[0]), specs=not FAST_PATH)
+        checkout = source.checkout
+        paths = checkout.paths if checkout is not None else source.paths
+        probe = Probe(source.paths) if checkout is None and source.probe else None
         try:
-            loaded = load_source(
-                source.paths, template=source.template, sets=source.sets, cache=cache, found=found
-            )
-            read = ahead.result()
+            found = find_files(paths)
+            ahead = read_ahead(source.name, cluster, store, files=len(found[0]), specs=not FAST_PATH)
+            try:
+                loaded = load_source(
+                    paths, template=source.template, sets=source.sets, cache=cache, found=found
+                )
+                read = ahead.result()
+            finally:
+                ahead.close()
         finally:
-            ahead.close()
+            if probe is not None:
+                revision, top = probe.result()
+                checkout = Checkout(tuple(source.paths), tuple(source.paths), revision, top, top)
+        loaded = shown_as(loaded, checkout)
         if read is not None and read.failed is not None and loaded.ok:  # a load that failed is said first
             raise read.failed  # not read again: its retries are spent
-        return loaded, make_plan(
+        made = make_plan(
             source,
             loaded,
             cluster,
@@ -399,3 +473,4 @@ def plan_source(
             inventory=None if read is None else read.inventory,
             listed=None if read is None else read.listed,
         )
+        return loaded, with_revision(made, checkout, loaded)

@@ -36,7 +36,12 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
 INVALID = sorted(p for p in (CORPUS / "invalid").iterdir() if p.is_file())
 VALID = sorted(p for p in (CORPUS / "valid").iterdir() if p.is_file())
-EXAMPLES = sorted(p for p in (ROOT / "examples").rglob("*") if p.suffix in (".yaml", ".yml", ".json"))
+EXAMPLES = sorted(  # the files astra finds: not under hidden names (examples/ci/.gitlab-ci.yml)
+    p
+    for p in (ROOT / "examples").rglob("*")
+    if p.suffix in (".yaml", ".yml", ".json")
+    and not any(s.startswith(".") for s in p.relative_to(ROOT).parts)
+)
 
 
 def _rel(path: Path) -> str:

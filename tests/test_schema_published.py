@@ -5,11 +5,14 @@ import json
 import jsonschema
 import pytest
 
+from reconciler.runspec.astrafile import astra_schema
 from reconciler.runspec.schema import dumps, run_schema, template_schema
 from reconciler.runspec.validate import published_schema
 
 
-@pytest.mark.parametrize("kind, make", [("run", run_schema), ("template", template_schema)])
+@pytest.mark.parametrize(
+    "kind, make", [("run", run_schema), ("template", template_schema), ("astra", astra_schema)]
+)
 def test_checked_in_schema_equals_the_models(root, kind, make):
     generated = dumps(make())
     checked_in = (root / "schema" / f"{kind}.schema.json").read_text()
@@ -17,7 +20,7 @@ def test_checked_in_schema_equals_the_models(root, kind, make):
     assert published_schema(kind) == json.loads(generated), "the copy in the package is stale: `task schema`"
 
 
-@pytest.mark.parametrize("kind", ["run", "template"])
+@pytest.mark.parametrize("kind", ["run", "template", "astra"])
 def test_schema_is_draft_07(kind):
     schema = published_schema(kind)
     assert schema["$schema"] == "http://json-schema.org/draft-07/schema#"

@@ -112,12 +112,21 @@ _FAST: dict[str, tuple[dict[str, tuple[str, str]], str | None, dict[str, str]]] 
             "--state": ("state", "value"),
             "--server": ("server", "value"),
             "--token": ("token", "value"),
+            "--git": ("git", "value"),
+            "--ref": ("ref", "value"),
+            "--path": ("path", "value"),
+            "--git-token-file": ("git_token_file", "value"),
+            "--revision": ("revision", "value"),
         },
         None,
         {"server": "ASTRA_SERVER", "token": "ASTRA_TOKEN"},
     ),
 }
-_CHOICES = {"output": ("text", "json")}
+#: Each command's options that take one of a few values (its typer Enum's).
+_CHOICES: dict[str, dict[str, tuple[str, ...]]] = {
+    "validate": {"output": ("text", "json")},
+    "plan": {"output": ("text", "json", "markdown")},
+}
 
 
 def _fast_call(args: list[str]) -> tuple[Any, dict[str, Any]] | None:
@@ -143,7 +152,7 @@ def _fast_call(args: list[str]) -> tuple[Any, dict[str, Any]] | None:
             given[param] = True
             continue
         value = inline if (eq or inline) else next(rest, None)
-        if value is None or value not in _CHOICES.get(param, (value,)):
+        if value is None or value not in _CHOICES[args[0]].get(param, (value,)):
             return None
         if kind == "list":
             given.setdefault(param, []).append(value)

@@ -35,6 +35,7 @@ class Output(StrEnum):
 class SchemaKind(StrEnum):
     run = "run"
     template = "template"
+    astra = "astra"
 
 
 @app.command()
@@ -75,7 +76,9 @@ def validate(
 
 @app.command()
 def schema(
-    kind: Annotated[SchemaKind, typer.Argument(help="run: a run spec; template: a template.")],
+    kind: Annotated[
+        SchemaKind, typer.Argument(help="run: a run spec; template: a template; astra: astra.yaml.")
+    ],
 ) -> None:
     """Print the published JSON Schema (draft-07) of a run spec or a template.
 
@@ -83,9 +86,11 @@ def schema(
     for editors: point yaml-language-server at it with a modeline,
     '# yaml-language-server: $schema=schema/run.schema.json'.
     """
+    from ..runspec.astrafile import astra_schema
     from ..runspec.schema import dumps, run_schema, template_schema
 
-    echo(dumps(run_schema() if kind is SchemaKind.run else template_schema()).rstrip("\n"))
+    made = {SchemaKind.run: run_schema, SchemaKind.template: template_schema, SchemaKind.astra: astra_schema}
+    echo(dumps(made[kind]()).rstrip("\n"))
 
 
 def _register() -> None:
@@ -103,6 +108,10 @@ def _register() -> None:
     app.command("watch")(watch_cli.watch)
     app.command("status")(watch_cli.status)
     app.command("force-unlock")(watch_cli.force_unlock)
+    from . import history as history_cli
+
+    app.command("history")(history_cli.history)
+    app.command("diff")(history_cli.diff)
     app.add_typer(server_app, name="server")
     app.add_typer(astraeus_app, name="astraeus")
     app.add_typer(slurm_app, name="slurm")

@@ -22,7 +22,12 @@ from .planning import Exit, Setup, failures, plan_command, require_files, setup
 __all__ = [
     "AllowEmpty",
     "Files",
+    "GitPath",
+    "GitRef",
+    "GitTokenFile",
+    "GitUrl",
     "Prune",
+    "Revision",
     "Server",
     "SourceName",
     "StateUrl",
@@ -37,6 +42,7 @@ __all__ = [
 class PlanOutput(StrEnum):
     text = "text"
     json = "json"
+    markdown = "markdown"
 
 
 Files = Annotated[
@@ -69,6 +75,24 @@ Server = Annotated[
 ]
 Token = Annotated[str | None, typer.Option("--token", envvar="ASTRA_TOKEN", help="The API's bearer token.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Show unchanged runs (=) too.")]
+AllowDirty = Annotated[
+    bool, typer.Option("--allow-dirty", help="In CI (CI=true): apply files that differ from their commit.")
+]
+GitUrl = Annotated[
+    str | None,
+    typer.Option("--git", help="A git repository's URL: its files as of the fetched commit (not with -f)."),
+]
+GitRef = Annotated[str | None, typer.Option("--ref", help="With --git: a branch or a tag (default: HEAD).")]
+GitPath = Annotated[str | None, typer.Option("--path", help="With --git: the folder in the repository.")]
+GitTokenFile = Annotated[
+    str | None, typer.Option("--git-token-file", help="With --git: a file holding an HTTPS token.")
+]
+Revision = Annotated[
+    str | None,
+    typer.Option(
+        "--revision", help="The files as of this older commit (a rollback; of --git, or of -f's repo)."
+    ),
+]
 
 
 def plan(
@@ -78,7 +102,12 @@ def plan(
     prune: Prune = False,
     allow_empty: AllowEmpty = False,
     output: Annotated[
-        PlanOutput, typer.Option("--output", "-o", help="text, or json (the saved plan's format).")
+        PlanOutput,
+        typer.Option(
+            "--output",
+            "-o",
+            help="text, json (the saved plan's format), or markdown (a pull request's comment).",
+        ),
     ] = PlanOutput.text,
     out: Annotated[
         Path | None, typer.Option("--out", help="Save the plan here, for 'astra apply FILE'.")
@@ -91,6 +120,11 @@ def plan(
     state: StateUrl = None,
     server: Server = None,
     token: Token = None,
+    git: GitUrl = None,
+    ref: GitRef = None,
+    path: GitPath = None,
+    git_token_file: GitTokenFile = None,
+    revision: Revision = None,
 ) -> None:
     """Show what apply would change, and what it costs; change nothing.
 
@@ -102,6 +136,8 @@ def plan(
         astra plan -f examples/
 
         astra plan -f runs/ --prune --out plan.json --detailed-exitcode
+
+        astra plan --git https://github.com/acme/runs.git --ref main --path runs -o markdown
     """
     raise Exit(
         plan_command(
@@ -118,6 +154,11 @@ def plan(
             state,
             server,
             token,
+            git,
+            ref,
+            path,
+            git_token_file,
+            revision,
         )
     )
 
@@ -146,6 +187,12 @@ def apply(
     state: StateUrl = None,
     server: Server = None,
     token: Token = None,
+    git: GitUrl = None,
+    ref: GitRef = None,
+    path: GitPath = None,
+    git_token_file: GitTokenFile = None,
+    revision: Revision = None,
+    allow_dirty: AllowDirty = False,
 ) -> None:
     """Apply the files (-f) or a saved plan (PLANFILE) to the cluster: exactly what the plan shows.
 
@@ -158,28 +205,24 @@ def apply(
         astra apply -f examples/laptop --yes --wait
 
         astra plan -f runs/ --out plan.json && astra apply plan.json
+
+        astra apply -f runs/ --revision 3f8a819 --yes   (a rollback: the files as of that commit)
     """
     from ..apply import apply_source
     from ..load import default_cache
-    from ..plan import Plan, plan_to_json, render_plan
+    from .planning import Git
 
     if planfile is not None and files:
         error("give a saved plan or -f PATH, not both")
         raise Exit(1)
     progress = _Progress()
+    review = _reviewer(progress, verbose=verbose, dry_run=dry_run, yes=yes)
 
-    def review(made: Plan) -> bool:
-        """Show the plan; ask, when it changes something (unless --yes or --dry-run)."""
-        sys.stdout.write(render_plan(plan_to_json(made), verbose=verbose))
-        if dry_run:
-            return True
-        if made.has_changes and not yes and not _confirm(made.source, made.cluster):
-            return False
-        progress.start(made)
-        return True
-
+    given = Git(git, ref, path, git_token_file, revision)
     with failures():
-        saved, s = _setup(planfile, files, source, state, server, token, template, sets, prune, allow_empty)
+        saved, s = _setup(
+            planfile, files, source, state, server, token, template, sets, prune, allow_empty, given
+        )
         with progress:
             done = apply_source(
                 s.source,
@@ -190,8 +233,28 @@ def apply(
                 review=review,
                 dry_run=dry_run,
                 on_entry=progress.advance,
+                allow_dirty=allow_dirty,
             )
         raise Exit(_outcome(done, s.cluster, verbose=verbose, wait=wait))
+
+
+def _reviewer(progress: _Progress, *, verbose: bool, dry_run: bool, yes: bool) -> Any:
+    """``apply_source``'s review: show the plan; ask, when it changes something (unless --yes or
+    --dry-run)."""
+    from ..plan import Plan, plan_to_json, render_plan
+    from ..plan.render_markdown import revision_lines
+
+    def review(made: Plan) -> bool:
+        data = plan_to_json(made)
+        sys.stdout.write(revision_lines(data) + render_plan(data, verbose=verbose))
+        if dry_run:
+            return True
+        if made.has_changes and not yes and not _confirm(made.source, made.cluster):
+            return False
+        progress.start(made)
+        return True
+
+    return review
 
 
 def _setup(
@@ -205,12 +268,13 @@ def _setup(
     sets: list[str] | None,
     prune: bool,
     allow_empty: bool,
+    git: Any = None,
 ) -> tuple[Any, Setup]:
     """The saved plan (``None`` for -f) and the source, cluster and store the options name."""
     from ..plan import plan_from_json
 
     if planfile is None:
-        paths = require_files(files)
+        paths = require_files(files, git)
         made = setup(
             paths,
             source=source,
@@ -221,6 +285,7 @@ def _setup(
             sets=sets,
             prune=prune,
             allow_empty=allow_empty,
+            git=git,
         )
         return None, made
     try:

@@ -9,6 +9,7 @@ into the exit code); ``failures()`` turns our errors into one line and ``Exit(1)
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -19,7 +20,18 @@ from typing import Any
 
 from .output import echo, error
 
-__all__ = ["Exit", "Setup", "failures", "plan_command", "plan_files", "require_files", "setup"]
+__all__ = [
+    "Exit",
+    "Git",
+    "Setup",
+    "checkout_of",
+    "failures",
+    "plan_command",
+    "plan_files",
+    "read_token",
+    "require_files",
+    "setup",
+]
 
 
 class Exit(Exception):
@@ -37,6 +49,62 @@ class Setup:
     store: Any
 
 
+@dataclass(frozen=True)
+class Git:
+    """Where a source's files come from in git: ``--git URL --ref REF --path DIR`` (a remote),
+    ``--git-token-file FILE``, and ``--revision SHA`` (an older commit: of the remote, or of the
+    repository the ``-f`` folders are in)."""
+
+    url: str | None = None
+    ref: str | None = None
+    folder: str | None = None
+    token_file: str | None = None
+    revision: str | None = None
+
+    def remote(self) -> Any:
+        from ..home import astra_home
+        from ..sources import Remote
+
+        assert self.url is not None
+        return Remote(self.url, self.ref, home=astra_home(), token=read_token(self.token_file))
+
+    def default_name(self) -> str:
+        from ..sources import clean_folder, redact
+
+        assert self.url is not None
+        return f"{redact(self.url)}//{clean_folder(self.folder)}".rstrip("/")
+
+
+def read_token(path: str | None) -> str | None:
+    """The token in ``path`` (its first line), or ``None``; the token itself is never shown."""
+    if not path:
+        return None
+    from ..sources import SourceError
+
+    try:
+        with open(os.path.expanduser(path), encoding="utf-8") as f:
+            return f.readline().strip() or None
+    except OSError as exc:
+        raise SourceError(f"cannot read the token file {path}: {exc.strerror or exc}") from exc
+
+
+def checkout_of(paths: list[str], git: Git | None) -> Any:
+    """The ``Checkout`` the git options name (``None``: the folders as they are on disk)."""
+    if git is None or (git.url is None and git.revision is None):
+        return None
+    from ..home import astra_home
+    from ..sources import checkout_commit
+
+    if git.url is None:
+        return checkout_commit(paths, str(git.revision), astra_home())
+    remote = git.remote()
+    fetched = remote.fetch()
+    if git.revision is None:
+        return remote.checkout(fetched.revision, git.folder)
+    revision = remote.describe(remote.commit(git.revision), rollback=True)
+    return remote.checkout(revision, git.folder)
+
+
 def setup(
     paths: list[str],
     *,
@@ -48,6 +116,7 @@ def setup(
     sets: list[str] | None = None,
     prune: bool = False,
     allow_empty: bool = False,
+    git: Git | None = None,
 ) -> Setup:
     """The source, the cluster (with retries) and the store the options name."""
     from ..reconcile import Source, retrying
@@ -55,8 +124,13 @@ def setup(
     from .connect import connect
 
     cluster = connect(server, token)
-    name = source or default_source_name(paths)
-    src = Source(name, tuple(paths), template, tuple(sets or ()), prune, allow_empty)
+    checkout = checkout_of(paths, git)
+    if git is not None and git.url is not None:
+        name = source or git.default_name()
+        paths = list(checkout.shown) if checkout is not None else paths
+    else:
+        name = source or default_source_name(paths)
+    src = Source(name, tuple(paths), template, tuple(sets or ()), prune, allow_empty, checkout=checkout)
     return Setup(src, retrying(cluster), open_store(state, cluster))
 
 
@@ -77,6 +151,7 @@ def failures() -> Iterator[None]:
     from ..clusters.base import ClusterError
     from ..plan import PlanError
     from ..reconcile import LoadFailed, ReconcileError
+    from ..sources import SourceError
     from ..state import StateError
 
     try:
@@ -86,14 +161,19 @@ def failures() -> Iterator[None]:
             echo(e.format(), err=True)
         error(str(exc))
         raise Exit(1) from None
-    except (ClusterError, StateError, PlanError, ReconcileError, ApplyFailed) as exc:
+    except (ClusterError, StateError, PlanError, ReconcileError, ApplyFailed, SourceError) as exc:
         error(str(exc))
         raise Exit(1) from None
 
 
-def require_files(files: list[Path] | list[str] | None) -> list[str]:
+def require_files(files: list[Path] | list[str] | None, git: Git | None = None) -> list[str]:
+    if git is not None and git.url is not None:
+        if files:
+            error("give -f PATH or --git URL (with --path DIR), not both")
+            raise Exit(1)
+        return []
     if not files:
-        error("give the run specs: -f PATH (files or folders)")
+        error("give the run specs: -f PATH (files or folders), or --git URL")
         raise Exit(1)
     return [str(f) for f in files]
 
@@ -112,14 +192,20 @@ def plan_command(
     state: str | None = None,
     server: str | None = None,
     token: str | None = None,
+    git: str | None = None,
+    ref: str | None = None,
+    path: str | None = None,
+    git_token_file: str | None = None,
+    revision: str | None = None,
 ) -> int:
     """``astra plan`` (its help is the typer command's, in ``reconciler.cli.plan``); the exit code."""
     from ..collector import gc_paused
     from ..plan import plan_to_json, render_plan
 
+    given = Git(git, ref, path, git_token_file, revision)
     # a plan's documents (many small trees, no cycles) are garbage only once it is printed
     with gc_paused():
-        paths = require_files(files)
+        paths = require_files(files, given)
         with failures():
             _, made = plan_files(
                 paths,
@@ -131,8 +217,16 @@ def plan_command(
                 sets=sets,
                 prune=prune,
                 allow_empty=allow_empty,
+                git=given,
             )
         data = plan_to_json(made)
+        if str(output) == "markdown":
+            from ..plan.render_markdown import render_markdown
+
+            sys.stdout.write(render_markdown(data))
+            if out is not None:
+                Path(out).write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+            return 2 if detailed_exitcode and made.has_changes else 0
         as_json = str(output) == "json"
         text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n" if out or as_json else ""
         if out is not None:
@@ -140,7 +234,9 @@ def plan_command(
         if as_json:
             sys.stdout.write(text)
         else:
-            sys.stdout.write(render_plan(data, verbose=verbose))
+            from ..plan.render_markdown import revision_lines
+
+            sys.stdout.write(revision_lines(data) + render_plan(data, verbose=verbose))
             if out is not None:
                 echo(f"Saved the plan to {out}: 'astra apply {out}' carries out exactly this plan.")
     return 2 if detailed_exitcode and made.has_changes else 0

@@ -12,9 +12,22 @@ from typing import Annotated, Any
 import typer
 
 from .output import echo
-from .plan import AllowEmpty, Prune, Server, SourceName, StateUrl, Token, failures, setup
+from .plan import (
+    AllowEmpty,
+    GitPath,
+    GitRef,
+    GitTokenFile,
+    GitUrl,
+    Prune,
+    Server,
+    SourceName,
+    StateUrl,
+    Token,
+    failures,
+    setup,
+)
 
-__all__ = ["force_unlock", "status", "watch"]
+__all__ = ["force_unlock", "print_status", "status", "watch"]
 
 
 class ListFormat(StrEnum):
@@ -24,11 +37,16 @@ class ListFormat(StrEnum):
 
 
 def watch(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders to watch.", show_default=False)],
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="Files or folders to watch.", show_default=False)
+    ] = None,
     interval: Annotated[
-        float,
-        typer.Option("--interval", help="Seconds between full resyncs (±10% jitter), which undo drift."),
-    ] = 300.0,
+        str,
+        typer.Option(
+            "--interval",
+            help="Between full resyncs (±10% jitter; --git: a fetch at each): 1m, 30s, or seconds.",
+        ),
+    ] = "5m",
     template: Annotated[
         str | None, typer.Option("--template", help="Apply this template to every run.")
     ] = None,
@@ -40,54 +58,67 @@ def watch(
     state: StateUrl = None,
     server: Server = None,
     token: Token = None,
+    git: GitUrl = None,
+    ref: GitRef = None,
+    path: GitPath = None,
+    git_token_file: GitTokenFile = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config", "-c", help="astra.yaml: several sources, each with its own status and lock."
+        ),
+    ] = None,
+    webhook_secret_file: Annotated[
+        str | None,
+        typer.Option(
+            "--webhook-secret-file",
+            help="A file with the secret that signs POST /sources/NAME/hook (a signed call: a pass now).",
+        ),
+    ] = None,
 ) -> None:
     """Keep the cluster equal to the files: apply on every change, and resync every --interval.
 
-    A change to one file re-plans only the runs that file holds. A run that fails to apply is
-    retried with its own backoff; files that do not load or validate stall the source until
-    they change. 'astra status' shows each source's state. Stop with Ctrl-C.
-    """
-    from ..load import default_cache
-    from ..loop import FileEvents, Reconciler, Watch
-    from ..state import git_commit, owner
+    A change to one file re-plans only the runs that file holds. With --git URL, the remote's
+    --ref is fetched at every resync and exactly the fetched commit's tree is applied; an
+    unreachable remote leaves the runs alone (SourceFetchFailed) and is retried with backoff.
+    With -c astra.yaml, every source it declares is reconciled, each on its own. A run that
+    fails to apply is retried with its own backoff; files that do not load or validate stall
+    the source until they change. 'astra status' shows each source's state. Stop with Ctrl-C.
 
-    names = [str(p) for p in paths]
-    with failures():
-        s = setup(
-            names,
-            source=source,
-            state=state,
-            server=server,
-            token=token,
+    Examples:
+
+        astra watch runs/
+
+        astra watch --git https://github.com/acme/runs.git --ref main --path runs --interval 1m
+
+        astra watch -c astra.yaml
+    """
+    from .watching import watch_command
+
+    raise typer.Exit(
+        watch_command(
+            [str(p) for p in paths or []],
+            interval=interval,
             template=template,
             sets=sets,
             prune=prune,
             allow_empty=allow_empty,
+            once=once,
+            source=source,
+            state=state,
+            server=server,
+            token=token,
+            git=git,
+            ref=ref,
+            folder=path,
+            git_token_file=git_token_file,
+            config=None if config is None else str(config),
+            webhook_secret_file=webhook_secret_file,
         )
-        reconciler = Reconciler(
-            s.source,
-            s.cluster,
-            s.store,
-            clock=time.time,
-            who=owner(),
-            cache=default_cache(),
-            commit=lambda: git_commit(names),
-        )
-        if once:
-            status = reconciler.reconcile_once()
-            _print_status(s.source.name, status)
-            raise typer.Exit(0 if status.get("state") == "Ready" else 1)
-        echo(f"watching {', '.join(names)} as source {s.source.name} on {s.cluster.address} (Ctrl-C stops)")
-        Watch(
-            reconciler,
-            FileEvents(names),
-            interval=interval,
-            clock=time.time,
-            on_status=lambda st: _print_status(s.source.name, st),
-        ).run()
+    )
 
 
-def _print_status(name: str, status: dict[str, Any]) -> None:
+def print_status(name: str, status: dict[str, Any]) -> None:
     stamp = time.strftime("%H:%M:%S", time.localtime(status.get("updated_at") or time.time()))
     line = f"{stamp} {name}: {status.get('state')} {status.get('reason')}"
     if status.get("message"):
@@ -119,6 +150,7 @@ def status(
                 "message": st.get("message", ""),
                 "updated_at": st.get("updated_at"),
                 "runs": len(src.inventory),
+                "revision": st.get("revision"),
                 "lock": None if src.lock is None else src.lock.to_json(),
                 "last_apply": None if not src.history else src.history[-1].to_json(),
             }
@@ -136,14 +168,25 @@ def status(
         return
     from ..plan import duration_words
 
-    table = [["SOURCE", "STATE", "REASON", "RUNS", "AGE", "LOCK", "MESSAGE"]]
+    table = [["SOURCE", "STATE", "REASON", "REVISION", "RUNS", "AGE", "LOCK", "MESSAGE"]]
     for r in rows:
         age = duration_words(now - r["updated_at"]) if r["updated_at"] else "-"
         lock = "-" if r["lock"] is None else f"{r['lock']['id']} ({r['lock']['owner']})"
-        table.append([r["source"], r["state"], r["reason"], str(r["runs"]), age, lock, r["message"]])
+        shown = _short(r["revision"])
+        table.append([r["source"], r["state"], r["reason"], shown, str(r["runs"]), age, lock, r["message"]])
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:
         echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+def _short(revision: str | None) -> str:
+    """``main@sha1:3f8a819`` of ``main@sha1:3f8a819…`` (a sha256 of files: its first 12)."""
+    if not revision:
+        return "-"
+    head, sep, rest = revision.partition("sha1:")
+    if sep:
+        return head + sep + rest[:7] + ("+dirty" if rest.endswith("+dirty") else "")
+    return revision[:19]
 
 
 def force_unlock(

@@ -283,6 +283,17 @@ class ApiSourceStore:
             raise StateError(f"{self.address} answered with something that is not an inventory") from exc
         return out if specs else {r: e if e.spec is None else e.without_spec() for r, e in out.items()}
 
+    def set_hook_secret(self, name: str, secret: str) -> None:
+        """``PUT /sources/{name}/hook``: the secret that signs the source's webhook calls."""
+        self._call("PUT", f"{self._path(name)}/hook", json={"secret": secret})
+
+    def hook_count(self, name: str) -> int:
+        """``GET /sources/{name}/hook``: how many signed webhook calls the source took."""
+        try:
+            return int(self._call("GET", f"{self._path(name)}/hook").json()["count"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise StateError(f"{self.address} answered with something that is not a webhook's state") from exc
+
     def tag(self, name: str) -> str | None:
         """The ETag of ``name`` as this store last read or wrote it (``None``: not known)."""
         known = self._known.get(name)

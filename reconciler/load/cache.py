@@ -164,7 +164,11 @@ def new_generation() -> str:
 
 def _salt() -> str:
     """What makes an old entry wrong: the cache's version and the published schema."""
-    return f"{CACHE_VERSION}:{hashlib.sha256(published_text('run').encode()).hexdigest()[:16]}"
+    from ..runspec.normalize import DIGEST_VERSION  # its digests are of that normalisation
+
+    return (
+        f"{CACHE_VERSION}:{DIGEST_VERSION}:{hashlib.sha256(published_text('run').encode()).hexdigest()[:16]}"
+    )
 
 
 def from_cache(loaded: Loaded, name: str, sha: str, entry: dict[str, Any] | None) -> bool:

@@ -39,7 +39,7 @@ def documents(loaded: Loaded, names: Collection[str]) -> dict[str, DesiredItem]:
             made = found.get(index)
             if made is None or made[2] != item.digest:
                 raise PlanError(f"{path} changed while it was being planned: plan again")
-            runs[item.name] = DesiredItem(item.name, made[0], path, made[1], item.digest)
+            runs[item.name] = DesiredItem(item.name, made[0], item.file, made[1], item.digest)
     return runs
 
 

@@ -161,6 +161,10 @@ class Plan:
     prune: bool = False
     not_pruned: tuple[str, ...] = ()
     forget: tuple[str, ...] = ()
+    #: What the files were: ``reconciler.sources.Revision``'s JSON form (``id``: ``main@sha1:…``,
+    #: ``dirty``, ``rollback``, the commit's subject and author), or ``{"id": "sha256:…"}`` for
+    #: files in no repository; ``None`` when not known. Display only: apply never reads it.
+    revision: dict[str, Any] | None = None
 
     def count(self, action: Action) -> int:
         return sum(1 for c in self.changes if c.action is action)
@@ -215,6 +219,7 @@ def plan_to_json(plan: Plan) -> dict[str, Any]:
         "not_pruned": sorted(plan.not_pruned),
         "forget": sorted(plan.forget),
         "summary": plan.summary,
+        **({"revision": plan.revision} if plan.revision is not None else {}),
     }
 
 
@@ -261,6 +266,7 @@ def plan_from_json(data: Any) -> Plan:
             prune=bool(data["prune"]),
             not_pruned=tuple(data["not_pruned"]),
             forget=tuple(data["forget"]),
+            revision=data.get("revision"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise PlanError(f"the saved plan is damaged: {type(exc).__name__}: {exc}") from exc

@@ -161,3 +161,10 @@ def describe(value: Any) -> str:
     if isinstance(value, dict):
         return "a mapping"
     return type(value).__name__
+
+
+# ---- astra.yaml (the sources file) ----
+SOURCE_NEEDS_ONE = "a source needs a repo (a git URL) or a path (a folder)"
+SOURCE_NOT_BOTH = "give a source a repo or a path, not both"
+SOURCE_REPO_ONLY = "only a source with a repo has a ref: a path is read as it is on disk"
+SOURCE_DUPLICATE = "source name '{name}' is also used by sources[{other}]: source names must be unique"

@@ -7,6 +7,9 @@ document (dicts, lists, scalars; keys sorted) where:
 * only ``metadata.name``, ``metadata.labels``, ``metadata.annotations`` and ``spec`` remain:
   server-owned fields (``status``, ``task_counts``, ``metadata.resource_version``, any other
   metadata the server adds) and the ``template`` reference (already rendered) are dropped;
+* annotations under ``astra.`` (``OWN_PREFIX``: the revision, source and file astra records on
+  every run it creates or updates) are dropped: they say who made the run, not what it is, so
+  a new commit that leaves a run as it was plans no change to it;
 * ``policy`` becomes ``start`` (they are one field with two names);
 * the spec's fixed defaults are filled: ``lifetime: Batch``, every worker template's
   ``restart_policy: OnFailure``, a drive's ``mode: ReadWrite``, a group's ``replicas: 1``;
@@ -45,10 +48,22 @@ from typing import Any
 from .files import published_schema
 from .quantities import parse_bytes, parse_duration
 
-__all__ = ["DIGEST_VERSION", "digest", "digest_owned", "normalize", "normalized_digest", "spec_digest"]
+__all__ = [
+    "DIGEST_VERSION",
+    "OWN_PREFIX",
+    "digest",
+    "digest_owned",
+    "normalize",
+    "normalized_digest",
+    "spec_digest",
+    "without_own",
+]
 
-#: Part of every digest: bump it when ``normalize`` changes what it yields.
-DIGEST_VERSION = "n1"
+#: Part of every digest: bump it when ``normalize`` changes what it yields. "n2": annotations
+#: under ``astra.`` are dropped.
+DIGEST_VERSION = "n2"
+#: The prefix of the annotations astra writes itself, which no comparison sees.
+OWN_PREFIX = "astra."
 
 
 def _default(definition: str, field: str) -> Any:
@@ -133,6 +148,8 @@ def digest_owned(doc: Any) -> str | None:
             continue
         if type(value) is not dict or not _scrub_map(value):
             return normalized_digest(doc)[1]
+        if key == "annotations":
+            value = _not_own(value)
         if value:
             metadata[key] = value
     name = meta.get("name")
@@ -165,6 +182,8 @@ def _normalize(doc: Any, unusual: list[Any]) -> dict[str, Any]:
     metadata: dict[str, Any] = {}
     for key in ("annotations", "labels"):  # in key order: every map here is built sorted
         value = _clean(meta.get(key), unusual)
+        if key == "annotations" and type(value) is dict:
+            value = _not_own(value)
         if value:
             metadata[key] = value
     name = meta.get("name")
@@ -174,6 +193,28 @@ def _normalize(doc: Any, unusual: list[Any]) -> dict[str, Any]:
         metadata["name"] = _sorted(name)
     spec = doc.get("spec")
     return {"metadata": metadata, "spec": _spec(spec, unusual) if isinstance(spec, dict) else {}}
+
+
+def _not_own(annotations: dict[str, Any]) -> dict[str, Any]:
+    """The annotations without astra's own (``OWN_PREFIX``)."""
+    if not any(type(k) is str and k.startswith(OWN_PREFIX) for k in annotations):
+        return annotations
+    return {k: v for k, v in annotations.items() if not (type(k) is str and k.startswith(OWN_PREFIX))}
+
+
+def without_own(doc: dict[str, Any]) -> dict[str, Any]:
+    """A normalised document without astra's own annotations (what a source's inventory keeps:
+    the spec it applied, not the stamp it put on the run)."""
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("annotations"), dict):
+        return doc
+    kept = _not_own(meta["annotations"])
+    if kept is meta["annotations"]:
+        return doc
+    meta = {k: v for k, v in meta.items() if k != "annotations"}
+    if kept:
+        meta["annotations"] = kept
+    return {**doc, "metadata": dict(sorted(meta.items()))}
 
 
 def _spec(spec: dict[str, Any], unusual: list[Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -22,6 +23,7 @@ from sqlalchemy.orm import registry
 from sqlmodel import Column, Field, SQLModel, Text, create_engine
 
 from ..migrate import MigrationError
+from ..runspec.normalize import DIGEST_VERSION
 from ..runspec.vocabulary import HISTORY_KEEP
 from .types import HistoryEntry, InventoryEntry, Lock, Locked, SourceState, StateError, digest_of
 
@@ -72,6 +74,33 @@ class HistoryRow(StateTable, table=True):
     result: str = Field(sa_column=Column(Text, nullable=False))
 
 
+#: The prefix of the digests of this astra's normalize (``DIGEST_VERSION``): an entry recorded
+#: before its last bump gets its digest made again (and kept) when it is read.
+_DIGESTS = f"{DIGEST_VERSION}:"
+
+
+def _details(entry: HistoryEntry) -> dict[str, Any]:
+    """An apply's details (revision, changes, note) ride in its summary's JSON, under
+    ``details``: they have no column of their own (no migration for what only astra reads)."""
+    details = entry.details()
+    return {"details": details} if details else {}
+
+
+def _history(row: Any) -> HistoryEntry:
+    summary = json.loads(row["summary"])
+    details = summary.pop("details", None) or {}
+    return HistoryEntry.from_json(
+        {
+            **details,
+            "who": row["who"],
+            "when": row["at"],
+            "commit": row["git_commit"],
+            "summary": summary,
+            "result": row["result"],
+        }
+    )
+
+
 def _table(model: type[SQLModel]) -> Table:
     """The SQLAlchemy table a sqlmodel class maps (its ``__table__``, which sqlmodel leaves untyped)."""
     return cast(Table, vars(model)["__table__"])
@@ -114,7 +143,7 @@ class SqlSourceStore:
                 return SourceState(name)
             inventory = self._entries(conn, name, None, specs=True)
             history = [
-                HistoryEntry(r["who"], r["at"], r["git_commit"], json.loads(r["summary"]), r["result"])
+                _history(r)
                 for r in conn.execute(
                     select(h).where(h.c.source == name).order_by(h.c.id.desc()).limit(HISTORY_KEEP)
                 ).mappings()
@@ -139,10 +168,19 @@ class SqlSourceStore:
         query = select(*columns).where(i.c.source == name).order_by(i.c.run)
         wanted = None if runs is None else set(runs)
         out = {}
+        stale = []
         for r in conn.execute(query).mappings():
             if wanted is None or r["run"] in wanted:
                 spec = json.loads(r["spec"]) if specs else None
                 out[r["run"]] = InventoryEntry(spec, r["applied_at"], r["file"], r["digest"])
+                if r["digest"] is not None and not r["digest"].startswith(_DIGESTS):
+                    stale.append(r["run"])
+        if stale:  # of an older normalize: made again, and kept
+            held = select(i.c.run, i.c.spec).where(i.c.source == name, i.c.run.in_(stale))
+            for run, spec in conn.execute(held).all():
+                made = digest_of(json.loads(spec))
+                conn.execute(i.update().where(i.c.source == name, i.c.run == run).values(digest=made))
+                out[run] = replace(out[run], digest=made)
         return out
 
     def sources(self) -> list[SourceState]:
@@ -185,7 +223,7 @@ class SqlSourceStore:
                     who=entry.who,
                     at=entry.when,
                     git_commit=entry.commit,
-                    summary=json.dumps(entry.summary, sort_keys=True),
+                    summary=json.dumps({**entry.summary, **_details(entry)}, sort_keys=True),
                     result=entry.result,
                 )
             )

@@ -129,14 +129,32 @@ class Lock:
 
 @dataclass(frozen=True)
 class HistoryEntry:
+    """One apply: who, when, at which commit, the plan's counts, the result; and its details
+    (``DETAILS``, each left out when empty): ``revision`` (the plan's, ``Plan.revision``),
+    ``changes`` (the runs by outcome: ``{"created": [...], ...}``, at most ``CHANGES_KEPT`` each)
+    and ``note`` (a rollback, a force-push)."""
+
     who: str
     when: float
     commit: str | None
     summary: dict[str, int]
     result: str
+    revision: dict[str, Any] | None = None
+    changes: dict[str, list[str]] | None = None
+    note: str = ""
+
+    #: The keys of the details (in the JSON form beside the others).
+    DETAILS = ("revision", "changes", "note")
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        for key in self.DETAILS:
+            if not out[key]:
+                del out[key]
+        return out
+
+    def details(self) -> dict[str, Any]:
+        return {k: v for k, v in self.to_json().items() if k in self.DETAILS}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> HistoryEntry:
@@ -144,8 +162,11 @@ class HistoryEntry:
             data.get("who", "?"),
             float(data.get("when") or 0.0),
             data.get("commit"),
-            dict(data.get("summary") or {}),
+            {k: v for k, v in dict(data.get("summary") or {}).items() if isinstance(v, int)},
             data.get("result", ""),
+            data.get("revision") if isinstance(data.get("revision"), dict) else None,
+            data.get("changes") if isinstance(data.get("changes"), dict) else None,
+            str(data.get("note") or ""),
         )
 
 

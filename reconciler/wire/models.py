@@ -24,6 +24,7 @@ At a glance (``→`` an answer)::
                GET …/runs → SourceRuns | SourceDigests (?view=digest)
                PUT …/runs/{run} InventoryEntryWrite, PUT …/status SourceStatus,
                POST …/history ApplyRecord → Written;  POST …/lock LockRequest → Lock
+               PUT …/hook HookSecret;  GET …/hook → HookState;  POST …/hook (signed) → HookState
     errors     Problems (422 of a body), Detail (401, 403, 404, 503, 422 of a parameter),
                StaleDetail and LockHeld (409)
 """
@@ -47,6 +48,8 @@ __all__ = [
     "Event",
     "EventList",
     "Health",
+    "HookSecret",
+    "HookState",
     "Info",
     "InventoryDigest",
     "InventoryEntry",
@@ -226,7 +229,7 @@ class RunSummary(Answer):
     resource_version: int
     state: RunState
     spec_digest: str | None = Field(
-        description='"n1:" + the sha256 hex of the canonical JSON (keys sorted, no spaces, UTF-8) '
+        description='"n2:" + the sha256 hex of the canonical JSON (keys sorted, no spaces, UTF-8) '
         "of reconciler.runspec.normalize.normalize({metadata, spec}) of the stored document; "
         "null when it has none."
     )
@@ -442,6 +445,20 @@ class SourceDigests(Answer):
     name: str
     resource_version: int
     items: dict[str, InventoryDigest]
+
+
+class HookSecret(RequestBody):
+    """``PUT /sources/{name}/hook``: the secret that signs the source's webhook calls."""
+
+    secret: str = Field(min_length=16, description="At least 16 characters; kept by the server in memory.")
+
+
+class HookState(Answer):
+    """A source's webhook: how many signed calls it took since the server started."""
+
+    name: str
+    count: int = Field(description="Signed calls accepted since the server started (a watch compares).")
+    secret_set: bool = Field(description="Whether a secret is set: without one every call is refused.")
 
 
 class Written(Answer):

@@ -25,7 +25,7 @@ from reconciler.controlplane.store.mapping import RUN_FIELDS, WORKER_FIELDS
 from reconciler.controlplane.store.migrations import BASELINE, HEAD, REVISIONS
 from reconciler.controlplane.store.tables import RunRow, WorkerRow, metadata
 from reconciler.migrate import MigrationError, script_revisions, upgrade
-from reconciler.runspec.normalize import spec_digest
+from reconciler.runspec.normalize import DIGEST_VERSION, spec_digest
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SOURCE = "https://example.com/runs.git//runs"
@@ -66,6 +66,10 @@ def test_a_database_written_by_d65e8ab_is_adopted_and_loses_nothing(tmp_path):
     after = raw(path)
     assert set(after) == {*before, REVISIONS.version_table}
     for table, rows in before.items():
+        if table == "source_runs":  # its digests, of an older normalize, are made again (0002_digests_n2)
+            assert [r[:-1] for r in after[table]] == [r[:-1] for r in rows]
+            assert all(r[-1].startswith(f"{DIGEST_VERSION}:") for r in after[table])
+            continue
         assert after[table] == rows, table
     runs = {r["name"]: r for r in store.run_rows()}
     assert {n: (r["resource_version"], r["state"]) for n, r in runs.items()} == {

@@ -13,8 +13,10 @@ from reconciler.load import load_source
 from reconciler.reconcile import Source, make_plan
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = sorted(
-    p.relative_to(ROOT) for p in (ROOT / "examples").rglob("*") if p.suffix in (".yaml", ".json")
+EXAMPLES = sorted(  # the files astra finds: not under hidden names (examples/ci/.gitlab-ci.yml)
+    p.relative_to(ROOT)
+    for p in (ROOT / "examples").rglob("*")
+    if p.suffix in (".yaml", ".json") and not any(s.startswith(".") for s in p.relative_to(ROOT).parts)
 )
 
 

@@ -107,9 +107,16 @@ def create_app(
     """The API over ``engine``; ``on_change`` is called after a write (to wake the scheduler)."""
     app = _App(title=TITLE, description=DESCRIPTION, version=VERSION, docs_url=None, redoc_url=None)
     app.state.astra = ApiContext(engine, token, clock, scope, on_change, executor_name)
-    app.state.router = router = api_router()
+    router = api_router()
+    app.state.router = documented = APIRouter()  # what /openapi.json describes: both kinds of route
+    documented.include_router(router)
+    documented.include_router(sources.public, responses={k: COMMON_ERRORS[k] for k in (403, 503)})
     app.include_router(router, prefix=API, include_in_schema=False)
     app.include_router(router, prefix=WS_API, dependencies=[Depends(in_scope)], include_in_schema=False)
+    app.include_router(sources.public, prefix=API, include_in_schema=False)  # signed, no bearer token
+    app.include_router(
+        sources.public, prefix=WS_API, dependencies=[Depends(in_scope)], include_in_schema=False
+    )
     app.add_middleware(SourcePaths)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _invalid)

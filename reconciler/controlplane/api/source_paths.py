@@ -20,7 +20,7 @@ from urllib.parse import quote, unquote
 
 __all__ = ["SUBRESOURCES", "SourcePaths", "canonical_path"]
 
-SUBRESOURCES = frozenset({"lock", "runs", "status", "history"})
+SUBRESOURCES = frozenset({"lock", "runs", "status", "history", "hook"})
 
 
 def _known(sub: list[str]) -> bool:

@@ -19,16 +19,27 @@ The rules the routes keep:
   one. Every write but the lock's adds one to the source's resource_version.
 * **Names.** A source's name may hold '/': see ``source_paths`` (the path's ``{name}`` is one
   segment, percent-encoded whole).
+* **The webhook.** ``POST /sources/{name}/hook`` (``public``: no bearer token, since GitHub and
+  GitLab cannot send one) is authenticated by the source's secret instead: GitHub's
+  ``X-Hub-Signature-256: sha256=HMAC-SHA256(secret, body)`` or GitLab's ``X-Gitlab-Token:
+  secret``, each compared in constant time; 401 without a secret set, without a signature or
+  with a wrong one. A signed call adds one to the source's count, which a watch reads (``GET
+  …/hook``) to start its next pass at once. The secret is set by ``PUT …/hook`` (the bearer
+  token's; a watch sets it when it starts) and kept in the server's memory only: it is never
+  answered, never in the store, and a restarted server has none until the watch sets it again.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import hmac
 import uuid
+from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import unquote
 
-from fastapi import APIRouter, Body, Depends, Header, Path, Query
+from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request
 from fastapi.responses import Response
 
 from ...wire import LOCK_HEADER
@@ -36,9 +47,11 @@ from ...wire import models as wire
 from ..store import LockMismatch, NotFound, Stale
 from .context import Api, ApiError, Responses, answer, json_text
 
-__all__ = ["router"]
+__all__ = ["public", "router"]
 
 router = APIRouter(tags=["sources"])
+#: The routes that carry their own authentication (the webhook's signature), not the bearer token.
+public = APIRouter(tags=["sources"])
 
 #: Keys of a whole PUT that are the server's, never kept as the source's own.
 SERVER_KEYS = frozenset({"name", "resource_version", "lock", "lock_id"})
@@ -297,3 +310,82 @@ async def unlock_source(
     if outcome == "other":
         raise ApiError(409, wire.LockHeld(detail=_locked_words(name, held or {}), lock=_lock(held)))
     return Response(status_code=204, headers={"ETag": tag} if tag else None)
+
+
+# ---- the webhook ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Hook:
+    secret: bytes | None = None
+    count: int = 0
+
+
+def _hooks(request: Request) -> dict[str, _Hook]:
+    """The sources' webhooks, in the server's memory (kept on the app's state)."""
+    state = request.app.state
+    held: dict[str, _Hook] | None = getattr(state, "source_hooks", None)
+    if held is None:
+        held = {}
+        state.source_hooks = held
+    return held
+
+
+def _hook_state(name: str, hook: _Hook) -> wire.HookState:
+    return wire.HookState(name=name, count=hook.count, secret_set=hook.secret is not None)
+
+
+@router.put("/sources/{name}/hook", operation_id="set_source_hook", status_code=204, responses=INVALID)
+async def set_source_hook(name: Name, body: wire.HookSecret, request: Request) -> Response:
+    """Set the secret that signs the source's webhook calls (kept in memory, never answered)."""
+    _hooks(request).setdefault(name, _Hook()).secret = body.secret.encode()
+    return Response(status_code=204)
+
+
+@router.get("/sources/{name}/hook", operation_id="get_source_hook", response_model=wire.HookState)
+async def get_source_hook(name: Name, request: Request) -> Response:
+    """How many signed webhook calls the source took since the server started."""
+    return answer(_hook_state(name, _hooks(request).get(name) or _Hook()))
+
+
+SIGNATURE = "X-Hub-Signature-256"
+GITLAB_TOKEN = "X-Gitlab-Token"
+
+
+@public.post(
+    "/sources/{name}/hook",
+    operation_id="call_source_hook",
+    status_code=202,
+    response_model=wire.HookState,
+    responses={401: {"model": wire.Detail, "description": "No secret set, no signature, or a wrong one."}},
+    openapi_extra={
+        "parameters": [
+            {"name": SIGNATURE, "in": "header", "required": False, "schema": {"type": "string"}},
+            {"name": GITLAB_TOKEN, "in": "header", "required": False, "schema": {"type": "string"}},
+        ],
+        "requestBody": {"content": {"application/json": {"schema": {}}}, "required": False},
+    },
+)
+async def call_source_hook(name: Name, request: Request) -> Response:
+    """A push: the source's next pass starts at once (see the module docstring)."""
+    hook = _hooks(request).get(name)
+    body = await request.body()
+    if hook is None or hook.secret is None:
+        raise ApiError(401, wire.Detail(detail=f"source {name} takes no webhook: no secret is set for it"))
+    signature = request.headers.get(SIGNATURE)
+    token = request.headers.get(GITLAB_TOKEN)
+    if signature is not None:
+        wanted = "sha256=" + hmac.new(hook.secret, body, hashlib.sha256).hexdigest()
+        good = hmac.compare_digest(signature.strip().encode(), wanted.encode())
+    elif token is not None:
+        good = hmac.compare_digest(token.encode(), hook.secret)
+    else:
+        raise ApiError(
+            401, wire.Detail(detail=f"no signature: send {SIGNATURE} (GitHub) or {GITLAB_TOKEN} (GitLab)")
+        )
+    if not good:
+        raise ApiError(
+            401, wire.Detail(detail=f"the signature does not match source {name}'s webhook secret")
+        )
+    hook.count += 1
+    return answer(_hook_state(name, hook), 202)

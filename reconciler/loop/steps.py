@@ -1,4 +1,4 @@
-"""The reconcile loop (``astra watch``): keep the cluster equal to the files, in named steps.
+"""One source's reconcile steps (``Reconciler``): keep the cluster equal to the files, in named steps.
 
 ``Reconciler.reconcile_once(changed=None)`` runs the fixed steps **load → validate → render →
 plan → apply → prune** for one source (load, validate and render are one pass of
@@ -13,6 +13,8 @@ state          reason                     when
 =============  =========================  ==========================================================
 Reconciling    Progressing                a step is running (``step`` says which)
 Ready          ReconciliationSucceeded    every step passed; ``observed_revision`` set to the files'
+Reconciling    SourceFetchFailed          a remote could not be fetched: nothing planned or pruned;
+                                          retried after a backoff
 Stalled        LoadFailed                 a file cannot be read or parsed          (terminal)
 Stalled        ValidationFailed           a run spec is invalid, or names clash    (terminal)
 Stalled        RenderFailed               a template failed                        (terminal)
@@ -28,9 +30,14 @@ run that fails to apply is retried with its own jittered exponential backoff; on
 refused (``Rejected``) waits until its document changes.
 
 ``changed`` (paths) re-plans only what those files hold, before and after the change; a
-template change re-plans everything. ``Watch`` drives ``reconcile_once`` from file events and
-a periodic resync (``interval``, with jitter); its clock, its random source and its event
-source are injected (``FileEvents`` wraps watchfiles), so tests need no sleeps.
+template change re-plans everything.
+
+**Revisions.** A source with an ``origin`` (a remote repository: ``RemoteOrigin``) is fetched
+first at every full pass; its files are exactly the tree of the fetched commit, loaded again
+only when the commit is another; a force-push (a tip that does not descend from the last) is
+applied as the new tip and said in the history. A source read from folders has its working
+tree's revision probed at each full pass. The status says the revision (``revision``:
+``main@sha1:…``, or ``sha256:…`` of files in no repository).
 """
 
 from __future__ import annotations
@@ -39,30 +46,23 @@ import hashlib
 import json
 import math
 import random
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
-from .apply import ApplyResult, apply_plan
-from .clusters.base import Cluster, ClusterError
-from .collector import Collector, gc_paused
-from .load import FileCache, Loaded, load_source, refresh
-from .load.loaded import display_name
-from .plan import Action, Plan, PlanError
-from .reconcile import Source, make_plan, retrying
-from .runspec.errors import ErrorType
-from .state import Locked, SourceState, SourceStore, StateError
+from ..apply import ApplyResult, apply_plan
+from ..clusters.base import Cluster, ClusterError
+from ..load import FileCache, Loaded, load_source, refresh
+from ..load.loaded import display_name
+from ..plan import Action, Plan, PlanError
+from ..reconcile import Source, make_plan, retrying, shown_as, with_revision
+from ..runspec.errors import ErrorType
+from ..runspec.normalize import without_own
+from ..sources import Checkout, Probe, Remote, SourceError, SourceFetchFailed
+from ..state import Locked, SourceState, SourceStore, StateError
 
-__all__ = [
-    "BACKOFF_BASE",
-    "BACKOFF_MAX",
-    "FileEvents",
-    "Reason",
-    "Reconciler",
-    "State",
-    "Watch",
-]
+__all__ = ["BACKOFF_BASE", "BACKOFF_MAX", "JITTER", "Origin", "Reason", "Reconciler", "RemoteOrigin", "State"]
 
 BACKOFF_BASE = 2.0
 BACKOFF_MAX = 300.0
@@ -86,6 +86,7 @@ class Reason(StrEnum):
     apply_failed = "ApplyFailed"
     prune_failed = "PruneFailed"
     locked = "Locked"
+    source_fetch_failed = "SourceFetchFailed"
 
 
 class _Terminal(Exception):
@@ -109,10 +110,34 @@ class _Backoff:
     document: str  # the hash of the document that failed: a new one is tried at once
 
 
+class Origin(Protocol):
+    """Where a source's files come from, fetched at every full pass: ``fetch()`` gives the
+    ``Checkout`` to load and a note for the history (a force-push), or raises ``SourceError``."""
+
+    def fetch(self) -> tuple[Checkout, str]: ...
+
+
+class RemoteOrigin:
+    """A remote repository's ref, and the folder in it (``reconciler.sources.Remote``)."""
+
+    def __init__(self, remote: Remote, folder: str | None = None):
+        self.remote, self.folder = remote, folder
+
+    def fetch(self) -> tuple[Checkout, str]:
+        fetched = self.remote.fetch()
+        note = ""
+        if fetched.forced and fetched.previous:
+            note = (
+                f"force-push: {fetched.revision.short} does not descend from {fetched.previous[:7]} "
+                "(history rewritten): applied as the new tip"
+            )
+        return self.remote.checkout(fetched.revision, self.folder), note
+
+
 def _digest(normalized: dict[str, Any]) -> str:
     """A normalised document's digest (``runspec.normalize.digest``; one of its JSON when it has
     no canonical form): a run's backoff holds until its document changes."""
-    from .runspec.normalize import digest
+    from ..runspec.normalize import digest
 
     return digest(normalized) or hashlib.sha256(json.dumps(normalized, sort_keys=True).encode()).hexdigest()
 
@@ -131,6 +156,7 @@ class Reconciler:
         cache: FileCache | None = None,
         rng: random.Random | None = None,
         commit: Callable[[], str | None] = lambda: None,
+        origin: Origin | None = None,
     ):
         self.source = source
         self.cluster = retrying(cluster)
@@ -140,6 +166,9 @@ class Reconciler:
         self.cache = cache
         self.rng = rng or random.Random()
         self.commit = commit
+        self.origin = origin
+        self.checkout: Checkout | None = None  # where the files were read, and their revision
+        self.note = ""  # said in the next apply's history (a force-push)
         self.loaded: Loaded | None = None
         self.backoff: dict[str, _Backoff] = {}
         self.stalled_revision: str | None = None
@@ -154,7 +183,7 @@ class Reconciler:
 
     def _status(self, state: State, reason: Reason, message: str = "", step: str = "") -> dict[str, Any]:
         """Write the source's status; not when it is the one written last but for ``updated_at``."""
-        revision = self.loaded.revision if self.loaded is not None else None
+        revision = self._revision_id()
         previous = self._written if self._written is not None else self._read().status
         status = {
             "state": state.value,
@@ -171,6 +200,12 @@ class Reconciler:
         else:
             status = previous
         return status
+
+    def _revision_id(self) -> str | None:
+        """The files' revision: the commit (``main@sha1:…``), else the hash of the files."""
+        if self.checkout is not None and self.checkout.revision is not None:
+            return self.checkout.revision.id
+        return None if self.loaded is None else f"sha256:{self.loaded.revision}"
 
     def _read(self) -> SourceState:
         """The source's state, read once a pass (its inventory and the status last written)."""
@@ -227,6 +262,12 @@ class Reconciler:
         except Locked as exc:
             self._later()
             status = self._status(State.reconciling, Reason.locked, str(exc), step)
+        except SourceFetchFailed as exc:  # nothing was loaded, planned or pruned
+            self._later()
+            status = self._status(State.reconciling, Reason.source_fetch_failed, str(exc), "fetch")
+        except SourceError as exc:  # the commit cannot be read (no such folder in it): until it changes
+            self.stalled_revision = None
+            status = self._status(State.stalled, Reason.load_failed, str(exc), step)
         except (ClusterError, StateError) as exc:
             self._later()
             status = self._status(State.reconciling, Reason.observe_failed, str(exc), step)
@@ -241,8 +282,23 @@ class Reconciler:
 
     def _load(self, changed: Collection[str] | None) -> None:
         s = self.source
+        if self.origin is not None:
+            if changed is None:  # a full pass: fetch; the same commit keeps what was loaded
+                checkout, note = self.origin.fetch()
+                same = self.checkout is not None and self.checkout.revision == checkout.revision
+                self.checkout, self.note = checkout, note or (self.note if same else "")
+                if same and self.loaded is not None:
+                    return
+            if self.checkout is not None and (self.loaded is None or changed is None):
+                loaded = load_source(self.checkout.paths, template=s.template, sets=s.sets, cache=self.cache)
+                self.loaded = shown_as(loaded, self.checkout)
+            return
         if self.loaded is None or changed is None:
+            probe = Probe(s.paths) if s.probe else None
             self.loaded = load_source(s.paths, template=s.template, sets=s.sets, cache=self.cache)
+            if probe is not None:
+                revision, top = probe.result()
+                self.checkout = Checkout(tuple(s.paths), tuple(s.paths), revision, top, top)
         else:
             self.loaded = refresh(self.loaded, changed, self.cache)
 
@@ -286,7 +342,7 @@ class Reconciler:
     def _plan(self, scope: Collection[str] | None) -> Plan:
         assert self.loaded is not None
         try:
-            return make_plan(
+            made = make_plan(
                 self.source,
                 self.loaded,
                 self.cluster,
@@ -295,6 +351,7 @@ class Reconciler:
                 scope=scope,
                 inventory=self._read().inventory,
             )
+            return with_revision(made, self.checkout, self.loaded)
         except PlanError as exc:
             raise _Terminal(Reason.plan_failed, str(exc)) from exc
 
@@ -314,7 +371,9 @@ class Reconciler:
             who=self.who,
             commit=self.commit(),
             keep_going=True,
+            note=self.note,
         )
+        self.note = ""
         changes = {c.address: c for c in plan.changes}
         for entry in result.entries:
             if entry.outcome == "failed":
@@ -323,7 +382,7 @@ class Reconciler:
                 failures = (held.failures if held else 0) + 1
                 terminal = "Rejected" in entry.message or entry.message.startswith("422")
                 wait = math.inf if terminal else self._delay(failures)
-                document = _digest(change.after) if change.after is not None else ""
+                document = _digest(without_own(change.after)) if change.after is not None else ""
                 self.backoff[entry.address] = _Backoff(failures, self.clock() + wait, document)
             else:
                 self.backoff.pop(entry.address, None)
@@ -356,109 +415,3 @@ def _summary(plan: Plan) -> str:
         f"applied: {s['create']} created, {s['update']} updated, {s['replace']} replaced, "
         f"{s['delete']} deleted, {s['noop']} unchanged"
     )
-
-
-# ---- the loop -----------------------------------------------------------------------------------
-
-#: An event source: wait up to ``timeout`` seconds; the paths that changed (empty: none), or
-#: ``None`` to stop.
-Events = Callable[[float], "set[str] | None"]
-
-
-class Watch:
-    """Drive a ``Reconciler`` from file events and a periodic, jittered resync."""
-
-    def __init__(
-        self,
-        reconciler: Reconciler,
-        events: Events,
-        *,
-        interval: float = 300.0,
-        clock: Callable[[], float],
-        rng: random.Random | None = None,
-        on_status: Callable[[dict], None] | None = None,
-    ):
-        self.reconciler = reconciler
-        self.events = events
-        self.interval = interval
-        self.clock = clock
-        self.rng = rng or random.Random()
-        self.on_status = on_status
-        self.next_resync = clock()  # the first pass is a full one, at once
-        self._collector = Collector()  # ``run``'s: what a full pass left alive is frozen
-
-    def _jittered(self) -> float:
-        return self.interval * (1 + JITTER * (2 * self.rng.random() - 1))
-
-    def step(self) -> bool:
-        """Wait for the next thing to do and do it; ``False`` when the event source has stopped."""
-        now = self.clock()
-        wake = self.next_resync
-        due = self.reconciler.next_due()
-        if due is not None:
-            wake = min(wake, due)
-        changed = self.events(max(0.0, wake - now))
-        if changed is None:
-            return False
-        now = self.clock()
-        if changed:
-            status = self.reconciler.reconcile_once(changed)
-        elif now >= self.next_resync:
-            status = self.reconciler.reconcile_once(None)
-            self.next_resync = self.clock() + self._jittered()
-            # what the pass left alive (the loaded documents, the source's state) lives on: the
-            # cyclic collector stops walking it at every later pass, once what was garbage is
-            # collected (frozen objects are still freed when nothing refers to them)
-            self._collector.settle()
-        elif self.reconciler.retry_at is not None and now >= self.reconciler.retry_at:
-            status = self.reconciler.reconcile_once(None)
-        elif self.reconciler.due():
-            status = self.reconciler.reconcile_once(set(), names=self.reconciler.due())
-        else:
-            return True
-        if self.on_status:
-            self.on_status(status)
-        return True
-
-    def run(self) -> None:
-        """Step until the events end (a test's scripted events, or a stop)."""
-        with gc_paused(pause=False) as self._collector:  # unfrozen when the loop ends
-            running = True
-            while running:
-                running = self.step()
-
-
-class FileEvents:
-    """watchfiles on the paths (and the template folders): ``events(timeout)`` for ``Watch``."""
-
-    def __init__(self, paths: Collection[str], stop: Callable[[], bool] = lambda: False):
-        import watchfiles
-
-        from .templates import search_folders
-
-        roots = [p for p in paths] + [str(f) for f in search_folders() if f.is_dir()]
-        self._stop = stop
-        self._iter: Iterator[set[tuple[Any, str]]] = iter(
-            watchfiles.watch(
-                *roots, yield_on_timeout=True, rust_timeout=200, debounce=50, raise_interrupt=False
-            )
-        )
-
-    def __call__(self, timeout: float) -> set[str] | None:
-        import time
-
-        deadline = time.monotonic() + timeout
-        while not self._stop():
-            try:
-                changes = next(self._iter)
-            except StopIteration:
-                return None
-            found = {path for _, path in changes if not _ignored(path)}
-            if found or time.monotonic() >= deadline:
-                return found
-        return None
-
-
-def _ignored(path: str) -> bool:
-    parts = path.replace("\\", "/").split("/")
-    return any(p.startswith(".") for p in parts if p not in (".", ".."))
