@@ -1,8 +1,8 @@
 """Rendering a loaded template: its spec with every expression evaluated, and every value's origin.
 
-Owns: walking a template's spec with the parameters' values, leaving out a field that renders to
-null, and the origin map (a value made by a parameter points at where the parameter's value was
-given, by way of the template string that used it).
+Owns: walking a template's spec with the parameters' values (one budget for the whole walk),
+leaving out a field that renders to null, and the origin map (a value made by a parameter
+points at where the parameter's value was given, by way of the template string that used it).
 
 Must not touch: files, the sandbox's rules (``sandbox``), merging (``merge``).
 """
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..runspec.errors import ErrorType, FieldError
 from ..runspec.paths import FieldPath
+from .budget import Budget, OverBudget
 from .origins import SPEC, Origin
 from .sandbox import Failed, Refused, evaluate
 
@@ -25,16 +26,23 @@ __all__ = ["render"]
 
 
 def render(
-    template: Template, values: Mapping[str, Any], origins: Mapping[str, Origin]
+    template: Template,
+    values: Mapping[str, Any],
+    origins: Mapping[str, Origin],
+    *,
+    budget: Budget | None = None,
 ) -> tuple[dict[str, Any] | None, dict[FieldPath, Origin], list[FieldError]]:
     """The template's spec with every expression evaluated, and the origin of every value in it.
 
     ``values`` must have passed ``resolve_parameters``. Paths in the origin map start at
-    ``spec``. A field that renders to null is left out.
+    ``spec``. A field that renders to null is left out. The rendering spends one ``Budget`` (a
+    new one unless given): a value over a limit is an error at that value, and a limit of the
+    whole rendering (its time, its loops, its size) ends it there.
     """
     out_origins: dict[FieldPath, Origin] = {}
     errors: list[FieldError] = []
     values = dict(values)
+    budget = Budget() if budget is None else budget
 
     def walk(value: Any, path: FieldPath, origin: Origin) -> Any:
         if isinstance(value, dict):
@@ -52,8 +60,13 @@ def render(
         if piece is None:
             out_origins[path] = origin
             return value
+        if budget.spent is not None:
+            return None  # the rendering ended at a limit, reported where it was reached
         try:
-            result = evaluate(piece, values)
+            result = evaluate(piece, values, budget)
+        except OverBudget as exc:
+            errors.append(origin.error(FieldError(ErrorType.too_long, path, str(exc))))
+            return None
         except Refused as exc:
             errors.append(origin.error(FieldError(ErrorType.forbidden, path, str(exc))))
             return None
