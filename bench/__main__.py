@@ -1,4 +1,5 @@
-"""``python -m bench [--n 10000] [--only validate]``: validate against its floors, control plane, plan.
+"""``python -m bench [--n 10000] [--only validate]``: validate against its floors, a multi-document
+file against separate files, control plane, plan.
 
 Every figure is a cold process (the page cache warmed first, by reading every file once, and
 astra's bytecode compiled, as for an installed package), repeated and reported as the median;
@@ -28,7 +29,7 @@ from .startup import not_needed, parse_importtime, top_level
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "schema" / "run.schema.json"
 OUT = Path(__file__).resolve().parent / "out" / "validate.json"
-PARTS = ("validate", "floor", "check-jsonschema", "startup", "profile", "controlplane", "plan", "git")
+PARTS = ("validate", "floor", "check-jsonschema", "multidoc", "startup", "profile", "controlplane", "plan", "git")
 #: validate / yaml-rs floor, at most; check-jsonschema / validate, at least
 TARGET_FLOOR, TARGET_CHECK = 1.5, 5.0
 
@@ -109,6 +110,10 @@ def main() -> int:
             report["measurements"] = {k: s.to_json(args.n) for k, s in samples.items()}
             report["ratios"] = _ratios(samples)
             print(_ratio_table(report["ratios"]))
+        if "multidoc" in only:
+            from . import multidoc
+
+            report["multidoc"] = multidoc.main(astra, mb=args.multidoc_mb, repeat=args.repeat)
         if "startup" in only:
             report["startup"] = _startup(py, astra, files[0], args.startup_runs)
             print(_startup_text(report["startup"]))
@@ -152,6 +157,9 @@ def _arguments() -> argparse.Namespace:
         help="run only this part (repeatable): " + ", ".join(PARTS),
     )
     parser.add_argument("--repeat", type=int, default=3, help="cold runs per command (default 3)")
+    parser.add_argument(
+        "--multidoc-mb", type=float, default=10.0, help="multidoc part: the file's size in MB (default 10)"
+    )
     parser.add_argument("--startup-runs", type=int, default=10, help="runs per start-up figure")
     parser.add_argument(
         "--apply-n", type=int, default=500, help="plan part: specs in the timed first apply (default 500)"

@@ -5,8 +5,12 @@ YAML 1.2 (what yaml-language-server reads, so the editor and the CLI see the sam
 strict JSON for ``.json`` files, one or several documents per file.
 
 The fast path is yaml-rs, a Rust loader: no positions, but ten times PyYAML's speed. Positions
-are needed only for documents that fail, so ``Source.locate`` composes the file with ruamel.yaml
-(C-backed) the first time an error needs a line and a column, and keeps that node tree.
+are needed only for documents that fail, so ``Source.locate`` composes a document with
+ruamel.yaml (C-backed) the first time an error needs a line and a column, and keeps that node
+tree. A file of several documents is split at its document markers (``---``, ``...``): the
+markers also tell several documents from one document that is a list (yaml-rs gives both as a
+list), and only a failing document's own lines are composed, so a file of a hundred thousand
+documents loads as fast per document as that many files (``task bench --only multidoc``).
 
 Every failure is a ``FieldError`` with the file, line and column, never an exception: an empty
 file, a list at the top, bytes that are not UTF-8, duplicate keys, tabs, syntax errors, JSON's
@@ -19,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,20 +35,33 @@ __all__ = ["Document", "Source", "load_file", "load_text"]
 
 _ROOT = FieldPath.root()
 _SEPARATOR = re.compile(r"^(---|\.\.\.)(\s|$)", re.M)
+_MARKER = re.compile(r"^(---|\.\.\.)(?:[ \t\r]|$)", re.M)
+_DIRECTIVE = re.compile(r"^%", re.M)
 _YAML_RS_POSITION = re.compile(r"at line (\d+), column (\d+)")
 
 
 @dataclass
 class Source:
-    """One file's text, and (once asked for) its node tree for positions."""
+    """One file's text, and (once asked for) the node tree of a document, for positions.
+
+    A document's nodes are composed from its own lines only (``document_lines``), so that the
+    position of one error in a file of a hundred thousand documents costs one small document.
+    """
 
     name: str
     text: str
     json: bool = False
+    #: positions from each document's own lines; ``False``: compose the whole file (the plain
+    #: path, which the split one must agree with)
+    split: bool = True
     _nodes: list | None = field(default=None, repr=False)
+    _starts: list[int] | None = field(default=None, repr=False)
+    _documents: dict[int, Any] = field(default_factory=dict, repr=False)
+    _lines: list[str] | None = field(default=None, repr=False)
 
     def nodes(self) -> list:
-        """The composed documents; empty when the composer cannot read what yaml-rs could."""
+        """The composed documents of the whole file; empty when the composer cannot read what
+        yaml-rs could."""
         if self._nodes is None:
             try:
                 self._nodes = _compose(self.text)
@@ -51,16 +69,48 @@ class Source:
                 self._nodes = []
         return self._nodes
 
+    def document_lines(self) -> list[int] | None:
+        """The 0-based line where each document starts, or ``None`` when the text is one the
+        splitter leaves to the composer (JSON, YAML directives)."""
+        if self._starts is None and self.split and not self.json:
+            self._starts = _document_starts(self.text) or []
+        return self._starts or None
+
+    def node(self, index: int) -> tuple[Any, int]:
+        """The composed node of document ``index`` (``None`` if there is none) and the 0-based
+        line its text starts on."""
+        starts = self.document_lines()
+        if starts is None:
+            nodes = self.nodes()
+            return (nodes[index] if index < len(nodes) else None), 0
+        if index >= len(starts):
+            return None, 0
+        if index not in self._documents:
+            try:
+                composed = _compose(self.document_text(index))
+            except Exception:  # as ``nodes``: the position falls back to 1:1
+                composed = []
+            self._documents[index] = composed[0] if composed else None
+        return self._documents[index], starts[index]
+
+    def document_text(self, index: int) -> str:
+        """The lines of document ``index`` (``document_lines`` must know them)."""
+        starts = self.document_lines() or [0]
+        if self._lines is None:
+            self._lines = self.text.splitlines(keepends=True)
+        end = starts[index + 1] if index + 1 < len(starts) else None
+        return "".join(self._lines[starts[index] : end])
+
     def locate(self, index: int, path: FieldPath, *, key: bool = False) -> tuple[int, int]:
         """1-based line and column of the value at ``path`` (its key with ``key``).
 
         A path that does not exist (a missing required field) resolves to the nearest
         existing parent's key, which is where the field should be added.
         """
-        nodes = self.nodes()
-        if index >= len(nodes) or nodes[index] is None:
+        node, offset = self.node(index)
+        if node is None:
             return 1, 1
-        node, key_node = nodes[index], None
+        key_node = None
         for step in path.steps:
             child = _child(node, step)
             if child is None:
@@ -68,9 +118,9 @@ class Source:
             key_node, node = child
         else:
             target = key_node if key and key_node is not None else node
-            return target.start_mark.line + 1, target.start_mark.column + 1
+            return offset + target.start_mark.line + 1, target.start_mark.column + 1
         target = key_node if key_node is not None else node
-        return target.start_mark.line + 1, target.start_mark.column + 1
+        return offset + target.start_mark.line + 1, target.start_mark.column + 1
 
     def position(self, error: FieldError, index: int) -> FieldError:
         if error.line is not None:
@@ -133,8 +183,11 @@ def _load_bytes(data: bytes, name: str) -> tuple[list[Document], list[FieldError
     return load_text(text, name, as_json=name.endswith(".json"))
 
 
-def load_text(text: str, name: str, *, as_json: bool = False) -> tuple[list[Document], list[FieldError]]:
-    source = Source(name, text, json=as_json)
+def load_text(
+    text: str, name: str, *, as_json: bool = False, split: bool = True
+) -> tuple[list[Document], list[FieldError]]:
+    """The documents of ``text`` and every error found while loading it (``split``: see ``Source``)."""
+    source = Source(name, text, json=as_json, split=split)
     if not text.strip():
         return [], [_file_error(name, "the file is empty: a run spec has metadata and spec")]
     if as_json:
@@ -176,16 +229,54 @@ def _load_yaml(text: str, source: Source) -> tuple[list[Any], FieldError | None]
         )
     except yaml_rs.YAMLDecodeError as exc:
         return [], _yaml_error(str(exc), source)
-    if not isinstance(value, list):
-        return [value], None
-    separators = _SEPARATOR.findall(text)
-    if not separators:
-        return [value], None  # one document, which is a list
+    if not isinstance(value, list) or not _SEPARATOR.search(text):
+        return [value], None  # one document (a list, when it is a list)
     # yaml-rs gives several documents as a list, and one document that is a list as a list too:
-    # ask the composer, which knows, how many documents there are
-    if len(source.nodes()) <= 1:
+    # the document markers say which, and the composer is asked only when the splitter cannot
+    # tell (it composes the whole file: a minute for 10 MB of small documents)
+    starts = source.document_lines()
+    if starts is not None and len(starts) != 1 and len(starts) != len(value):
+        import logging  # not at the top: the start-up of validate does without it
+
+        words = "%s: %d documents by their markers, %d by yaml-rs: composing"
+        logging.getLogger(__name__).debug(words, source.name, len(starts), len(value))
+        source._starts, starts = [], None  # the splitter disagrees with yaml-rs: trust the composer
+    count = len(starts) if starts is not None else len(source.nodes())
+    if count <= 1:
         return [value], None
     return value, None
+
+
+def _document_starts(text: str) -> list[int] | None:
+    """The 0-based line on which each YAML document of ``text`` starts, as yaml-rs counts them.
+
+    A document starts at a ``---`` line (YAML forbids that line inside any scalar), or, at the
+    start of the text and after a ``...`` line, where something other than comments comes before
+    the next ``---``. ``None`` for a text with directives (``%YAML``), which the composer reads.
+    """
+    if _DIRECTIVE.search(text):
+        return None
+    starts: list[int] = []
+    line, at = 0, 0
+    bare_from: int | None = 0  # where a document without ``---`` may start
+    for m in _MARKER.finditer(text):
+        if bare_from is not None and _has_content(text[bare_from : m.start()]):
+            starts.append(line + text.count("\n", at, bare_from))
+        line += text.count("\n", at, m.start())
+        at = m.start()
+        if m.group(1) == "---":
+            starts.append(line)
+            bare_from = None
+        else:
+            bare_from = text.find("\n", m.start()) + 1 or len(text)
+    if bare_from is not None and _has_content(text[bare_from:]):
+        starts.append(line + text.count("\n", at, bare_from))
+    return starts
+
+
+def _has_content(text: str) -> bool:
+    """Whether ``text`` holds a line that is neither blank nor a comment."""
+    return any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines())
 
 
 def _yaml_error(message: str, source: Source) -> FieldError:
@@ -209,21 +300,30 @@ def _yaml_error(message: str, source: Source) -> FieldError:
 
 
 def _find_duplicate(source: Source) -> FieldError | None:
-    try:
-        nodes = source.nodes()
-    except Exception:  # the composer disagrees with yaml-rs: keep yaml-rs's words
-        return None
-    for root in nodes:
+    """The duplicate key yaml-rs found (its message has no position), placed by the composer: in
+    a file of several documents, only the document yaml-rs refuses on its own is composed."""
+    import yaml_rs
+
+    starts = source.document_lines()
+    indexes: Iterable[int] = range(len(starts)) if starts is not None else range(len(source.nodes()))
+    for index in indexes:
+        if starts is not None and len(starts) > 1:
+            try:
+                yaml_rs.loads(source.document_text(index), parse_datetime=False)
+                continue
+            except yaml_rs.YAMLDecodeError:
+                pass
+        root, offset = source.node(index)
         found = _duplicate_in(root, _ROOT)
         if found is not None:
             path, first, second = found
             return FieldError(
                 ErrorType.duplicate,
                 path,
-                f"duplicate key '{path.last}' (first at line {first.start_mark.line + 1}): "
+                f"duplicate key '{path.last}' (first at line {offset + first.start_mark.line + 1}): "
                 "a key may appear once in a mapping",
                 source.name,
-                second.start_mark.line + 1,
+                offset + second.start_mark.line + 1,
                 second.start_mark.column + 1,
             )
     return None

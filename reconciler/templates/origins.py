@@ -77,10 +77,7 @@ class Origin:
 def yaml_node(source: Source, index: int, path: FieldPath) -> Any:
     from ruamel.yaml.nodes import MappingNode, SequenceNode
 
-    nodes = source.nodes()
-    if index >= len(nodes):
-        return None
-    node = nodes[index]
+    node, _ = source.node(index)
     for step in path.steps:
         if isinstance(node, MappingNode) and isinstance(step, str):
             node = next((v for k, v in node.value if str(k.value) == step), None)
