@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..processes import process_alive, process_start_time  # re-exported: the executor's API
 from .scheduler import (
     ClusterState,
     Decision,
@@ -84,32 +85,6 @@ class _Proc:
     popen: subprocess.Popen[bytes] | None
     pgid: int
     kill_at: float | None = None
-
-
-def process_start_time(pid: int) -> str | None:
-    """The start time of ``pid`` (field 22 of /proc/PID/stat), to tell it from a reused pid."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            text = f.read()
-    except OSError:
-        return None
-    return text.rsplit(")", 1)[1].split()[19]
-
-
-def process_alive(pid: int | None, started: str | None) -> bool:
-    """Whether the process ``pid`` that started at ``started`` still runs (not a zombie)."""
-    if not pid:
-        return False
-    now = process_start_time(pid)
-    if now is None:
-        return False
-    if started is not None and now != started:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 class ProcessExecutor:

@@ -7,7 +7,8 @@ their run, each that forces a replace marked ``# forces replace``; fields change
 cluster since the last apply (drift) are listed apart. Then the summary line:
 ``Plan: N to create, N to update, N to replace, N to delete.``
 
-``render_apply(data)`` reads an apply result's JSON form (``ApplyResult.to_json``).
+``render_apply(data)`` reads an apply result's JSON form (``ApplyResult.to_json``); its totals
+count every run the apply handled.
 Pure: no I/O; everything printed is sorted.
 """
 
@@ -114,8 +115,14 @@ _OUTCOME_WORDS = {
 }
 
 
+_ALWAYS = ("created", "configured", "replaced", "deleted")
+_OTHERS = ("recorded", "forgotten", "skipped", "failed")
+
+
 def render_apply(data: dict[str, Any], *, verbose: bool = False) -> str:
-    """An apply result as a person reads it: one line per run acted on, then the totals."""
+    """An apply result as a person reads it: one line per run acted on, then the totals, which
+    add up to every run the apply handled (the four changes always; recorded, forgotten,
+    skipped and failed when there are any; unchanged)."""
     lines = []
     for entry in sorted(data["entries"], key=lambda e: e["address"]):
         outcome = entry["outcome"]
@@ -126,9 +133,15 @@ def render_apply(data: dict[str, Any], *, verbose: bool = False) -> str:
             line += f": {entry['message']}"
         lines.append(line)
     counts = data["counts"]
-    total = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("created", "configured", "replaced", "deleted"))
+    # every run handled is counted: the four changes always, then any other outcome that occurred
+    # (a resumed apply records the runs an earlier one made; a failed run is counted too)
+    shown = [f"{counts.get(k, 0)} {k}" for k in _ALWAYS]
+    shown += [f"{counts[k]} {k}" for k in _OTHERS if counts.get(k)]
+    shown += [
+        f"{n} {k}" for k, n in sorted(counts.items()) if k not in (*_ALWAYS, *_OTHERS, "unchanged") and n
+    ]
     word = "Apply complete" if data["result"] == "applied" else "Apply FAILED"
-    lines.append(f"{word}: {total}, {counts.get('unchanged', 0)} unchanged.")
+    lines.append(f"{word}: {', '.join(shown)}, {counts.get('unchanged', 0)} unchanged.")
     if data["result"] != "applied" and data.get("error"):
         lines.append(f"error: {data['error']}")
     return "\n".join(lines) + "\n"

@@ -47,6 +47,9 @@ class SourceRow(StateTable, table=True):
     lock_id: str | None = None
     lock_owner: str | None = None
     lock_created_at: float | None = None
+    lock_host: str | None = None  # the process that took the lock (revision 0002_lock_process)
+    lock_pid: int | None = None
+    lock_started: str | None = None
 
 
 class InventoryRow(StateTable, table=True):
@@ -237,7 +240,14 @@ class SqlSourceStore:
             taken = conn.execute(
                 s.update()
                 .where(s.c.name == name, s.c.lock_id.is_(None))
-                .values(lock_id=lock.id, lock_owner=lock.owner, lock_created_at=lock.created_at)
+                .values(
+                    lock_id=lock.id,
+                    lock_owner=lock.owner,
+                    lock_created_at=lock.created_at,
+                    lock_host=lock.host,
+                    lock_pid=lock.pid,
+                    lock_started=lock.started,
+                )
             ).rowcount
             if not taken:
                 row = conn.execute(select(s).where(s.c.name == name)).mappings().first()
@@ -252,7 +262,14 @@ class SqlSourceStore:
             released = conn.execute(
                 s.update()
                 .where(s.c.name == name, s.c.lock_id == lock_id)
-                .values(lock_id=None, lock_owner=None, lock_created_at=None)
+                .values(
+                    lock_id=None,
+                    lock_owner=None,
+                    lock_created_at=None,
+                    lock_host=None,
+                    lock_pid=None,
+                    lock_started=None,
+                )
             ).rowcount
         if not released:
             held = self.read(name).lock
@@ -283,4 +300,11 @@ class _Tx:
 def _lock_of(row) -> Lock | None:
     if row is None or row["lock_id"] is None:
         return None
-    return Lock(row["lock_id"], row["lock_owner"] or "?", row["lock_created_at"] or 0.0)
+    return Lock(
+        row["lock_id"],
+        row["lock_owner"] or "?",
+        row["lock_created_at"] or 0.0,
+        row["lock_host"],
+        row["lock_pid"],
+        row["lock_started"],
+    )

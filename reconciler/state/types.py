@@ -4,7 +4,7 @@ Owns: ``InventoryEntry``, ``Lock``, ``HistoryEntry``, ``SourceState`` (with thei
 field names are the ``/sources`` API's), the ``SourceStore`` protocol every store follows (memory,
 SQL, the control plane's through ``reconciler.clusters.http``), ``KeepsSources`` (a cluster that
 keeps sources), and the errors. Must not touch: any store's storage; no import beyond the
-standard library and the spec layer (it is on the plan's path).
+standard library, the spec layer and ``reconciler.processes`` (it is on the plan's path).
 
 Exceptions::
 
@@ -42,15 +42,30 @@ class StateError(Exception):
 
 
 class Locked(StateError):
-    """Another apply holds the source's lock (``lock``); with ``now``, the message says its age."""
+    """Another apply holds the source's lock (``lock``); with ``now``, the message says its age.
+
+    ``gone``: the holder is known to have ended (it ran on this host and its process, by pid and
+    start time, runs no more: an apply killed or crashed); the message says so instead of
+    "another apply is running". Both say how to clear the lock.
+    """
 
     def __init__(self, source: str, lock: Lock, now: float | None = None):
         self.lock = lock
+        self.gone = lock.holder_gone()
         age = "" if now is None else f", {duration_words(max(0.0, now - lock.created_at))} ago"
-        super().__init__(
-            f"source '{source}' is locked by {lock.owner} (lock {lock.id}{age}): another apply is running; "
-            f"if it is not, clear the lock with 'astra force-unlock {lock.id} --source {source}'"
-        )
+        clear = f"'astra force-unlock {lock.id} --source {source}'"
+        if self.gone:
+            text = (
+                f"source '{source}' is locked by {lock.owner} (lock {lock.id}{age}), but that apply is "
+                f"gone: process {lock.pid} no longer runs on {lock.host} (killed, or it crashed); "
+                f"clear the lock with {clear}"
+            )
+        else:
+            text = (
+                f"source '{source}' is locked by {lock.owner} (lock {lock.id}{age}): another apply is "
+                f"running; if it is not, clear the lock with {clear}"
+            )
+        super().__init__(text)
 
 
 class StaleState(StateError):
@@ -109,22 +124,50 @@ def digest_of(spec: dict[str, Any] | None) -> str | None:
 
 @dataclass(frozen=True)
 class Lock:
+    """A source's apply lock: its id, who holds it (``user@host:pid``, for people), since when,
+    and the process that took it (``host``, ``pid``, ``started``: ``reconciler.processes``), by
+    which a lock left by a dead apply on this host is told from one held. The process fields are
+    optional (a lock taken by an older astra has none) and left out of the JSON when unknown."""
+
     id: str
     owner: str
     created_at: float
+    host: str | None = None
+    pid: int | None = None
+    started: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if v is not None or k in ("id", "owner", "created_at")}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Lock:
-        return cls(str(data["id"]), str(data.get("owner", "?")), float(data.get("created_at") or 0.0))
+        pid = data.get("pid")
+        return cls(
+            str(data["id"]),
+            str(data.get("owner", "?")),
+            float(data.get("created_at") or 0.0),
+            str(data["host"]) if data.get("host") else None,
+            int(pid) if isinstance(pid, int) and not isinstance(pid, bool) else None,
+            str(data["started"]) if data.get("started") else None,
+        )
 
     @classmethod
     def new(cls, who: str, now: float) -> Lock:
+        """A new lock taken by this process (its host, pid and start recorded)."""
         import uuid
 
-        return cls(uuid.uuid4().hex[:12], who, now)
+        from ..processes import Process
+
+        me = Process.this()
+        return cls(uuid.uuid4().hex[:12], who, now, me.host, me.pid, me.started)
+
+    def holder_gone(self) -> bool:
+        """Whether the process that took the lock is known to have ended (reads /proc)."""
+        if self.host is None or self.pid is None:
+            return False
+        from ..processes import Process
+
+        return Process(self.host, self.pid, self.started).gone()
 
 
 @dataclass(frozen=True)

@@ -319,12 +319,21 @@ LOGS_CONTENT = {"text/plain": {"schema": {"type": "string", "description": "The 
 # ---- sources -----------------------------------------------------------------------------------
 
 
+_PROCESS = (
+    "the process that took the lock (null: not told, as by an older astra): with its host and pid, "
+    "its start (``TICKS/BOOT/NS``, reconciler.processes) tells a lock left by a dead apply from one held"
+)
+
+
 class Lock(Answer):
-    """A source's apply lock: who holds it, since when."""
+    """A source's apply lock: who holds it, since when, and the process that took it."""
 
     id: str
     owner: str = Field(description="``user@host:pid``.")
     created_at: float = Field(description=EPOCH)
+    host: str | None = Field(None, description=f"The host of {_PROCESS}.")
+    pid: int | None = Field(None, description="The pid of the process that took the lock.")
+    started: str | None = Field(None, description="When the process that took the lock started.")
 
 
 class LockHeld(Detail):
@@ -334,11 +343,15 @@ class LockHeld(Detail):
 
 
 class LockRequest(RequestBody):
-    """``POST /sources/{name}/lock``: who asks (left out: 'unknown'), and the lock's id (left
-    out: the server makes one). Other keys are ignored."""
+    """``POST /sources/{name}/lock``: who asks (left out: 'unknown'), the lock's id (left out:
+    the server makes one), and the asking process (``host``, ``pid``, ``started``: kept with the
+    lock). Other keys are ignored."""
 
     owner: str | None = None
     id: str | None = None
+    host: str | None = None
+    pid: int | None = None
+    started: str | None = None
 
 
 class InventoryEntryWrite(RequestBody):

@@ -8,8 +8,9 @@ the jobs, and what astra saw a job end as (``seen``) outlives Slurm's memory of 
 Owns: the state folder (``$ASTRA_SLURM_STATE``, else ``$ASTRA_HOME/slurm``, else
 ``~/.astra/slurm``): ``runs/<name>.json`` (written atomically), ``logs/<name>/`` (the jobs' output:
 on a real cluster this must be on a filesystem the nodes share) and ``lock``; the lock that
-serializes every change and observation (``locked``: the one place it is taken), so two astra
-processes never resubmit the same worker twice; the records' shape (``new_record``,
+serializes every change and observation (``locked``: the one place it is taken, waiting at most
+``LOCK_TIMEOUT``, the lock file saying who holds it), so two astra processes never resubmit the
+same worker twice; the records' shape (``new_record``,
 ``group_record``, ``units``); which log files hold a worker's output.
 
 Must not touch: Slurm's commands, the clock (times come in as arguments), restart decisions.
@@ -22,17 +23,21 @@ import fcntl
 import json
 import os
 import shutil
-from collections.abc import Iterator
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+from reconciler.processes import Process
 from reconciler.runspec.models import Run
 
-from ..base import NotFound
+from ..base import NotFound, Unreachable
 from .groups import group_gpus, group_offsets
 from .submission import Submission, spec_hash
 
 __all__ = [
+    "LOCK_TIMEOUT",
     "RECORD_VERSION",
     "RunRecords",
     "default_state_dir",
@@ -44,6 +49,22 @@ __all__ = [
 RECORD_VERSION = 1
 
 
+def _holder() -> dict[str, Any]:
+    """This process, as the lock file says who holds the lock: its program and subcommand only
+    (``astra apply``; its other arguments may hold a secret, and the folder may be shared)."""
+    me = Process.this()
+    words = [os.path.basename(sys.argv[0])] if sys.argv and sys.argv[0] else []
+    words += [a for a in sys.argv[1:2] if not a.startswith("-")]
+    command = " ".join(words)
+    return {
+        "pid": me.pid,
+        "host": me.host,
+        "started": me.started,
+        "command": command[:200],
+        "since": time.time(),
+    }
+
+
 def default_state_dir() -> Path:
     """``$ASTRA_SLURM_STATE``, else ``$ASTRA_HOME/slurm``, else ``~/.astra/slurm``."""
     if os.environ.get("ASTRA_SLURM_STATE"):
@@ -52,22 +73,81 @@ def default_state_dir() -> Path:
     return (Path(home) if home else Path.home() / ".astra") / "slurm"
 
 
-class RunRecords:
-    """The records of one state folder."""
+#: How long a change or an observation waits for the state folder's lock. Its holder runs
+#: Slurm's commands under it (each within ``COMMAND_TIMEOUT``, 30 s): four of them, at most.
+LOCK_TIMEOUT = 120.0
 
-    def __init__(self, state_dir: Path):
+
+class RunRecords:
+    """The records of one state folder. ``clock`` and ``sleep`` time the wait for its lock."""
+
+    def __init__(
+        self,
+        state_dir: Path,
+        *,
+        lock_timeout: float = LOCK_TIMEOUT,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.state_dir = state_dir
+        self.lock_timeout = lock_timeout
+        self._clock, self._sleep = clock, sleep
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        """Hold the state folder's lock (``flock``, exclusive, waiting as long as it takes)."""
+        """Hold the state folder's lock (``flock``, exclusive): ``Unreachable`` after
+        ``lock_timeout`` seconds of waiting, naming the holder. While it is held, the lock file
+        says who holds it (pid, host, command, since when); the kernel releases the lock of a
+        process that ends, however it ends."""
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        with open(self.state_dir / "lock", "a") as f:
-            fcntl.flock(f, fcntl.LOCK_EX)
+        fd = os.open(self.state_dir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "r+", encoding="utf-8") as f:
+            self._wait(f)
             try:
+                f.seek(0)
+                f.truncate()
+                f.write(json.dumps(_holder(), sort_keys=True))
+                f.flush()
                 yield
             finally:
+                f.seek(0)
+                f.truncate()
                 fcntl.flock(f, fcntl.LOCK_UN)
+
+    def _wait(self, f: IO[str]) -> None:
+        deadline = self._clock() + self.lock_timeout
+        delay = 0.01
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                left = deadline - self._clock()
+                if left <= 0:
+                    raise Unreachable(self._held_words(f)) from None
+                self._sleep(min(delay, left))
+                delay = min(delay * 2, 0.5)
+
+    def _held_words(self, f: IO[str]) -> str:
+        """Why the lock could not be had: who holds it, as its file says."""
+        f.seek(0)
+        try:
+            holder = json.loads(f.read() or "{}")
+        except ValueError:  # written half: the holder is unknown
+            holder = {}
+        if isinstance(holder, dict) and holder.get("pid"):
+            since = holder.get("since")
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since)) if since else "?"
+            who = (
+                f"held by pid {holder['pid']} on {holder.get('host', '?')} "
+                f"({holder.get('command') or 'a command'}) since {when}"
+            )
+        else:
+            who = "held by another process that does not say which"
+        return (
+            f"the Slurm state folder {self.state_dir} is locked: {who}; waited {self.lock_timeout:g} s. "
+            "Each astra command holds it for a few Slurm commands: if that one hangs, stop it"
+        )
 
     def runs_dir(self) -> Path:
         path = self.state_dir / "runs"

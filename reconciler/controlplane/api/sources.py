@@ -282,7 +282,12 @@ async def lock_source(
     """Take the source's apply lock (409 with the holder's lock when it is held)."""
     wanted = wanted or wire.LockRequest()
     now = api.clock.now()
-    lock = wire.Lock(id=wanted.id or str(uuid.uuid4()), owner=wanted.owner or "unknown", created_at=now)
+    lock = wire.Lock(
+        id=wanted.id or str(uuid.uuid4()),
+        owner=wanted.owner or "unknown",
+        created_at=now,
+        **wanted.model_dump(include={"host", "pid", "started"}),
+    )
     took, held, tag = api.engine.store.lock_source(name, lock.model_dump(), now)
     if not took:
         raise ApiError(409, wire.LockHeld(detail=_locked_words(name, held), lock=_lock(held)), {"ETag": tag})

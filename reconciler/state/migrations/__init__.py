@@ -30,7 +30,7 @@ __all__ = ["BASELINE", "HEAD", "REVISIONS", "add_digests", "prepare"]
 
 BASELINE = "0001_baseline"
 #: The newest revision under ``versions/`` (a test holds it to the scripts).
-HEAD = "0001_baseline"
+HEAD = "0002_lock_process"
 REVISIONS = Revisions(Path(__file__).parent, "astra_state_alembic", BASELINE, HEAD)
 _PEEK = f"SELECT version_num FROM {REVISIONS.version_table}"
 
