@@ -141,14 +141,14 @@ class Lock:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Lock:
-        pid = data.get("pid")
+        host, pid, started = data.get("host"), data.get("pid"), data.get("started")
         return cls(
             str(data["id"]),
             str(data.get("owner", "?")),
             float(data.get("created_at") or 0.0),
-            str(data["host"]) if data.get("host") else None,
-            int(pid) if isinstance(pid, int) and not isinstance(pid, bool) else None,
-            str(data["started"]) if data.get("started") else None,
+            host if isinstance(host, str) else None,
+            pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
+            started if isinstance(started, str) else None,
         )
 
     @classmethod

@@ -171,4 +171,4 @@ def test_an_inventory_entry_and_a_lock_are_read_as_their_models(entry, lock):
     InventoryEntry.from_json(Recording(entry, read))
     assert read <= fields(wire.InventoryEntry)
     lk = wire.Lock.model_validate(lock)
-    assert Lock.from_json(lock) == Lock(lk.id, lk.owner, lk.created_at)
+    assert Lock.from_json(lock) == Lock(lk.id, lk.owner, lk.created_at, lk.host, lk.pid, lk.started)
