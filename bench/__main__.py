@@ -29,7 +29,17 @@ from .startup import not_needed, parse_importtime, top_level
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "schema" / "run.schema.json"
 OUT = Path(__file__).resolve().parent / "out" / "validate.json"
-PARTS = ("validate", "floor", "check-jsonschema", "multidoc", "startup", "profile", "controlplane", "plan", "git")
+PARTS = (
+    "validate",
+    "floor",
+    "check-jsonschema",
+    "multidoc",
+    "startup",
+    "profile",
+    "controlplane",
+    "plan",
+    "git",
+)
 #: validate / yaml-rs floor, at most; check-jsonschema / validate, at least
 TARGET_FLOOR, TARGET_CHECK = 1.5, 5.0
 
