@@ -255,9 +255,9 @@ def _compile(template: Template, path: FieldPath, text: str) -> Piece | list[Fie
         unknown = sorted(meta.find_undeclared_variables(ast) - set(template.parameters))
         if unknown:
             return [origin.error(FieldError.invalid(path, _not_a_parameter(template, n))) for n in unknown]
-        if _native(tokens, text):
-            (output,) = ast.body
-            body = [nodes.Assign(nodes.Name("result", "store"), output.nodes[0], lineno=1)]
+        one = ast.body[0].nodes if len(ast.body) == 1 and isinstance(ast.body[0], nodes.Output) else []
+        if _native(tokens, text) and len(one) == 1:
+            body = [nodes.Assign(nodes.Name("result", "store"), one[0], lineno=1)]
             compiled = env.from_string(_instrument(nodes.Template(body, lineno=1)))
             expression = TemplateExpression(compiled, False)
             middle = tokens[1:-1]
