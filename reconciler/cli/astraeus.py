@@ -129,7 +129,7 @@ def workers(
     from .remote import print_listing
 
     try:
-        cluster = connect(server, token)
+        cluster = connect(server, token, start=False)
         found = cluster.workers(run)
     except ClusterError as exc:
         raise _fail(str(exc)) from exc
@@ -174,7 +174,7 @@ def logs(
 
     path = f"/workers/{worker}/logs" + (f"?attempt={attempt}" if attempt is not None else "")
     try:
-        text = call("GET", path, server=server, token=token).text
+        text = call("GET", path, server=server, token=token, start=False).text
     except CommandError as exc:
         raise _fail(str(exc)) from exc
     sys.stdout.write(text)

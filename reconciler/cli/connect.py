@@ -6,7 +6,8 @@
 * ``slurm://[PARTITION]``: a Slurm cluster reached by the local Slurm commands
   (``reconciler.clusters.slurm``);
 * nothing: the local control plane, started on demand
-  (``reconciler.cli.local_server.ensure_server() -> (url, token)``).
+  (``reconciler.cli.local_server.ensure_server() -> (url, token)``); a command that only reads
+  passes ``start=False`` and is told none runs instead.
 
 This is the one place those meet; the commands call nothing else to get a cluster. It is the
 CLI's (a library user makes the cluster they want): the clusters never import the control
@@ -19,19 +20,38 @@ import os
 
 from ..clusters.base import Cluster, ClusterError
 
-__all__ = ["connect"]
+__all__ = ["connect", "require_host"]
 
 
-def connect(server: str | None, token: str | None) -> Cluster:
-    """The cluster ``server`` names (see the module docstring); ``ClusterError`` when there is none."""
+def require_host(server: str) -> None:
+    """``ClusterError`` when an http(s) URL names no host (``--server http://``)."""
+    from urllib.parse import urlsplit
+
+    try:
+        host = urlsplit(server).hostname
+    except ValueError:  # an unbalanced [ in the host
+        host = None
+    if not host:
+        raise ClusterError(f"cannot use server '{server}': the URL names no host (http://HOST:PORT)")
+
+
+def connect(server: str | None, token: str | None, *, start: bool = True) -> Cluster:
+    """The cluster ``server`` names (see the module docstring); ``ClusterError`` when there is none
+    (or, with ``start=False``, when no local server runs)."""
     server = server or os.environ.get("ASTRA_SERVER") or None
     token = token or os.environ.get("ASTRA_TOKEN") or None
     if server is None:
+        from ..controlplane.server import ServerError
         from .local_server import ensure_server
 
-        server, token = ensure_server()
+        try:
+            server, token = ensure_server(start=start)
+        except ServerError as exc:
+            raise ClusterError(str(exc)) from exc
     if server.startswith(("http://", "https://")):
         from ..clusters.http import HttpCluster
+
+        require_host(server)
 
         return HttpCluster(server, token)
     if server.startswith("slurm://"):

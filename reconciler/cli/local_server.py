@@ -1,11 +1,18 @@
 """The CLI's default cluster: find the Astraeus API to talk to, starting a local one if needed.
 
-Owns: ``ensure_server() -> (url, token)``. With ``--server``/``ASTRA_SERVER`` that server is used
-(and ``--token``/``ASTRA_TOKEN``). Without, the local control plane of the current folder (or of
-``$ASTRA_HOME``) is used: reused when its ``server.json`` names a live process that answers,
-else ``astra server --port 0`` is started in the background (its own session, output to
-``HOME/server.log``) and waited for. Later commands find it the same way; ``astra server stop``
-ends it.
+Owns: ``ensure_server(server, token, start=…) -> (url, token)``. With ``--server``/``ASTRA_SERVER``
+that server is used (and ``--token``/``ASTRA_TOKEN``). Without, the local control plane of
+astra's home (``reconciler.home.astra_home``: ``$ASTRA_HOME``, else the nearest ``.astra/``
+upward, else the per-user home) is used: reused when its ``server.json`` names a live process
+that answers; else, for a command that writes (``start=True``), ``astra server`` is started in
+the background (its own session, output to ``HOME/server.log``) on the port it used last
+(8750 the first time; any free port when that one is taken) and waited for, and the command says
+so on stderr, once: where, which URL, how to stop it. A command that only reads
+(``start=False``) never starts one: ``NoServer`` says none runs and how to start one.
+
+One server per home, whoever asks at once: the check and the start happen under
+``HOME/server.lock`` (``reconciler.home.home_lock``), so three commands started together share
+one server; the server itself holds ``HOME/serving.lock`` while it runs.
 
 It lives with the CLI (it starts a process, ``astra server``, and waits for it: a command's
 business); the control plane only writes its ``server.json`` (``controlplane.server``), and the
@@ -22,13 +29,19 @@ import sys
 import time
 from pathlib import Path
 
-from ..controlplane.server import ServerError, read_info
-from ..home import astra_home
+from ..controlplane.server import ServerError, read_info, read_port
+from ..home import HomeError, astra_home, home_lock
 
-__all__ = ["ensure_server"]
+__all__ = ["NoServer", "ensure_server", "local_server", "start_local_server"]
 
 #: How long a freshly started server may take to answer.
 START_TIMEOUT = 60.0
+#: How long a command waits for another one that is starting the server of the same home.
+LOCK_TIMEOUT = START_TIMEOUT + 15.0
+
+
+class NoServer(ServerError):
+    """No local server runs, and the command only reads: it does not start one."""
 
 
 def _healthy(url: str) -> bool:
@@ -51,24 +64,65 @@ def _token(home: Path, given: str | None) -> str | None:
         return None
 
 
-def ensure_server(server: str | None = None, token: str | None = None) -> tuple[str, str | None]:
-    """The server to talk to and its token; starts the local one when none is given or running."""
+def ensure_server(
+    server: str | None = None, token: str | None = None, *, start: bool = True
+) -> tuple[str, str | None]:
+    """The server to talk to and its token; starts the local one when none is given or running
+    (unless ``start`` is false: then ``NoServer``)."""
     server = server or os.environ.get("ASTRA_SERVER")
     home = astra_home()
     if server:
         return server, _token(home, token)
+    url = local_server(home)
+    if url is None:
+        if not start:
+            raise NoServer(
+                f"no astra server runs for {home}: 'astra server start' starts one in the background "
+                "(so does any 'astra apply' or 'astra plan')"
+            )
+        url, _ = start_local_server(home)
+    return url, _token(home, token)
+
+
+def local_server(home: Path) -> str | None:
+    """The URL of the server running for ``home``, if one runs and answers."""
     info = read_info(home)
-    if info is not None and _healthy(info.url):
-        return info.url, _token(home, token)
-    return _start(home), _token(home, token)
+    return info.url if info is not None and _healthy(info.url) else None
+
+
+def start_local_server(home: Path, *, announce: bool = True) -> tuple[str, bool]:
+    """The URL of the server of ``home``, started now if none runs; whether this call started it.
+
+    Under the home's start lock; says so on stderr when it starts one (unless ``announce`` is
+    false: the caller says it)."""
+    try:
+        with home_lock(home, "server", timeout=LOCK_TIMEOUT, purpose="start the local astra server"):
+            url = local_server(home)
+            if url is not None:
+                return url, False
+            url = _start(home)
+    except HomeError as exc:
+        raise ServerError(str(exc)) from exc
+    if announce:
+        sys.stderr.write(started_words(home, url) + "\n")
+    return url, True
+
+
+def started_words(home: Path, url: str) -> str:
+    """What a command says when it started the local server: where, which URL, how to stop it."""
+    return (
+        f"astra: started the local astra server at {url} (home {home}, log {home / 'server.log'}); "
+        "'astra server stop' stops it"
+    )
 
 
 def _start(home: Path) -> str:
-    home.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "ASTRA_HOME": str(home)}
+    port = str(read_port(home))
+    command = [sys.executable, "-m", "reconciler.cli", "server", "--host", "127.0.0.1", "--port", port]
     with open(home / "server.log", "ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "reconciler.cli", "server", "--host", "127.0.0.1", "--port", "0"],
+            [*command, "--any-port-if-busy"],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -117,13 +117,15 @@ def setup(
     prune: bool = False,
     allow_empty: bool = False,
     git: Git | None = None,
+    start: bool = True,
 ) -> Setup:
-    """The source, the cluster (with retries) and the store the options name."""
+    """The source, the cluster (with retries) and the store the options name (``start=False``, a
+    command that only reads: the local server is not started)."""
     from ..reconcile import Source, retrying
     from ..state import default_source_name, open_store
     from .connect import connect
 
-    cluster = connect(server, token)
+    cluster = connect(server, token, start=start)
     checkout = checkout_of(paths, git)
     if git is not None and git.url is not None:
         name = source or git.default_name()

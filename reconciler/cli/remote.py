@@ -16,18 +16,28 @@ class CommandError(Exception):
     """A command failed; the message is the one line the user sees."""
 
 
-def call(method: str, path: str, *, server: str | None, token: str | None, json: Any = None):
+def call(
+    method: str, path: str, *, server: str | None, token: str | None, json: Any = None, start: bool = True
+):
+    """One request to the API; ``start=False`` (a command that only reads): never start the local
+    server, say that none runs instead."""
+    from ..clusters.base import ClusterError
     from ..clusters.httpx_lean import httpx
     from ..controlplane.server import ServerError
     from ..wire import api_base
+    from .connect import require_host
     from .local_server import ensure_server
 
     try:
-        url, tok = ensure_server(server, token)
+        url, tok = ensure_server(server, token, start=start)
     except ServerError as exc:
         raise CommandError(str(exc)) from exc
     if url.startswith("slurm://"):
         raise CommandError(f"{url} is a Slurm cluster: this command needs an Astraeus API (http://…)")
+    try:
+        require_host(url)
+    except ClusterError as exc:
+        raise CommandError(str(exc)) from exc
     headers = {"Authorization": f"Bearer {tok}"} if tok else {}
     try:
         response = httpx.request(method, api_base(url) + path, json=json, headers=headers, timeout=60.0)

@@ -1,6 +1,8 @@
-"""``astra server [stop]``: serve the local control plane, or stop the one of this folder.
+"""``astra server [start|stop|env]``: serve the local control plane; start it in the background,
+stop it, or print the shell variables that the seeds' ``curl`` lines read.
 
-Thin: options in, one call into ``reconciler.controlplane.server``.
+Thin: options in, one call into ``reconciler.controlplane.server`` (serving, stopping) or
+``reconciler.cli.local_server`` (finding and starting the local one).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ server_app = typer.Typer(
     name="server",
     help=(
         "Serve the local Astraeus control plane: the REST API and the scheduler, running workers as "
-        "processes on this host.\n\nState lives under $ASTRA_HOME (else .astra/ of the current folder)."
+        "processes on this host.\n\nState lives in astra's home: $ASTRA_HOME, else the nearest .astra/ "
+        "upward from the current folder, else ~/.local/state/astra (one local cluster per user)."
     ),
     invoke_without_command=True,
     add_completion=False,
@@ -30,6 +33,9 @@ def server(
     ctx: typer.Context,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to listen on (0: any free port).")] = 8750,
+    any_port_if_busy: Annotated[
+        bool, typer.Option("--any-port-if-busy", hidden=True, help="When --port is taken, use any free one.")
+    ] = False,
     db: Annotated[
         str | None, typer.Option("--db", help="SQLAlchemy URL (default: SQLite $ASTRA_HOME/astra.db).")
     ] = None,
@@ -63,10 +69,13 @@ def server(
             token = read_token_file(token_file)
         elif token:
             args = ["--host", host, "--port", str(port)]
+            args += ["--any-port-if-busy"] if any_port_if_busy else []
             args += ["--db", db] if db else []
             args += ["--inventory", inventory] if inventory else []
             reexec_without_token(token, args)
-        serve(host=host, port=port, db=db, inventory=inventory, token=token)
+        serve(
+            host=host, port=port, db=db, inventory=inventory, token=token, any_port_if_busy=any_port_if_busy
+        )
     except (ServerError, StoreError) as exc:
         raise _Fail(str(exc)) from exc
 
@@ -81,7 +90,7 @@ class _Fail(typer.Exit):
 
 @server_app.command()
 def stop() -> None:
-    """Stop the local control plane of this folder (or of $ASTRA_HOME); its workers are killed."""
+    """Stop the local control plane (of astra's home); its workers are killed."""
     from ..controlplane.server import stop_server
     from ..home import astra_home
 
@@ -90,4 +99,56 @@ def stop() -> None:
     if info is None:
         echo(f"no astra server runs for {home}")
     else:
-        echo(f"astra server stopped (pid {info.pid}, {info.url})")
+        echo(f"astra server stopped (pid {info.pid}, {info.url}, home {home})")
+
+
+@server_app.command()
+def start() -> None:
+    """Start the local control plane in the background, unless it runs already (as 'astra apply'
+    would); say where it is and how to stop it."""
+    from ..controlplane.server import ServerError
+    from ..home import astra_home
+    from .local_server import local_server, start_local_server
+
+    home = astra_home()
+    url = local_server(home)
+    if url is not None:
+        echo(f"astra server already runs at {url} (home {home}); 'astra server stop' stops it")
+        return
+    try:
+        url, _ = start_local_server(home, announce=False)
+    except ServerError as exc:
+        raise _Fail(str(exc)) from exc
+    echo(f"astra server started at {url} (home {home}, log {home / 'server.log'}); 'astra server stop' stops it")
+
+
+@server_app.command()
+def env(
+    server: Annotated[
+        str | None,
+        typer.Option("--server", envvar="ASTRA_SERVER", help="The Astraeus API (default: the local one)."),
+    ] = None,
+    token: Annotated[str | None, typer.Option("--token", envvar="ASTRA_TOKEN", help="Its bearer token.")] = None,
+) -> None:
+    """Print the shell variables the seeds' curl lines read: eval "$(astra server env)".
+
+    API (the default workspace's API), WS_API (the same, by org, workspace and cluster),
+    ASTRA_TOKEN and ASTRAEUS_TOKEN (the bearer token). Starts the local server if none runs.
+    """
+    import shlex
+
+    from ..controlplane.server import ServerError
+    from ..wire import WS_API, api_base
+    from .local_server import ensure_server
+
+    try:
+        url, tok = ensure_server(server, token)
+    except ServerError as exc:
+        raise _Fail(str(exc)) from exc
+    if not url.startswith(("http://", "https://")):
+        raise _Fail(f"{url} is not an Astraeus API: its variables are for http(s):// servers")
+    api = api_base(url)
+    root = api.removesuffix("/api") if api.endswith("/api") and "/clusters/" not in api else None
+    ws = root + WS_API.format(org="default", workspace="default", cluster="default") if root else api
+    pairs = {"API": api, "WS_API": ws, "ASTRA_TOKEN": tok or "", "ASTRAEUS_TOKEN": tok or ""}
+    echo("export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in pairs.items()))

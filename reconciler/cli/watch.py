@@ -136,7 +136,7 @@ def status(
 ) -> None:
     """Each source's reconcile status: Ready, Reconciling or Stalled, with its reason."""
     with failures():
-        s = setup(["."], source="-", state=state, server=server, token=token)
+        s = setup(["."], source="-", state=state, server=server, token=token, start=False)
         sources = s.store.sources()
     now = time.time()
     rows = []

@@ -1,12 +1,16 @@
 """``astra server``: the REST API and the scheduling loop in one process, served by uvicorn.
 
 Owns: what the server keeps in its home (``reconciler.home.astra_home``: the token,
-``server.json`` with pid, host, port and URL, the default SQLite database ``astra.db``, worker
-logs under ``logs/``), the token (``--token``/``ASTRA_TOKEN``; else the one in ``HOME/token``;
-else a new one written there with mode 0600), reading ``--inventory FILE`` (YAML), the loop that
-calls ``Engine.step`` whenever something may have changed (an API write, a timer, a process
-poll), and stopping (``astra server stop``: SIGTERM to the pid in ``server.json``; the server
-then kills its workers' process groups and exits).
+``server.json`` with pid, host, port and URL, ``port`` (the port it last listened on, kept across
+restarts), the default SQLite database ``astra.db``, worker logs under ``logs/``), the token
+(``--token``/``ASTRA_TOKEN``; else the one in ``HOME/token``; else a new one written there with
+mode 0600), reading ``--inventory FILE`` (YAML), the loop that calls ``Engine.step`` whenever
+something may have changed (an API write, a timer, a process poll), and stopping (``astra server
+stop``: SIGTERM to the pid in ``server.json``; the server then kills its workers' process groups
+and exits).
+
+One server per home: a server holds ``HOME/serving.lock`` (``reconciler.home.home_lock``) for
+as long as it runs, so a second one for the same home refuses to start, naming the first.
 
 On start, workers that held machines when the last server ended are recovered by the ``Engine``:
 a running one is marked lost and the restart rules apply. Must not touch: routes, rules, SQL.
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -27,15 +32,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..home import astra_home
+from ..home import HomeError, astra_home, ensure_home, home_lock
 from .clock import SystemClock
 from .inventory import Inventory, InventoryError, default_inventory, load_inventory
 
 __all__ = [
+    "DEFAULT_PORT",
     "ServerError",
     "ServerInfo",
     "load_inventory_file",
     "read_info",
+    "read_port",
     "read_token_file",
     "reexec_without_token",
     "resolve_token",
@@ -43,6 +50,8 @@ __all__ = [
     "stop_server",
 ]
 
+#: The port a server listens on when none is given, and the local server's first choice.
+DEFAULT_PORT = 8750
 #: Seconds between polls of running processes (exits are noticed within this).
 POLL_SECONDS = 0.05
 log = logging.getLogger("astra.server")
@@ -140,6 +149,15 @@ def read_info(home: Path) -> ServerInfo | None:
     return info if _alive(info.pid) else None
 
 
+def read_port(home: Path) -> int:
+    """The port the server of ``home`` last listened on (``HOME/port``), else ``DEFAULT_PORT``."""
+    try:
+        port = int((home / "port").read_text().strip())
+    except (OSError, ValueError):
+        return DEFAULT_PORT
+    return port if 0 < port < 65536 else DEFAULT_PORT
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -175,32 +193,59 @@ def stop_server(home: Path, timeout: float = 30.0) -> ServerInfo | None:
 def serve(
     *,
     host: str = "127.0.0.1",
-    port: int = 8750,
+    port: int = DEFAULT_PORT,
     db: str | None = None,
     inventory: str | os.PathLike[str] | None = None,
     token: str | None = None,
     home: Path | None = None,
+    any_port_if_busy: bool = False,
 ) -> None:
-    """Run the control plane until SIGTERM or SIGINT."""
+    """Run the control plane until SIGTERM or SIGINT. ``any_port_if_busy``: when ``port`` is taken,
+    listen on any free port instead (the local server astra starts: 8750 when free)."""
     home = home or astra_home()
     os.umask(0o077)  # what the server writes (database, logs, server.json) is its user's alone
-    home.mkdir(parents=True, exist_ok=True)
-    home.chmod(0o700)  # a home made by an older astra (0755) is closed too
-    running = read_info(home)
-    if running is not None and running.pid != os.getpid():
-        raise ServerError(f"an astra server already runs for {home} (pid {running.pid}, {running.url})")
+    try:
+        ensure_home(home)
+        with home_lock(home, "serving", timeout=0, purpose=f"serve {home}"):
+            _serve(host, port, db, inventory, token, home, any_port_if_busy)
+    except HomeError as exc:
+        running = read_info(home)
+        if running is not None and running.pid != os.getpid():
+            raise ServerError(f"an astra server already runs for {home} (pid {running.pid}, {running.url})") from None
+        raise ServerError(str(exc)) from None
+
+
+def _serve(
+    host: str,
+    port: int,
+    db: str | None,
+    inventory: str | os.PathLike[str] | None,
+    token: str | None,
+    home: Path,
+    any_port_if_busy: bool,
+) -> None:
     machines = load_inventory_file(inventory)
     token = resolve_token(home, token or os.environ.get("ASTRA_TOKEN"))
+    sock = _listen(host, port, any_port_if_busy)
     try:
-        sock = socket.create_server((host, port), reuse_port=False)
-        # accepted connections inherit it: a response's head and body must not wait for an ACK
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    except OSError as exc:
-        raise ServerError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
-    try:
+        with contextlib.suppress(OSError):  # remembered for the next start; not needed to serve
+            (home / "port").write_text(f"{sock.getsockname()[1]}\n")
         asyncio.run(_main(sock, home, db, machines, token))
     finally:
         sock.close()
+
+
+def _listen(host: str, port: int, any_port_if_busy: bool) -> socket.socket:
+    """A listening socket on ``host:port`` (any free port when it is taken and that is allowed)."""
+    try:
+        sock = socket.create_server((host, port), reuse_port=False)
+    except OSError as exc:
+        if not (any_port_if_busy and port and exc.errno == errno.EADDRINUSE):
+            raise ServerError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+        return _listen(host, 0, False)
+    # accepted connections inherit it: a response's head and body must not wait for an ACK
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
 
 
 async def _main(sock: socket.socket, home: Path, db: str | None, machines: Inventory, token: str) -> None:

@@ -190,6 +190,7 @@ def test_the_embedded_server_starts_on_demand_and_is_reused(tmp_path, monkeypatc
         monkeypatch.delenv(var, raising=False)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    (tmp_path / ".astra").mkdir()  # a project's own cluster: found as git finds .git
     try:
         url, token = ensure_server()
         home = tmp_path / ".astra"
