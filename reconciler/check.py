@@ -1,10 +1,12 @@
 """Checking files and folders for ``astra validate``: every problem, on every core.
 
 ``check(paths, template=…, sets=…)`` is ``load_desired`` reduced to what validate reports: the
-problems, and which documents and files were read. One file's problems never depend on
-another's, so for many files (``PARALLEL_FROM``) the files are split over one process per core,
-forked after the imports so each starts warm; the answers are merged and sorted as one run
-would sort them. Flags that speak about all files at once (``--template``, ``--set``) keep the
+problems, and which documents and files were read; then, as the plan's load does, that run names
+are unique across the files (``reconciler.runs.duplicate_names``: the same words, naming both
+files), so that a CI gate built on validate refuses what plan would refuse. One file's problems
+never depend on another's, so for many files (``PARALLEL_FROM``) the files are split over one
+process per core, forked after the imports so each starts warm; the answers (and each valid
+run's name) are merged and sorted as one run would sort them. Flags that speak about all files at once (``--template``, ``--set``) keep the
 work in one process. Measured in ``task bench`` (validate against its floors).
 """
 
@@ -16,10 +18,14 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from .cores import forkable, on_every_core, split
+from .runs import duplicate_names
 from .runspec.errors import FieldError
+from .runspec.paths import FieldPath
 from .runspec.validate import find_files
 
 __all__ = ["PARALLEL_FROM", "Checked", "check"]
+
+_NAME = FieldPath.root().child("metadata", "name")
 
 #: Below this many files, one process is faster than starting others.
 PARALLEL_FROM = 500
@@ -30,6 +36,8 @@ class Checked:
     errors: list[FieldError]
     documents: int = 0
     files: set[str] = field(default_factory=set)
+    #: each valid run's (name, file, document index)
+    runs: list[tuple[str, str, int]] = field(default_factory=list)
 
 
 def check(
@@ -50,8 +58,27 @@ def check(
         for part in parts:
             done.documents += part.documents
             done.files |= part.files
-    done.errors = sorted(errors + done.errors, key=lambda e: e.sort_key())
+            done.runs += part.runs
+    order = {f: i for i, f in enumerate(files)}
+    done.runs.sort(key=lambda r: (order.get(r[1], len(order)), r[2]))
+    done.errors = sorted(errors + done.errors + _duplicates(done.runs), key=lambda e: e.sort_key())
     return done
+
+
+def _duplicates(runs: list[tuple[str, str, int]]) -> list[FieldError]:
+    """The plan's load's check that run names are unique, with the same words."""
+    from .runspec.loading import Source
+
+    sources: dict[str, Source] = {}
+
+    def locate(file: str, index: int) -> tuple[int | None, int | None]:
+        if file not in sources:
+            with open(file, "rb") as f:
+                text = f.read().decode("utf-8-sig", errors="replace")
+            sources[file] = Source(file, text, json=file.endswith(".json"))
+        return sources[file].locate(index, _NAME)
+
+    return duplicate_names(runs, locate)
 
 
 def _check(_share: int, files: list[str], template: str | None, sets: tuple[str, ...]) -> Checked:
@@ -59,4 +86,5 @@ def _check(_share: int, files: list[str], template: str | None, sets: tuple[str,
 
     desired = load_desired(files, template=template, sets=sets)
     names = {d.source.name for d in desired.documents}
-    return Checked(desired.errors, len(desired.documents), names)
+    runs = [(r.name or "", r.document.source.name, r.document.index) for r in desired.runs]
+    return Checked(desired.errors, len(desired.documents), names, runs)

@@ -37,7 +37,15 @@ from .runspec.vocabulary import same
 if TYPE_CHECKING:
     from .templates import Origin, Template, TemplateLibrary
 
-__all__ = ["Desired", "DesiredRun", "canonical", "explain", "load_desired", "to_json", "to_yaml"]
+__all__ = [
+    "Desired",
+    "DesiredRun",
+    "canonical",
+    "explain",
+    "load_desired",
+    "to_json",
+    "to_yaml",
+]
 
 _ROOT = FieldPath.root()
 _TEMPLATE = _ROOT.child("template")

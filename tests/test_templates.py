@@ -47,7 +47,7 @@ def cli(capsys, *args: str) -> tuple[int, str, str]:
 
 
 def seed(name: str):
-    (doc,), errors = load_file(f"examples/seeds/{name}.yaml")
+    (doc,), errors = load_file(f"docs/seeds/{name}.yaml")
     assert not errors
     return parse_run(doc.data)
 
@@ -209,7 +209,7 @@ ERROR_CASES = {
     ],
     "flag-set-wrong-type": ["validate", f"{CASES}/plain.yaml", "--template", "gang", "--set", "gpus=yes"],
     "flag-set-bad-value": ["validate", f"{CASES}/plain.yaml", "--template", "gang", "--set", "gpus=0"],
-    "flag-set-without-template": ["validate", "examples/seeds/", "--set", "gpus=16"],
+    "flag-set-without-template": ["validate", "examples/laptop/", "--set", "gpus=16"],
     "render-errors": ["template", "render", "-f", f"{CASES}/merged-errors.yaml"],
 }
 

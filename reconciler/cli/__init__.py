@@ -71,7 +71,9 @@ def validate_command(
                 where.append("on the command line")
             echo(f"{len(errors)} {noun} {' and '.join(where)}", err=True)
         else:
-            echo(f"{checked.documents} documents in {files} files are valid", err=True)
+            docs = "1 document" if checked.documents == 1 else f"{checked.documents} documents"
+            where = "1 file" if files == 1 else f"{files} files"
+            echo(f"{docs} in {where} {'is' if checked.documents == 1 else 'are'} valid", err=True)
     return 1 if errors else 0
 
 
@@ -177,6 +179,7 @@ def _fast_call(args: list[str]) -> tuple[Any, dict[str, Any]] | None:
 
 def _guarded(command: Any, arguments: dict[str, Any]) -> int:
     """As ``app.run`` does for typer's commands: one line and exit code 1, never a traceback."""
+    from ..home import HomeError
     from .output import error
     from .planning import Exit
 
@@ -188,6 +191,14 @@ def _guarded(command: Any, arguments: dict[str, Any]) -> int:
         error("interrupted")
         return 130
     except BrokenPipeError:
+        return 1
+    except OSError as exc:  # a file or folder the command needed: said in words, not as a class name
+        from .output import os_error_words
+
+        error(os_error_words(exc))
+        return 1
+    except HomeError as exc:
+        error(str(exc))
         return 1
     except Exception as exc:
         error(f"{type(exc).__name__}: {exc}")

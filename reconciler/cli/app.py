@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from typer._click import exceptions as cx  # typer ships its own copy of click from 0.26 on
 
+from ..home import HomeError
 from .output import echo, error
 from .planning import Exit
 
@@ -143,6 +144,14 @@ def run(argv: list[str]) -> int:
         error("interrupted")
         return 130
     except BrokenPipeError:
+        return 1
+    except OSError as exc:  # a file or folder the command needed: said in words, not as a class name
+        from .output import os_error_words
+
+        error(os_error_words(exc))
+        return 1
+    except HomeError as exc:
+        error(str(exc))
         return 1
     except Exception as exc:  # the last line of defence: one line, never a traceback
         error(f"{type(exc).__name__}: {exc}")

@@ -6,7 +6,7 @@ import json
 import sys
 from typing import Any
 
-__all__ = ["echo", "error", "print_json"]
+__all__ = ["echo", "error", "os_error_words", "print_json"]
 
 
 def echo(text: str = "", *, err: bool = False) -> None:
@@ -21,3 +21,11 @@ def error(text: str) -> None:
 
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+
+
+def os_error_words(exc: OSError) -> str:
+    """An operating system's error as a person reads it: what it was about, and what went wrong."""
+    what = exc.strerror or str(exc)
+    if exc.filename is None:
+        return what
+    return f"{exc.filename}: {what}" + (f" (and {exc.filename2})" if exc.filename2 is not None else "")

@@ -17,8 +17,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..runs import DesiredItem
-from ..runspec.errors import ErrorType, FieldError
+from ..runs import DesiredItem, duplicate_names
+from ..runspec.errors import FieldError
 from ..runspec.paths import FieldPath
 
 if TYPE_CHECKING:
@@ -98,31 +98,20 @@ class Loaded:
 
 
 def finish(loaded: Loaded) -> None:
-    """Gather every problem and check that run names are unique across the source."""
+    """Gather every problem and check that run names are unique across the source (as
+    ``astra validate`` does: ``reconciler.runs.duplicate_names``)."""
     errors = list(loaded.base_errors)
-    runs: dict[str, tuple[DesiredItem, LoadedFile, int]] = {}
+    runs: dict[str, DesiredItem] = {}
+    order = []
     for f in loaded.files.values():
         errors += f.errors
         for index, run in f.entries:
-            first = runs.get(run.name)
-            if first is None:
-                runs[run.name] = (run, f, index)
-                continue
-            _, other, at = first
-            text = (
-                f"run name '{run.name}' is also used in {_where(other, at)}: "
-                "run names must be unique in a source"
-            )
-            line, column = f.text().locate(index, _NAME)
-            errors.append(FieldError(ErrorType.duplicate, _NAME, text, f.path, line, column))
+            order.append((run.name, f.path, index))
+            runs.setdefault(run.name, run)
+    errors += duplicate_names(order, lambda file, index: loaded.files[file].text().locate(index, _NAME))
     unique = {(e.file, e.line, e.column, str(e.path), e.message): e for e in errors}
     loaded.errors = sorted(unique.values(), key=lambda e: e.sort_key())
-    loaded.runs = {} if loaded.errors else {n: r for n, (r, _, _) in sorted(runs.items())}
-
-
-def _where(f: LoadedFile, index: int) -> str:
-    line, column = f.text().locate(index, _NAME)
-    return f"{f.path}:{line}:{column}"
+    loaded.runs = {} if loaded.errors else dict(sorted(runs.items()))
 
 
 def display_name(changed: str | os.PathLike[str], loaded: Loaded) -> str | None:

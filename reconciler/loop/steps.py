@@ -307,7 +307,8 @@ class Reconciler:
         errors = self.loaded.errors
         if not errors:
             return
-        text = f"{len(errors)} problems; the first: {errors[0].format()}"
+        noun = "problem" if len(errors) == 1 else "problems"
+        text = f"{len(errors)} {noun}; the first: {errors[0].format()}"
         if any(e.type in (ErrorType.syntax, ErrorType.file) for e in errors):
             raise _Terminal(Reason.load_failed, text)
         if any(e.path.steps[:1] == ("template",) or "template" in e.message for e in errors):

@@ -25,7 +25,7 @@ from reconciler.controlplane.inventory import default_inventory
 from reconciler.controlplane.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
-SEEDS = ROOT / "examples" / "seeds"
+SEEDS = ROOT / "docs" / "seeds"
 TOKEN = "test-token"
 LONG = "/api/v1/orgs/default/workspaces/default/clusters/default/api"
 DEADLINE = 60.0

@@ -17,7 +17,7 @@ from reconciler.runspec import messages as msg
 from reconciler.runspec.validate import validate_data
 
 ROOT = Path(__file__).resolve().parents[2]
-SWEEP = json.loads((ROOT / "examples" / "seeds" / "sweep.json").read_text())
+SWEEP = json.loads((ROOT / "docs" / "seeds" / "sweep.json").read_text())
 TT = "spec.task_template"
 
 

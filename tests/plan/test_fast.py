@@ -129,7 +129,7 @@ def test_equal_digests_mean_compare_finds_nothing(spec, other):
         assert compare(a, c, a)[1] == []
 
 
-SEEDS = Path(__file__).resolve().parents[2] / "examples" / "seeds"
+SEEDS = Path(__file__).resolve().parents[2] / "docs" / "seeds"
 
 
 def test_examples_digest_alike_from_yaml_and_json():
