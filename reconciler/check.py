@@ -6,8 +6,9 @@ are unique across the files (``reconciler.runs.duplicate_names``: the same words
 files), so that a CI gate built on validate refuses what plan would refuse. One file's problems
 never depend on another's, so for many files (``PARALLEL_FROM``) the files are split over one
 process per core, forked after the imports so each starts warm; the answers (and each valid
-run's name) are merged and sorted as one run would sort them. Flags that speak about all files at once (``--template``, ``--set``) keep the
-work in one process. Measured in ``task bench`` (validate against its floors).
+run's name) are merged and sorted as one run would sort them. Flags that speak about all files
+at once (``--template``, ``--set``) keep the work in one process. Measured in ``task bench``
+(validate against its floors).
 """
 
 from __future__ import annotations

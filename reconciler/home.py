@@ -85,8 +85,8 @@ def ensure_home(home: Path) -> Path:
         if home.stat().st_mode & 0o077:
             home.chmod(0o700)  # a home made by an older astra (0755) is closed too
     except OSError as exc:
-        why = exc.strerror or str(exc)
-        raise HomeError(f"cannot use {home} as astra's home: {why} (set ASTRA_HOME to a folder you can write)") from exc
+        why = f"{exc.strerror or exc} (set ASTRA_HOME to a folder you can write)"
+        raise HomeError(f"cannot use {home} as astra's home: {why}") from exc
     return home
 
 
@@ -109,17 +109,16 @@ def home_lock(home: Path, name: str, *, timeout: float, purpose: str) -> Iterato
     from filelock import FileLock, Timeout
 
     ensure_home(home)
-    lock = FileLock(str(home / f"{name}.lock"), timeout=timeout)
+    path = home / f"{name}.lock"
+    lock = FileLock(str(path), timeout=timeout)
     holder_file = home / f"{name}.lock.json"
     try:
         lock.acquire()
     except Timeout:
         waited = f"waited {timeout:g} s" if timeout else "it is taken"
-        raise HomeError(
-            f"cannot {purpose}: {home / (name + '.lock')} is held by {_holder(holder_file)} ({waited})"
-        ) from None
+        raise HomeError(f"cannot {purpose}: {path} is held by {_holder(holder_file)} ({waited})") from None
     except OSError as exc:
-        raise HomeError(f"cannot {purpose}: cannot lock {home / (name + '.lock')}: {exc.strerror or exc}") from exc
+        raise HomeError(f"cannot {purpose}: cannot lock {path}: {exc.strerror or exc}") from exc
     try:
         command = " ".join(["astra", *sys.argv[1:]])[:200]
         holder_file.write_text(json.dumps({"pid": os.getpid(), "command": command, "since": time.time()}))

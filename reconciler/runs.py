@@ -166,6 +166,8 @@ def duplicate_names(
             continue
         other, at = first[name]
         line, column = locate(other, at)
-        text = f"run name '{name}' is also used in {other}:{line}:{column}: run names must be unique in a source"
+        text = (
+            f"run name '{name}' is also used in {other}:{line}:{column}: run names must be unique in a source"
+        )
         errors.append(FieldError(ErrorType.duplicate, _NAME, text, file, *locate(file, index)))
     return errors

@@ -73,7 +73,8 @@ def test_a_lock_held_elsewhere_times_out_naming_its_holder(tmp_path):
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-        with pytest.raises(HomeError) as caught, home_lock(tmp_path, "server", timeout=0.2, purpose="start it"):
+        lock = home_lock(tmp_path, "server", timeout=0.2, purpose="start it")
+        with pytest.raises(HomeError) as caught, lock:
             pass
         text = str(caught.value)
         assert text.startswith(f"cannot start it: {tmp_path / 'server.lock'} is held by pid {holder.pid} (")

@@ -119,7 +119,8 @@ def start() -> None:
         url, _ = start_local_server(home, announce=False)
     except ServerError as exc:
         raise _Fail(str(exc)) from exc
-    echo(f"astra server started at {url} (home {home}, log {home / 'server.log'}); 'astra server stop' stops it")
+    log = home / "server.log"
+    echo(f"astra server started at {url} (home {home}, log {log}); 'astra server stop' stops it")
 
 
 @server_app.command()
@@ -128,7 +129,9 @@ def env(
         str | None,
         typer.Option("--server", envvar="ASTRA_SERVER", help="The Astraeus API (default: the local one)."),
     ] = None,
-    token: Annotated[str | None, typer.Option("--token", envvar="ASTRA_TOKEN", help="Its bearer token.")] = None,
+    token: Annotated[
+        str | None, typer.Option("--token", envvar="ASTRA_TOKEN", help="Its bearer token.")
+    ] = None,
 ) -> None:
     """Print the shell variables the seeds' curl lines read: eval "$(astra server env)".
 

@@ -211,7 +211,8 @@ def serve(
     except HomeError as exc:
         running = read_info(home)
         if running is not None and running.pid != os.getpid():
-            raise ServerError(f"an astra server already runs for {home} (pid {running.pid}, {running.url})") from None
+            where = f"(pid {running.pid}, {running.url})"
+            raise ServerError(f"an astra server already runs for {home} {where}") from None
         raise ServerError(str(exc)) from None
 
 

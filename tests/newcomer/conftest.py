@@ -28,8 +28,9 @@ class User:
         self.homes: set[Path] = {self.state}
 
     def astra(self, *args: str, cwd: Path, **kw) -> subprocess.CompletedProcess:
+        command = [str(BIN / "astra"), *args]
         return subprocess.run(
-            [str(BIN / "astra"), *args], cwd=cwd, env=self.env, capture_output=True, text=True, timeout=180, **kw
+            command, cwd=cwd, env=self.env, capture_output=True, text=True, timeout=180, **kw
         )
 
     def sh(self, script: str, cwd: Path) -> subprocess.CompletedProcess:
