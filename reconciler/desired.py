@@ -1,13 +1,18 @@
 """The desired state: files and folders → the final run documents, every error positioned.
 
-``load_desired(paths, template=…, sets=…)`` is what ``astra validate``, ``astra template render``
-and (later) ``plan`` and ``apply`` call. For each document of each file:
+``load_desired(paths, template=…, sets=…)`` is what ``astra validate``, ``astra template render``,
+``plan`` and ``apply`` call. For each document of each file:
 
+0. a template (``reconciler.template_files.is_template``: a file in a ``templates/`` folder, or a
+   document with ``parameters``) is no run: it is checked against the template schema and by
+   rendering it with its defaults (a required parameter without one takes a stand-in of its
+   type, and what depends on a stand-in is not judged), and gives no run;
 1. a run that names no template (and no ``--template``) is validated whole, as it is;
 2. otherwise the run spec is validated as a partial spec (nulls allowed, ``spec`` optional); the
    template is named by the file's ``template.name`` or ``--template`` (both, and different: an
    error), its parameters by ``template.parameters`` and ``--set`` (both, and different: an
-   error); the template is found, loaded, its parameters type-checked, its spec rendered and
+   error); the template is found (from the nearest ``templates/`` upward from the file:
+   ``reconciler.template_files.search_folders``), loaded, its parameters type-checked, its spec rendered and
    merged under the run spec (``reconciler.templates.merge``);
 3. the result (``metadata``, ``spec``; ``template`` dropped) is validated whole with
    ``validate_data``, and each error is placed where its value came from, the template or the
@@ -26,6 +31,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .runspec.errors import ErrorType, FieldError
@@ -33,6 +39,7 @@ from .runspec.loading import Document, load_file
 from .runspec.paths import FieldPath
 from .runspec.validate import find_files, published_schema, validate_data
 from .runspec.vocabulary import same
+from .template_files import TEMPLATES_FOLDER, is_template, search_folders
 
 if TYPE_CHECKING:
     from .templates import Origin, Template, TemplateLibrary
@@ -155,19 +162,26 @@ class _State:
         self.given = given
         self.flags_bad = flags_bad
         self._library = library
+        self._libraries: dict[tuple[Path, ...], TemplateLibrary] = {}
         self.used_template = False
         self._reported: set[str] = set()
 
-    @property
-    def library(self) -> TemplateLibrary:
-        if self._library is None:
+    def library(self, file: str) -> TemplateLibrary:
+        """The templates of ``file``: the library given, else one per set of search folders."""
+        if self._library is not None:
+            return self._library
+        folders = search_folders(start=file)
+        key = tuple(f.resolve() for f in folders)
+        if key not in self._libraries:
             from .templates import TemplateLibrary
 
-            self._library = TemplateLibrary()
-        return self._library
+            self._libraries[key] = TemplateLibrary(folders)
+        return self._libraries[key]
 
     def resolve(self, doc: Document) -> tuple[DesiredRun | None, list[FieldError]]:
         data = doc.data
+        if is_template(doc.source.name, data):
+            return None, check_template(doc)
         named = data.get("template")
         if named is None and not self.template and "template" not in data:
             errors = [doc.source.position(e, doc.index) for e in validate_data(data)]
@@ -208,7 +222,7 @@ class _State:
             given[k] = (value, origin)
         if errors:
             return None, errors
-        template, template_errors, missing = self.library.get(name)
+        template, template_errors, missing = self.library(source.name).get(name)
         if template is None:
             if missing:
                 at = (
@@ -251,6 +265,58 @@ class _State:
         run = DesiredRun(doc, final, template, _origins(final, run_spec, origins, doc))
         errors = [run.position(e) for e in validate_data(final)]
         return (None if errors else run), errors
+
+
+#: What a required parameter without a default stands for while its template is checked alone.
+_STAND_INS: dict[str, Any] = {
+    "string": "x",
+    "integer": 1,
+    "number": 1,
+    "boolean": False,
+    "list": [],
+    "map": {},
+}
+
+
+def check_template(doc: Document) -> list[FieldError]:
+    """A template's problems: its schema and parameters, its expressions, and its spec rendered
+    with its defaults, as a partial run spec. A required parameter without a default takes a
+    stand-in of its type; a problem of a value made from a stand-in is not reported, nor a rule
+    between two fields (the run that uses the template gives the real values)."""
+    from .runspec.rules import check_rules
+    from .templates import merge, render, resolve_parameters
+    from .templates.library import misnamed, template_from_document
+
+    template, errors = template_from_document(doc)
+    if template is None:
+        return errors
+    file = Path(doc.source.name)
+    if file.parent.name == TEMPLATES_FOLDER and misnamed(template, file):
+        return misnamed(template, file)  # found by its file's name: under this one, never
+    here = template.origin(_ROOT)
+    stand_ins = {
+        k: (_STAND_INS[p.type], here)
+        for k, p in template.parameters.items()
+        if p.required and p.default is None
+    }
+    values, value_origins, errors = resolve_parameters(template, stand_ins, here)
+    if errors:
+        return errors
+    rendered, origins, errors = render(template, values, value_origins)
+    if errors or rendered is None:
+        return errors
+    name = template.name if isinstance(template.name, str) else "template"
+    final = {"metadata": {"name": name}, "template": {"name": name}, "spec": merge(rendered, {})}
+    run = DesiredRun(doc, final, template, _origins(final, {}, origins, doc))
+    problems = validate_data(final)
+    if stand_ins:
+        rules = {(e.path, e.message) for e in check_rules(final, partial=True)}
+        problems = [e for e in problems if (e.path, e.message) not in rules]
+    return [
+        run.position(e)
+        for e in problems
+        if e.path.steps[:1] == ("spec",) and run.origin(e.path).parameter not in stand_ins
+    ]
 
 
 def _exists(value: Any, steps: tuple[str | int, ...]) -> bool:

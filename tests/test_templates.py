@@ -271,7 +271,7 @@ def test_missing_required_field_points_at_the_run_specs_nearest_parent():
 def test_template_not_found_names_folders_and_templates():
     (error,) = errors_of(f"{CASES}/missing-template.yaml")
     assert error.startswith(f"{CASES}/missing-template.yaml:4:9: template.name: no template named 'gangg'")
-    assert f"./templates/, {CASES}/templates/" in error
+    assert f"(searched {CASES}/templates/, ./templates/ (shipped with astra))" in error
     assert "did you mean 'gang'?" in error
     assert "templates found: broken, escape, gang, misnamed, service, sweep" in error
 

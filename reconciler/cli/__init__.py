@@ -72,8 +72,8 @@ def validate_command(
             echo(f"{len(errors)} {noun} {' and '.join(where)}", err=True)
         else:
             docs = "1 document" if checked.documents == 1 else f"{checked.documents} documents"
-            where = "1 file" if files == 1 else f"{files} files"
-            echo(f"{docs} in {where} {'is' if checked.documents == 1 else 'are'} valid", err=True)
+            in_files = "1 file" if files == 1 else f"{files} files"
+            echo(f"{docs} in {in_files} {'is' if checked.documents == 1 else 'are'} valid", err=True)
     return 1 if errors else 0
 
 

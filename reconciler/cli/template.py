@@ -20,7 +20,9 @@ template_app = typer.Typer(
     name="template",
     help=(
         "Templates: reusable run specs with typed parameters.\n\n"
-        "Searched in ./templates/, then each folder of ASTRA_TEMPLATE_PATH."
+        "A spec file's templates are searched in the nearest templates/ folder upward from it, then "
+        "in each folder of ASTRA_TEMPLATE_PATH, then among the templates shipped with astra (gang, "
+        "service, sweep)."
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -86,7 +88,8 @@ def list_templates(
         ListFormat, typer.Option("--output", "-o", help="table, json or yaml.")
     ] = ListFormat.table,
 ) -> None:
-    """List the templates found: in ./templates/, then on ASTRA_TEMPLATE_PATH (the first of a name wins)."""
+    """List the templates found: in the nearest templates/ upward, on ASTRA_TEMPLATE_PATH, then the
+    ones shipped with astra (the first of a name wins)."""
     from ..templates import TemplateLibrary
 
     library = TemplateLibrary()
@@ -103,7 +106,8 @@ def list_templates(
             rows.append([t["name"], params or "-", t["file"], t["description"]])
         _table(rows)
         if len(rows) == 1:
-            echo("no templates found in ./templates/ or on ASTRA_TEMPLATE_PATH", err=True)
+            searched = ", ".join(str(f) for f in library.folders) or "no folder"
+            echo(f"no templates found (searched {searched})", err=True)
     else:
         _print([{k: v for k, v in t.items() if k != "spec"} for t in items], output)
     if errors:

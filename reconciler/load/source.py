@@ -34,15 +34,24 @@ from .loaded import Loaded, LoadedFile, display_name, finish
 __all__ = ["default_cache", "load_source", "refresh"]
 
 
-def _template_fingerprint() -> dict[str, str]:
-    from ..template_files import available, search_folders
+def _template_fingerprint(paths: Iterable[str | os.PathLike[str]], files: Iterable[str]) -> dict[str, str]:
+    """Every template file any of these spec files may use (``template_files.folders_for``) →
+    its sha256."""
+    from ..template_files import folders_for
 
     out = {}
-    for path in available(search_folders()).values():
+    for folder in folders_for(paths, files):
         try:
-            out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+            entries = sorted(folder.iterdir())
         except OSError:
             continue
+        for path in entries:
+            if path.suffix not in SPEC_SUFFIXES or path.name.startswith("."):
+                continue
+            try:
+                out[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+            except OSError:
+                continue
     return dict(sorted(out.items()))
 
 
@@ -57,8 +66,8 @@ def load_source(
     """Load a source's files (see the module docstring). ``found``: ``find_files(paths)``, when
     the caller has it already."""
     loaded = Loaded([os.fspath(p) for p in paths], template, tuple(sets))
-    loaded.templates = _template_fingerprint()
     files, loaded.base_errors = found if found is not None else find_files(paths)
+    loaded.templates = _template_fingerprint(loaded.paths, files)
     if cache is not None and cache.folder is not None:  # what was deleted since is forgotten
         cache.hashes.forget_under([os.fspath(p) for p in paths if os.path.isdir(p)], files)
     _load_files(loaded, files, cache)
@@ -73,7 +82,8 @@ def refresh(
 
     A change to a template reloads everything.
     """
-    fingerprint = _template_fingerprint()
+    changed = [os.fspath(c) for c in changed]
+    fingerprint = _template_fingerprint(loaded.paths, [*loaded.files, *map(str, changed)])
     if fingerprint != loaded.templates:
         return load_source(loaded.paths, template=loaded.template, sets=loaded.sets, cache=cache)
     again = Loaded(loaded.paths, loaded.template, loaded.sets, dict(loaded.files), fingerprint)

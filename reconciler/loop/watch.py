@@ -161,9 +161,9 @@ class FileEvents:
     def __init__(self, paths: Collection[str], stop: Callable[[], bool] = lambda: False):
         import watchfiles
 
-        from ..templates import search_folders
+        from ..template_files import folders_for
 
-        roots = [p for p in paths] + [str(f) for f in search_folders() if f.is_dir()]
+        roots = [p for p in paths] + [str(f) for f in folders_for(paths) if f.is_dir()]
         self._stop = stop
         self._iter: Iterator[set[tuple[Any, str]]] = iter(
             watchfiles.watch(

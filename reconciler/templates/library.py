@@ -1,12 +1,13 @@
 """The template library: finding templates by name and loading them, each once.
 
-Owns: finding a template's file (``find_template``: ``./templates/``, then each folder of
-``ASTRA_TEMPLATE_PATH``; the folders and the listing are ``reconciler.template_files``', kept
-apart so that a load that only fingerprints the template files imports nothing of this package),
-loading one (``load_template``: validated against ``schema/template.schema.json``, parameters
-checked, every string compiled once, so a broken template is reported when it is loaded,
-whoever uses it), ``Template``, and ``TemplateLibrary`` (templates by name, each found and
-loaded once; its problems reported once).
+Owns: finding a template's file (``find_template``: the nearest ``templates/`` upward from the
+spec file, then each folder of ``ASTRA_TEMPLATE_PATH``, then the templates shipped with astra;
+the folders and the listing are ``reconciler.template_files``', kept apart so that a load that
+only fingerprints the template files imports nothing of this package), loading one
+(``load_template``, or ``template_from_document`` for a document read already: validated
+against ``schema/template.schema.json``, parameters checked, every string compiled once, so a
+broken template is reported when it is loaded, whoever uses it), ``Template``, and
+``TemplateLibrary`` (templates by name, each found and loaded once; its problems reported once).
 
 Must not touch: rendering, merging, a cluster, the terminal. It reads files; nothing else here does.
 """
@@ -23,12 +24,19 @@ from ..runspec.errors import ErrorType, FieldError
 from ..runspec.loading import Document, load_file
 from ..runspec.paths import FieldPath
 from ..runspec.validate import validate_data
-from ..template_files import available, search_folders
+from ..template_files import available, search_folders, shipped_folder
 from .origins import PARAMETERS, ROOT, Origin
 from .parameters import Parameter, type_error
 from .sandbox import Piece, compile_template
 
-__all__ = ["Template", "TemplateLibrary", "find_template", "load_template"]
+__all__ = [
+    "Template",
+    "TemplateLibrary",
+    "find_template",
+    "load_template",
+    "misnamed",
+    "template_from_document",
+]
 
 
 @dataclass
@@ -66,6 +74,9 @@ def _folder_words(folder: Path) -> str:
     where = f"{folder}/" if not folder.is_absolute() else str(folder)
     if folder == Path("templates"):
         where = "./templates/"
+    shipped = shipped_folder()
+    if shipped is not None and folder.resolve() == shipped:
+        where += " (shipped with astra)"
     return where if folder.is_dir() else f"{where} (no such folder)"
 
 
@@ -85,7 +96,11 @@ def load_template(path: str | os.PathLike[str]) -> tuple[Template | None, list[F
                 *where,
             )
         ]
-    (doc,) = docs
+    return template_from_document(docs[0])
+
+
+def template_from_document(doc: Document) -> tuple[Template | None, list[FieldError]]:
+    """Validate and compile one template document. The template is ``None`` if it is unusable."""
     errors = [doc.source.position(e, doc.index) for e in validate_data(doc.data, "template")]
     if errors:
         return None, errors
@@ -118,8 +133,10 @@ def load_template(path: str | os.PathLike[str]) -> tuple[Template | None, list[F
 class TemplateLibrary:
     """Templates by name, each found and loaded once; its problems are reported once."""
 
-    def __init__(self, folders: list[Path] | None = None):
-        self.folders = search_folders() if folders is None else folders
+    def __init__(self, folders: list[Path] | None = None, start: str | os.PathLike[str] | None = None):
+        """``folders`` searched in order; by default those of a spec file ``start`` (or of the
+        working folder): ``reconciler.template_files.search_folders``."""
+        self.folders = search_folders(start=start) if folders is None else folders
         self._loaded: dict[str, tuple[Template | None, list[FieldError], str]] = {}
 
     def names(self) -> dict[str, Path]:
@@ -133,16 +150,23 @@ class TemplateLibrary:
                 self._loaded[name] = (None, [], missing)
             else:
                 template, errors = load_template(_display(path))
-                if template is not None and template.name != name:
-                    text = (
-                        f"this template is named '{template.name}' but its file '{path.name}': "
-                        f"the file of template '{template.name}' is {template.name}{path.suffix}"
-                    )
-                    at = template.origin(ROOT.child("metadata", "name"))
-                    errors = [at.error(FieldError.invalid(ROOT.child("metadata", "name"), text))]
-                    template = None
+                wrong = misnamed(template, path) if template is not None else []
+                if wrong:
+                    template, errors = None, wrong
                 self._loaded[name] = (template, errors, "")
         return self._loaded[name]
+
+
+def misnamed(template: Template, path: Path) -> list[FieldError]:
+    """The error of a template whose name is not its file's (it is found by its file's name)."""
+    if template.name == path.stem:
+        return []
+    text = (
+        f"this template is named '{template.name}' but its file '{path.name}': "
+        f"the file of template '{template.name}' is {template.name}{path.suffix}"
+    )
+    at = template.origin(ROOT.child("metadata", "name"))
+    return [at.error(FieldError.invalid(ROOT.child("metadata", "name"), text))]
 
 
 def _display(path: Path) -> str:

@@ -13,7 +13,7 @@ from reconciler.cli.app import run
 
 @pytest.fixture
 def cli(world, monkeypatch, capsys):
-    monkeypatch.setattr("reconciler.cli.connect.connect", lambda server, token: world.cluster)
+    monkeypatch.setattr("reconciler.cli.connect.connect", lambda server, token, **_: world.cluster)
     monkeypatch.setattr("sys.stdin", io.StringIO(""))  # no terminal
 
     def call(*argv: str) -> tuple[int, str, str]:
