@@ -2,7 +2,8 @@
 
 Owns: ``run_document`` (the flags of ``astra astraeus run`` as a run spec: independent start,
 ``restart_policy: Never``; with GPUs ``--cpus``/``--mem`` are per GPU, without they are per
-worker) and ``sbatch_document`` (a batch script's ``#SBATCH`` directives and body as a run spec:
+worker; ``defaults=False``: only what the flags say, for a run written on a template, which then
+gets the CLI's defaults only where the template says nothing: ``with_cli_defaults``) and ``sbatch_document`` (a batch script's ``#SBATCH`` directives and body as a run spec:
 an array run when it has ``--array``). Pure: text and values in, a document out, or
 ``SubmitError`` naming the offending flag or directive. Must not touch: a cluster, files.
 
@@ -27,7 +28,7 @@ from typing import Any
 
 from .runspec.quantities import parse_bytes, parse_duration
 
-__all__ = ["SubmitError", "run_document", "sbatch_document"]
+__all__ = ["SubmitError", "run_document", "sbatch_document", "with_cli_defaults"]
 
 
 class SubmitError(ValueError):
@@ -43,15 +44,17 @@ def _quantity(parse, value: str, what: str) -> int:
 
 def run_document(
     name: str,
-    image: str,
+    image: str | None,
     command: list[str],
     *,
     gpus: int | None = None,
     cpus: int | None = None,
     mem: str | None = None,
     time: str | None = None,
+    defaults: bool = True,
 ) -> dict[str, Any]:
-    """``astra astraeus run``'s run spec. With GPUs, ``cpus`` and ``mem`` are per GPU."""
+    """``astra astraeus run``'s run spec. With GPUs, ``cpus`` and ``mem`` are per GPU. Without
+    ``defaults``, only the flags given (no start policy, no restart policy)."""
     resources: dict[str, Any] = {}
     memory = _quantity(parse_bytes, mem, "--mem") if mem is not None else None
     if gpus:
@@ -68,7 +71,9 @@ def run_document(
             resources["cpu_cores"] = cpus
         if memory is not None:
             resources["memory_bytes"] = memory
-    template: dict[str, Any] = {"image": image, "restart_policy": "Never"}
+    template: dict[str, Any] = {"image": image} if image is not None else {}
+    if defaults:
+        template["restart_policy"] = "Never"
     if command:
         template["command"] = command[0]
         if command[1:]:
@@ -77,7 +82,21 @@ def run_document(
         template["requested_resources"] = resources
     if time is not None:
         template["time_limit_seconds"] = _quantity(parse_duration, time, "--time")
-    return {"metadata": {"name": name}, "spec": {"start": "Independent", "task_template": template}}
+    if defaults:
+        return {"metadata": {"name": name}, "spec": {"start": "Independent", "task_template": template}}
+    return {"metadata": {"name": name}, "spec": {"task_template": template} if template else {}}
+
+
+def with_cli_defaults(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with the seeds' CLI defaults where it says nothing: workers start independently,
+    and a failed one is not restarted (``restart_policy: Never``). A template's own start (a gang)
+    or restart policy is kept."""
+    spec = doc.setdefault("spec", {})
+    if "start" not in spec and "policy" not in spec:
+        spec["start"] = "Independent"
+    if isinstance(spec.get("task_template"), dict):
+        spec["task_template"].setdefault("restart_policy", "Never")
+    return doc
 
 
 _KNOWN = {"array", "gres", "cpus-per-task", "mem", "time", "container-image", "job-name"}

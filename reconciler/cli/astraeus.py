@@ -46,7 +46,10 @@ def run(
         list[str] | None, typer.Argument(help="The command and its arguments, after --.")
     ] = None,
     name: Annotated[str, typer.Option("--name", help="The run's name.")] = ...,  # type: ignore[assignment]
-    image: Annotated[str, typer.Option("--image", help="The container image (recorded; see README).")] = ...,  # type: ignore[assignment]
+    image: Annotated[
+        str | None,
+        typer.Option("--image", help="The container image (recorded; see README). Needed unless --template."),
+    ] = None,
     gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs for the run.")] = None,
     cpus: Annotated[
         int | None, typer.Option("--cpus", help="CPU cores: per GPU with --gpus, else per worker.")
@@ -56,27 +59,45 @@ def run(
     ] = None,
     time: Annotated[str | None, typer.Option("--time", help="Time limit: 12h, 1h30m, 1:00:00.")] = None,
     template: Annotated[
-        str | None, typer.Option("--template", help="Write the run on top of this template.")
+        str | None,
+        typer.Option("--template", help="Write the run on this template: its fields win over the defaults."),
+    ] = None,
+    sets: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="A template parameter, key=value (a YAML value); repeatable."),
     ] = None,
     server: ServerOpt = None,
     token: TokenOpt = None,
 ) -> None:
     """Start a run: workers start independently, and a failed one is not restarted.
 
-    Example:
+    With --template, the run is written on that template (found as for validate: the nearest
+    templates/ upward, ASTRA_TEMPLATE_PATH, then the shipped ones) and --set gives its
+    parameters: the template's fields win over this command's defaults (a gang template gives a
+    gang), and only the flags given override them.
+
+    Examples:
 
         astra astraeus run --name llama-ft --image nvcr.io/nvidia/pytorch:24.08-py3
         --gpus 16 --cpus 12 --mem 120G --time 12h -- sh -c 'torchrun ... train.py'
+
+        astra astraeus run --name llama-ft --template gang --set gpus=16
     """
-    from ..submit import SubmitError, run_document
+    from ..submit import SubmitError, run_document, with_cli_defaults
     from .remote import CommandError, call
 
+    if template is None and sets:
+        raise _fail("--set gives template parameters: add --template NAME")
+    if template is None and image is None:
+        raise _fail("give --image IMAGE (or --template NAME, whose image is used)")
     try:
-        doc = run_document(name, image, list(command or []), gpus=gpus, cpus=cpus, mem=mem, time=time)
+        doc = run_document(
+            name, image, list(command or []), gpus=gpus, cpus=cpus, mem=mem, time=time, defaults=template is None
+        )
     except SubmitError as exc:
         raise _fail(str(exc)) from exc
     if template is not None:
-        doc = _with_template(doc, template)
+        doc = with_cli_defaults(_with_template(doc, template, sets or []))
     try:
         body = call("POST", "/runs", server=server, token=token, json=doc).json()
     except CommandError as exc:
@@ -88,21 +109,25 @@ def run(
     )
 
 
-def _with_template(doc: dict, template: str) -> dict:
-    """The document written on top of ``template``: what validate and apply would see."""
+def _with_template(doc: dict, template: str, sets: list[str]) -> dict:
+    """The flags' document written on ``template``, with ``sets`` as its parameters: what
+    validate and apply would see (the template found from the working folder)."""
     import json
     import tempfile
+    from dataclasses import replace
     from pathlib import Path
 
     from ..desired import load_desired
+    from ..templates import TemplateLibrary
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"{doc['metadata']['name']}.json"
         path.write_text(json.dumps(doc))
-        desired = load_desired([path], template=template)
+        desired = load_desired([path], template=template, sets=sets, library=TemplateLibrary())
     if desired.errors:
-        for e in desired.errors:
-            echo(e.format(), err=True)
+        for e in desired.errors:  # the flags' document is no file of the user's: the command line
+            shown = replace(e, file="<command line>", line=None, column=None) if e.file == str(path) else e
+            echo(shown.format(), err=True)
         raise _fail(f"the run does not fit template {template}")
     return desired.runs[0].data
 
