@@ -3,8 +3,9 @@
 Owns: ``run_document`` (the flags of ``astra astraeus run`` as a run spec: independent start,
 ``restart_policy: Never``; with GPUs ``--cpus``/``--mem`` are per GPU, without they are per
 worker; ``defaults=False``: only what the flags say, for a run written on a template, which then
-gets the CLI's defaults only where the template says nothing: ``with_cli_defaults``) and ``sbatch_document`` (a batch script's ``#SBATCH`` directives and body as a run spec:
-an array run when it has ``--array``). Pure: text and values in, a document out, or
+gets the CLI's defaults only where the template says nothing: ``with_cli_defaults``) and
+``sbatch_document`` (a batch script's ``#SBATCH`` directives and body as a run spec: an array
+run when it has ``--array``). Pure: text and values in, a document out, or
 ``SubmitError`` naming the offending flag or directive. Must not touch: a cluster, files.
 
 ``#SBATCH`` directives read (``--key=value`` or ``--key value``)::

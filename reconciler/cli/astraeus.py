@@ -91,9 +91,9 @@ def run(
     if template is None and image is None:
         raise _fail("give --image IMAGE (or --template NAME, whose image is used)")
     try:
-        doc = run_document(
-            name, image, list(command or []), gpus=gpus, cpus=cpus, mem=mem, time=time, defaults=template is None
-        )
+        argv = list(command or [])
+        plain = template is None
+        doc = run_document(name, image, argv, gpus=gpus, cpus=cpus, mem=mem, time=time, defaults=plain)
     except SubmitError as exc:
         raise _fail(str(exc)) from exc
     if template is not None:

@@ -33,7 +33,8 @@ def test_a_template_gives_its_fields_and_the_flags_given_override_them(user, tmp
     assert missing.returncode == 1
     assert "needs parameter 'gpus'" in missing.stderr and "add --set gpus=VALUE" in missing.stderr
 
-    done = user.astra("astraeus", "run", "--name", "a", "--template", "gang", "--set", "gpus=16", cwd=tmp_path)
+    gang = ["--template", "gang", "--set", "gpus=16"]
+    done = user.astra("astraeus", "run", "--name", "a", *gang, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("a submitted to default: ")
     spec = run_of(user, "a")
