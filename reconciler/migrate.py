@@ -17,6 +17,11 @@ A new revision: a file in the package's ``versions/`` whose ``down_revision`` is
 with ``upgrade()`` (and ``downgrade()``) written with ``alembic.op``; then move the package's
 ``HEAD`` to it (a test holds ``HEAD`` to the scripts' head).
 
+Also owns the URLs both databases accept (``engine_url``): any SQLAlchemy URL; ``postgresql://``
+(and ``postgres://``) mean psycopg 3 (``pip install 'astra-reconciler[postgres]'``), and a driver
+that is not installed is said in those words (``DriverMissing``), never as an import error.
+``redact`` is a URL fit for a message (no password).
+
 Must not touch: any table (the scripts do), the stores' errors (callers map ``MigrationError`` and
 SQLAlchemy's errors to theirs).
 """
@@ -34,11 +39,14 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 __all__ = [
+    "DriverMissing",
     "MigrationError",
     "Revisions",
     "UnknownRevision",
+    "engine_url",
     "known_revision",
     "peek",
+    "redact",
     "revision",
     "run_env",
     "script_revisions",
@@ -61,6 +69,37 @@ class UnknownRevision(MigrationError):
             "a newer astra wrote it; upgrade astra"
         )
         self.found = found
+
+
+class DriverMissing(MigrationError):
+    """The URL names a database whose driver is not installed; the message says what to install."""
+
+
+#: The URL schemes that mean PostgreSQL through psycopg 3, and the extra that installs it.
+_POSTGRES = ("postgresql", "postgres", "postgresql+psycopg")
+POSTGRES_EXTRA = "pip install 'astra-reconciler[postgres]'"
+
+
+def engine_url(url: str) -> str:
+    """The SQLAlchemy URL for ``url``: ``postgresql://…`` (or ``postgres://…``) is psycopg 3's
+    ``postgresql+psycopg://…``; ``DriverMissing`` when that driver is not installed."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme not in _POSTGRES:
+        return url
+    from importlib.util import find_spec
+
+    if find_spec("psycopg") is None:
+        raise DriverMissing(f"PostgreSQL needs the psycopg driver, which is not installed: {POSTGRES_EXTRA}")
+    return f"postgresql+psycopg://{rest}"
+
+
+def redact(url: str) -> str:
+    """A URL fit for a message: no password."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
+    return url
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import registry
 from sqlmodel import Column, Field, SQLModel, Text, create_engine
 
-from ..migrate import MigrationError
+from ..migrate import MigrationError, engine_url, redact
 from ..runspec.normalize import DIGEST_VERSION
 from ..runspec.vocabulary import HISTORY_KEEP
 from .types import HistoryEntry, InventoryEntry, Lock, Locked, SourceState, StateError, digest_of
@@ -115,17 +115,23 @@ class SqlSourceStore:
     def __init__(self, url: str):
         from .migrations import prepare
 
-        self.address = url
+        self.address = redact(url)
         if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
-            Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StateError(f"cannot open the state database {url}: {exc.strerror or exc}") from exc
         self._sources = _table(SourceRow)
         self._inventory = _table(InventoryRow)
         self._history = _table(HistoryRow)
         try:
-            self.engine = create_engine(url)
-            prepare(self.engine, url)
+            self.engine = create_engine(engine_url(url))
+            prepare(self.engine, self.address)
         except (SQLAlchemyError, MigrationError) as exc:
-            raise StateError(f"cannot open the state database {url}: {exc}") from exc
+            raise StateError(f"cannot open the state database {self.address}: {exc}") from exc
+        except ImportError as exc:  # a driver SQLAlchemy names in the URL (postgresql+psycopg2://…)
+            what = f"its driver {exc.name} is not installed" if exc.name else str(exc)
+            raise StateError(f"cannot open the state database {self.address}: {what}") from exc
 
     def _tx(self):
         return _Tx(self.engine)

@@ -1,7 +1,8 @@
 """The store's connection to its database: the SQLAlchemy engine, SQLite's settings, URLs.
 
 SQLite by default (a file, WAL mode, ``synchronous=FULL`` so that an acknowledged write survives a
-crash, a busy timeout, foreign keys on); any SQLAlchemy URL works (checked before each use).
+crash, a busy timeout, foreign keys on); any SQLAlchemy URL works (checked before each use);
+``postgresql://`` is psycopg 3 (``reconciler.migrate.engine_url``).
 
 Must not touch: tables, rows, the schema (``tables``, ``migrations``).
 """
@@ -15,6 +16,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlmodel import create_engine
 
+from ...migrate import engine_url, redact
+
 __all__ = ["default_url", "make_engine", "redact"]
 
 
@@ -23,19 +26,10 @@ def default_url(home: str | os.PathLike[str]) -> str:
     return f"sqlite:///{Path(home).resolve() / 'astra.db'}"
 
 
-def redact(url: str) -> str:
-    """A URL fit for a message: no password."""
-    if "@" in url and "://" in url:
-        scheme, rest = url.split("://", 1)
-        creds, host = rest.rsplit("@", 1)
-        return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
-    return url
-
-
 def make_engine(url: str) -> Engine:
     """The engine for ``url``; for a SQLite file, its folder is made and its settings set."""
     if not url.startswith("sqlite"):
-        return create_engine(url, pool_pre_ping=True)
+        return create_engine(engine_url(url), pool_pre_ping=True)
     path = url.split(":///", 1)[1] if ":///" in url else ""
     if path and path != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)

@@ -50,6 +50,9 @@ class Store(KeptSources):
             prepare(self.engine, redact(url))
         except (SQLAlchemyError, MigrationError) as exc:
             raise StoreError(f"cannot open the database {redact(url)}: {exc}") from exc
+        except ImportError as exc:  # a driver SQLAlchemy names in the URL (postgresql+psycopg2://…)
+            what = f"its driver {exc.name} is not installed" if exc.name else str(exc)
+            raise StoreError(f"cannot open the database {redact(url)}: {what}") from exc
         self._digest_texts = {}
 
     def close(self) -> None:
