@@ -25,23 +25,22 @@ def _admin():
         pytest.fail(f"The local PostgreSQL is not up ({URL}): {exc}; {UP_HINT}", pytrace=False)
 
 
-@pytest.fixture
-def postgres():
-    """The URL of a new, empty database (dropped afterwards)."""
+def _database():
     name = f"astra_t_{secrets.token_hex(6)}"
     with _admin() as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     yield URL.rsplit("/", 1)[0] + "/" + name
     with _admin() as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def postgres():
+    """The URL of a new, empty database (dropped afterwards)."""
+    yield from _database()
 
 
 @pytest.fixture
 def another_postgres():
     """A second new database, for the source state beside the control plane's."""
-    name = f"astra_t_{secrets.token_hex(6)}"
-    with _admin() as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield URL.rsplit("/", 1)[0] + "/" + name
-    with _admin() as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    yield from _database()
