@@ -98,6 +98,7 @@ def _register() -> None:
     from .astraeus import astraeus_app
     from .server import server_app
     from .slurm import slurm_app
+    from .source import source_app
     from .template import template_app
 
     app.add_typer(template_app, name="template")
@@ -116,6 +117,7 @@ def _register() -> None:
     app.add_typer(server_app, name="server")
     app.add_typer(astraeus_app, name="astraeus")
     app.add_typer(slurm_app, name="slurm")
+    app.add_typer(source_app, name="source")
 
 
 _register()

@@ -119,7 +119,8 @@ def started_words(home: Path, url: str) -> str:
 def _start(home: Path) -> str:
     env = {**os.environ, "ASTRA_HOME": str(home)}
     port = str(read_port(home))
-    command = [sys.executable, "-m", "reconciler.cli", "server", "--host", "127.0.0.1", "--port", port]
+    # -P: this astra's server, never the code of a checkout in the working folder (-m puts it first)
+    command = [sys.executable, "-P", "-m", "reconciler.cli", "server", "--host", "127.0.0.1", "--port", port]
     with open(home / "server.log", "ab") as out:
         proc = subprocess.Popen(
             [*command, "--any-port-if-busy"],

@@ -96,6 +96,10 @@ Revision = Annotated[
 
 
 def plan(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Run spec files or folders, as with -f.", show_default=False),
+    ] = None,
     files: Files = None,
     template: Template = None,
     sets: Sets = None,
@@ -135,6 +139,8 @@ def plan(
 
         astra plan -f examples/
 
+        astra plan examples/laptop
+
         astra plan -f runs/ --prune --out plan.json --detailed-exitcode
 
         astra plan --git https://github.com/acme/runs.git --ref main --path runs -o markdown
@@ -159,13 +165,19 @@ def plan(
             path,
             git_token_file,
             revision,
+            paths,
         )
     )
 
 
 def apply(
-    planfile: Annotated[
-        Path | None, typer.Argument(help="A plan saved by 'astra plan --out'.", show_default=False)
+    targets: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            metavar="[PLANFILE | PATH...]",
+            help="A plan saved by 'astra plan --out'; or run spec files or folders, as with -f.",
+            show_default=False,
+        ),
     ] = None,
     files: Files = None,
     template: Template = None,
@@ -212,6 +224,8 @@ def apply(
     from ..load import default_cache
     from .planning import Git
 
+    planfile, paths = _saved_plan_or_paths(targets or [])
+    files = [*(files or []), *paths] or None
     if planfile is not None and files:
         error("give a saved plan or -f PATH, not both")
         raise Exit(1)
@@ -255,6 +269,17 @@ def _reviewer(progress: _Progress, *, verbose: bool, dry_run: bool, yes: bool) -
         return True
 
     return review
+
+
+def _saved_plan_or_paths(targets: list[Path]) -> tuple[Path | None, list[Path]]:
+    """One JSON file holding a saved plan (``format_version``) is a plan; anything else, paths."""
+    if len(targets) != 1 or targets[0].suffix != ".json" or not targets[0].is_file():
+        return None, targets
+    try:
+        data = json.loads(targets[0].read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return targets[0], []  # said when it is read as a plan
+    return (targets[0], []) if isinstance(data, dict) and "format_version" in data else (None, targets)
 
 
 def _setup(

@@ -121,11 +121,17 @@ def setup(
 ) -> Setup:
     """The source, the cluster (with retries) and the store the options name (``start=False``, a
     command that only reads: the local server is not started)."""
+    import os
+
     from ..reconcile import Source, retrying
     from ..state import default_source_name, open_store
     from .connect import connect
 
-    cluster = connect(server, token, start=start)
+    missing = [p for p in paths if not os.path.exists(p)]
+    if missing and (git is None or git.url is None):  # said first: a typo leaves no source behind
+        error(f"{', '.join(missing)}: no such file or folder")
+        raise Exit(1)
+    cluster = connect(server, token) if start else connect(server, token, start=False)
     checkout = checkout_of(paths, git)
     if git is not None and git.url is not None:
         name = source or git.default_name()
@@ -168,16 +174,23 @@ def failures() -> Iterator[None]:
         raise Exit(1) from None
 
 
-def require_files(files: list[Path] | list[str] | None, git: Git | None = None) -> list[str]:
+def require_files(
+    files: list[Path] | list[str] | None,
+    git: Git | None = None,
+    paths: list[Path] | list[str] | None = None,
+) -> list[str]:
+    """The run specs given, with ``-f`` or as plain arguments (as ``astra validate`` takes them);
+    none with ``--git URL``."""
+    given = [*(files or []), *(paths or [])]
     if git is not None and git.url is not None:
-        if files:
+        if given:
             error("give -f PATH or --git URL (with --path DIR), not both")
             raise Exit(1)
         return []
-    if not files:
+    if not given:
         error("give the run specs: -f PATH (files or folders), or --git URL")
         raise Exit(1)
-    return [str(f) for f in files]
+    return [str(f) for f in given]
 
 
 def plan_command(
@@ -199,18 +212,20 @@ def plan_command(
     path: str | None = None,
     git_token_file: str | None = None,
     revision: str | None = None,
+    paths: list[Path] | list[str] | None = None,
 ) -> int:
-    """``astra plan`` (its help is the typer command's, in ``reconciler.cli.plan``); the exit code."""
+    """``astra plan`` (its help is the typer command's, in ``reconciler.cli.plan``); the exit code.
+    ``paths``: run specs given as plain arguments, as with ``-f``."""
     from ..collector import gc_paused
     from ..plan import plan_to_json, render_plan
 
     given = Git(git, ref, path, git_token_file, revision)
     # a plan's documents (many small trees, no cycles) are garbage only once it is printed
     with gc_paused():
-        paths = require_files(files, given)
+        specs = require_files(files, given, paths)
         with failures():
             _, made = plan_files(
-                paths,
+                specs,
                 source=source,
                 state=state,
                 server=server,

@@ -56,6 +56,7 @@ from ..state import (
     SourceState,
     StateError,
 )
+from ..state.types import delete_refusal
 from ..wire import LOCK_HEADER, api_base
 from .base import (
     ClusterError,
@@ -394,6 +395,15 @@ class ApiSourceStore:
             known[1].lock = None
             if response.headers.get("etag") == _tag_of(known[1]):
                 self._known[name] = (_tag_of(known[1]), known[1])
+
+    def delete(self, name: str, *, keep_runs: bool = False) -> None:
+        """``DELETE /sources/{name}``; the words are the other stores' (``delete_refusal``)."""
+        self._known.pop(name, None)
+        try:
+            self._call("DELETE", self._path(name), params={"keep_runs": "true"} if keep_runs else {})
+        except (NotFound, Conflict) as exc:
+            refused = delete_refusal(self.read(name), keep_runs)
+            raise StateError(refused or f"source '{name}' changed while it was deleted: try again") from exc
 
 
 def _tag_of(state: SourceState) -> str:

@@ -117,7 +117,8 @@ def reexec_without_token(token: str, args: list[str]) -> None:
     os.close(write)
     os.set_inheritable(read, True)
     env = {k: v for k, v in os.environ.items() if k != "ASTRA_TOKEN"}
-    argv = [sys.executable, "-m", "reconciler.cli", "server", *args, "--token-file", f"/dev/fd/{read}"]
+    # -P: this astra, never one in the working folder (python -m puts the working folder first)
+    argv = [sys.executable, "-P", "-m", "reconciler.cli", "server", *args, "--token-file", f"/dev/fd/{read}"]
     os.execve(sys.executable, argv, env)
 
 

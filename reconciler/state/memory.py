@@ -10,7 +10,16 @@ from collections.abc import Collection
 from typing import Any
 
 from ..runspec.vocabulary import HISTORY_KEEP
-from .types import HistoryEntry, InventoryEntry, Lock, Locked, SourceState, StateError, digest_of
+from .types import (
+    HistoryEntry,
+    InventoryEntry,
+    Lock,
+    Locked,
+    SourceState,
+    StateError,
+    delete_refusal,
+    digest_of,
+)
 
 __all__ = ["MemorySourceStore"]
 
@@ -81,6 +90,12 @@ class MemorySourceStore:
         if held["id"] != lock_id:
             raise StateError(f"source '{name}' is locked under {held['id']}, not {lock_id}")
         data["lock"] = None
+
+    def delete(self, name: str, *, keep_runs: bool = False) -> None:
+        refused = delete_refusal(self.read(name), keep_runs)
+        if refused:
+            raise StateError(refused)
+        del self._data[name]
 
 
 def _copied(data: Any) -> Any:

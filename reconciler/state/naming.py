@@ -2,8 +2,10 @@
 
 Owns: ``open_store`` (``--state`` wins, else the cluster's own, else SQLite at
 ``$ASTRA_HOME/state.db``, ``reconciler.home``), ``default_source_name`` (the git remote URL and
-the folder's path in the repo, ``https://github.com/acme/runs.git//examples``, else the folder's
-absolute path), ``git_commit`` and ``owner``. Must not touch: any store's storage.
+the folder's path in the repo, ``https://github.com/acme/runs.git//examples``; a remote that is a
+folder on this machine (a clone of a local checkout) is that folder's path, joined plainly:
+``/src/runs/examples``; else the folder's absolute path), ``git_commit`` and ``owner``. Must not
+touch: any store's storage.
 """
 
 from __future__ import annotations
@@ -61,8 +63,22 @@ def default_source_name(paths: Sequence[str | os.PathLike[str]]) -> str:
     remote = _git(folder, "config", "--get", "remote.origin.url") if top else None
     if top and remote:
         rel = os.path.relpath(folder, Path(top).resolve())
-        return f"{remote}//{'' if rel == '.' else Path(rel).as_posix()}".rstrip("/")
+        rel = "" if rel == "." else Path(rel).as_posix()
+        local = _local_remote(remote, Path(top))
+        if local is not None:  # the same folder of the repo it was cloned from: a path, no "//"
+            return (local / rel).as_posix() if rel else local.as_posix()
+        return f"{remote}//{rel}".rstrip("/")
     return str(folder)
+
+
+def _local_remote(remote: str, top: Path) -> Path | None:
+    """The folder a remote names when it is one on this machine (a path, or ``file://``), else
+    ``None`` (a URL, or ``host:path`` as ssh's)."""
+    if remote.startswith("file://"):
+        return Path(remote.removeprefix("file://")).resolve()
+    if "://" in remote or (":" in remote.split("/", 1)[0] and not remote.startswith(("/", "."))):
+        return None
+    return (top / remote).resolve()
 
 
 def git_commit(paths: Iterable[str | os.PathLike[str]]) -> str | None:

@@ -25,7 +25,16 @@ from sqlmodel import Column, Field, SQLModel, Text, create_engine
 from ..migrate import MigrationError, engine_url, redact
 from ..runspec.normalize import DIGEST_VERSION
 from ..runspec.vocabulary import HISTORY_KEEP
-from .types import HistoryEntry, InventoryEntry, Lock, Locked, SourceState, StateError, digest_of
+from .types import (
+    HistoryEntry,
+    InventoryEntry,
+    Lock,
+    Locked,
+    SourceState,
+    StateError,
+    delete_refusal,
+    digest_of,
+)
 
 __all__ = ["HistoryRow", "InventoryRow", "SourceRow", "SqlSourceStore", "StateTable", "metadata"]
 
@@ -282,6 +291,19 @@ class SqlSourceStore:
             if held is None:
                 raise StateError(f"source '{name}' holds no lock")
             raise StateError(f"source '{name}' is locked under {held.id}, not {lock_id}")
+
+    def delete(self, name: str, *, keep_runs: bool = False) -> None:
+        s, i, h = self._sources, self._inventory, self._history
+        refused = delete_refusal(self.read(name), keep_runs)
+        if refused:
+            raise StateError(refused)
+        with self._tx() as conn:  # the lock is checked again inside: an apply may take it meanwhile
+            if conn.execute(s.delete().where(s.c.name == name, s.c.lock_id.is_(None))).rowcount:
+                conn.execute(i.delete().where(i.c.source == name))
+                conn.execute(h.delete().where(h.c.source == name))
+                return
+        refused = delete_refusal(self.read(name), keep_runs)
+        raise StateError(refused or f"source '{name}' changed while it was deleted: try again")
 
 
 class _Tx:

@@ -33,6 +33,7 @@ __all__ = [
     "StaleState",
     "StateError",
     "StateTooNew",
+    "delete_refusal",
     "digest_of",
 ]
 
@@ -274,6 +275,29 @@ class SourceStore(Protocol):
 
     def unlock(self, name: str, lock_id: str) -> None:
         """Release the lock ``lock_id``; ``StateError`` when no lock or another one is held."""
+
+    def delete(self, name: str, *, keep_runs: bool = False) -> None:
+        """Forget the source (its inventory, status, history): ``StateError`` (``delete_refusal``'s
+        words) when it holds nothing, holds its lock, or owns runs and ``keep_runs`` is false."""
+
+
+def delete_refusal(state: SourceState, keep_runs: bool) -> str | None:
+    """Why ``state`` may not be deleted, or ``None``: the words every store says."""
+    if not (state.inventory or state.status or state.history or state.lock):
+        return f"no source named '{state.name}'"
+    if state.lock is not None:
+        return (
+            f"source '{state.name}' is locked by {state.lock.owner} (lock {state.lock.id}): an apply may "
+            f"be running; 'astra force-unlock {state.lock.id}' clears a stale lock"
+        )
+    if state.inventory and not keep_runs:
+        runs = sorted(state.inventory)
+        shown = ", ".join(runs[:5]) + (", …" if len(runs) > 5 else "")
+        return (
+            f"source '{state.name}' owns {len(runs)} run{'s' if len(runs) != 1 else ''} ({shown}): "
+            "prune them first, or give --keep-runs to leave them on the cluster, owned by no source"
+        )
+    return None
 
 
 @runtime_checkable

@@ -104,6 +104,7 @@ def test_a_server_astra_cannot_use_is_one_clear_line(world, capsys):
         ("plan", "-f", "runs", "--source", "s", "-v", "--detailed-exitcode"),
         ("plan", "-f", "runs", "--source", "s", "--out", "p.json", "--prune"),
         ("plan", "--source", "s"),
+        ("plan", "runs", "--source", "s"),  # paths without -f, as validate takes them
     ],
 )
 def test_plan_with_plain_arguments_runs_without_typer_and_alike(world, cli, capsys, args):
@@ -132,7 +133,6 @@ def test_plan_with_plain_arguments_runs_without_typer_and_alike(world, cli, caps
         ("plan", "-f", "runs", "-o", "yaml"),
         ("plan", "-f"),
         ("plan", "--prune=yes"),
-        ("plan", "runs"),
         ("apply", "-f", "runs"),
     ],
 )

@@ -145,7 +145,7 @@ async def get_source(api: Api, name: Name, if_none_match: IfNoneMatch = None) ->
     if unchanged is not None:
         return unchanged
     found = api.engine.store.get_source_json(name)
-    if found is None:  # pragma: no cover - removed between the two reads: sources are never removed
+    if found is None:  # it holds nothing (deleted)
         raise ApiError(404, wire.Detail(detail=f"no source named {name}"))
     return json_text(found[0], tag=found[1])
 
@@ -171,6 +171,35 @@ async def put_source(api: Api, name: Name, body: wire.SourceWrite, lock_id: Lock
     found = store.get_source_json(name)
     assert found is not None
     return json_text(found[0], tag=found[1])
+
+
+@router.delete(
+    "/sources/{name}",
+    operation_id="delete_source",
+    status_code=204,
+    response_class=Response,
+    responses={**NOT_FOUND, 409: {"model": wire.LockHeld | wire.Detail}},
+)
+async def delete_source(
+    api: Api,
+    name: Name,
+    keep_runs: Annotated[
+        bool, Query(description="Forget the runs it owns too (they stay, owned by no source).")
+    ] = False,
+) -> Response:
+    """Forget a source: its inventory, status and history (404 when it holds nothing; 409 when it
+    is locked, or owns runs and keep_runs is not given). Its name may be used again afterwards."""
+    outcome, held = api.engine.store.delete_source(name, keep_runs, api.clock.now())
+    if outcome == "none":
+        raise ApiError(404, wire.Detail(detail=f"no source named {name}"))
+    if outcome == "locked":
+        raise ApiError(409, wire.LockHeld(detail=_locked_words(name, held), lock=held))
+    if outcome == "runs":
+        shown = ", ".join(held[:5]) + (", …" if len(held) > 5 else "")
+        runs = f"{len(held)} run{'s' if len(held) != 1 else ''} ({shown})"
+        text = f"source {name} owns {runs}: prune them first, or give keep_runs=true"
+        raise ApiError(409, wire.Detail(detail=text))
+    return Response(status_code=204)
 
 
 @router.get(

@@ -7,8 +7,10 @@ the source's resource_version (except the lock's, which the entity tag covers). 
 the JSON text from the stored texts, without parsing the specs again; each entry's digest is
 computed once, when it is written, and kept beside its spec.
 
-A source's resource_version is its own counter (1 at the first write, +1 per write): sources are
-never deleted, so a source's name cannot be reused with an old version.
+A source's resource_version is its own counter (1 at the first write, +1 per write). Deleting a
+source (``delete_source``) empties it (no inventory, status, history or other keys) but keeps
+its row and moves its counter on, so a name is never reused with an old version (a tag read
+before cannot match again); a source that holds nothing is not listed and reads as not found.
 
 Must not touch: runs, workers, events (``facade``), the schema (``migrations``).
 """
@@ -50,12 +52,16 @@ class KeptSources:
         return None if row is None else _tag(row[0], row[1])
 
     def get_source_json(self, name: str) -> tuple[str, str] | None:
-        """The whole source as JSON text and its tag; ``None`` when it was never written."""
+        """The whole source as JSON text and its tag; ``None`` when it was never written (or
+        holds nothing: deleted)."""
         with self.engine.connect() as conn:
             row = self._source_row(conn, name)
             if row is None:
                 return None
-            text = _source_text(row, self._inventory_text(conn, name))
+            inventory = self._inventory_text(conn, name)
+            if _empty(row, inventory):
+                return None
+            text = _source_text(row, inventory)
         return text, _tag(row["resource_version"], row["lock"])
 
     def get_source(self, name: str) -> dict[str, Any] | None:
@@ -66,7 +72,8 @@ class KeptSources:
         """``{"items": [SOURCE, ...]}`` (by name) as JSON text."""
         with self.engine.connect() as conn:
             rows = conn.execute(select(SOURCES).order_by(SOURCES.c.name)).mappings().all()
-            items = [_source_text(r, self._inventory_text(conn, r["name"])) for r in rows]
+            texts = [(r, self._inventory_text(conn, r["name"])) for r in rows]
+            items = [_source_text(r, inventory) for r, inventory in texts if not _empty(r, inventory)]
         return '{"items":[' + ",".join(items) + "]}"
 
     def list_sources(self) -> list[dict[str, Any]]:
@@ -239,6 +246,45 @@ class KeptSources:
                 return "other", held, _tag(row["resource_version"], row["lock"])
             conn.execute(update(SOURCES).where(SOURCES.c.name == name).values(lock=None))
         return "released", held, _tag(row["resource_version"], None)
+
+    def delete_source(self, name: str, keep_runs: bool, now: float) -> tuple[str, Any]:
+        """Empty a source (see the module docstring): ``("deleted", None)``, or why not:
+        ``("none", None)`` (it holds nothing), ``("locked", the lock)``, ``("runs", [RUN, …])``
+        (it owns runs and ``keep_runs`` is false)."""
+        r = SOURCE_RUNS
+        with self.engine.begin() as conn:
+            row = self._source_row(conn, name)
+            if row is None or _empty(row, self._inventory_text(conn, name, specs=False)):
+                return "none", None
+            if row["lock"]:
+                return "locked", json.loads(row["lock"])
+            runs = [x[0] for x in conn.execute(select(r.c.run).where(r.c.source == name).order_by(r.c.run))]
+            if runs and not keep_runs:
+                return "runs", runs
+            conn.execute(delete(r).where(r.c.source == name))
+            conn.execute(
+                update(SOURCES)
+                .where(SOURCES.c.name == name)
+                .values(
+                    data="{}",
+                    status=None,
+                    history=None,
+                    resource_version=row["resource_version"] + 1,
+                    updated_at=now,
+                )
+            )
+        return "deleted", None
+
+
+def _empty(row: Mapping[Any, Any], inventory: str) -> bool:
+    """Whether a source's row (with its inventory's text) holds nothing: never written, or deleted."""
+    return (
+        inventory == "{}"
+        and not row["lock"]
+        and (row["status"] or "{}") == "{}"
+        and (row["history"] or "[]") == "[]"
+        and (row["data"] or "{}").strip() in ("{}", "")
+    )
 
 
 _str = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]

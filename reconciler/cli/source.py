@@ -1,0 +1,104 @@
+"""``astra source list | delete NAME``: the reconcile sources a cluster (or ``--state``) remembers.
+
+Thin: options in, one call into the source's store (``reconciler.state``), a table out. A source
+left by a mistake (``astra watch nosuchdir``, a renamed folder) is listed here and deleted here.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from .output import echo
+from .plan import Server, StateUrl, Token
+from .planning import failures, setup
+
+__all__ = ["source_app"]
+
+source_app = typer.Typer(
+    name="source",
+    help="The reconcile sources the cluster remembers: what each applied, its lock, its status.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+
+class ListFormat(StrEnum):
+    table = "table"
+    json = "json"
+    yaml = "yaml"
+
+
+@source_app.command("list")
+def list_sources(
+    output: Annotated[
+        ListFormat, typer.Option("--output", "-o", help="table, json or yaml.")
+    ] = ListFormat.table,
+    state: StateUrl = None,
+    server: Server = None,
+    token: Token = None,
+) -> None:
+    """List the sources: NAME RUNS STATE LOCK LAST-APPLY. Never starts the local server."""
+    with failures():
+        s = setup(["."], source="-", state=state, server=server, token=token, start=False)
+        sources = s.store.sources()
+    rows = [
+        {
+            "name": src.name,
+            "runs": sorted(src.inventory),
+            "state": src.status.get("state"),
+            "lock": None if src.lock is None else src.lock.to_json(),
+            "last_apply": None if not src.history else src.history[-1].to_json(),
+        }
+        for src in sources
+    ]
+    if output is ListFormat.json:
+        echo(json.dumps(rows, indent=2, sort_keys=True))
+        return
+    if output is ListFormat.yaml:
+        from .remote import print_listing
+
+        print_listing(rows, "yaml")
+        return
+    if not rows:
+        echo(f"no sources in {s.store.address}")
+        return
+    from ..plan import duration_words
+
+    now = time.time()
+    table = [["NAME", "RUNS", "STATE", "LOCK", "LAST APPLY"]]
+    for r in rows:
+        last = r["last_apply"]
+        when = f"{duration_words(now - last['when'])} ago ({last['result']})" if last else "-"
+        lock = "-" if r["lock"] is None else f"{r['lock']['id']} ({r['lock']['owner']})"
+        table.append([r["name"], str(len(r["runs"])), r["state"] or "-", lock, when])
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for row in table:
+        echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+@source_app.command("delete")
+def delete(
+    name: Annotated[str, typer.Argument(help="The source's name, as 'astra source list' shows it.")],
+    keep_runs: Annotated[
+        bool,
+        typer.Option("--keep-runs", help="Delete it though it owns runs: they stay, owned by no source."),
+    ] = False,
+    state: StateUrl = None,
+    server: Server = None,
+    token: Token = None,
+) -> None:
+    """Forget a source: what it applied (its inventory), its status and its history.
+
+    Refused while it holds its apply lock, and while it owns runs (prune them first, or give
+    --keep-runs). The runs themselves are never touched.
+    """
+    with failures():
+        s = setup(["."], source=name, state=state, server=server, token=token)
+        s.store.delete(name, keep_runs=keep_runs)
+    echo(f"source {name} deleted")
