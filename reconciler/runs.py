@@ -5,6 +5,8 @@
   (every cluster makes them; observe, the plan's cost and apply's ``--wait`` read them);
 * ``PlanError``: a plan cannot be made (the plan raises it, and so does the load when a file
   changes while its runs are being planned);
+* ``Capacity``: what a cluster's machines can hold at most (its largest machine's GPUs, all of
+  theirs), for a plan to refuse an ask no machine could ever meet;
 * ``duplicate_names``: run names are unique across what is loaded together (the plan's load and
   ``astra validate`` both ask it, so they say the same).
 
@@ -25,7 +27,7 @@ from .runspec.errors import ErrorType, FieldError
 from .runspec.paths import FieldPath
 from .runspec.vocabulary import FINAL_RUN_STATES
 
-__all__ = ["DesiredItem", "LiveRun", "PlanError", "RunSummary", "WorkerInfo", "duplicate_names"]
+__all__ = ["Capacity", "DesiredItem", "LiveRun", "PlanError", "RunSummary", "WorkerInfo", "duplicate_names"]
 
 _NAME = FieldPath.root().child("metadata", "name")
 
@@ -104,6 +106,15 @@ class WorkerInfo:
     gpus: int = 0
     started_at: float | None = None  # seconds since the epoch, of the current attempt
     group: str | None = None
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """What a cluster's machines hold: the GPUs of the largest one, and of all of them together."""
+
+    largest_gpus: int
+    total_gpus: int
+    machines: int
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,13 @@ import sys
 import time
 from enum import StrEnum
 from pathlib import Path
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
 from .output import echo, error
-from .planning import Exit, Setup, failures, plan_command, require_files, setup
+from .planning import Exit, Setup, failures, impossible_asks, plan_command, require_files, setup
 
 __all__ = [
     "AllowEmpty",
@@ -230,7 +231,7 @@ def apply(
         error("give a saved plan or -f PATH, not both")
         raise Exit(1)
     progress = _Progress()
-    review = _reviewer(progress, verbose=verbose, dry_run=dry_run, yes=yes)
+    review = _reviewer(progress, lambda: s.cluster, verbose=verbose, dry_run=dry_run, yes=yes)
 
     given = Git(git, ref, path, git_token_file, revision)
     with failures():
@@ -252,15 +253,23 @@ def apply(
         raise Exit(_outcome(done, s.cluster, verbose=verbose, wait=wait))
 
 
-def _reviewer(progress: _Progress, *, verbose: bool, dry_run: bool, yes: bool) -> Any:
-    """``apply_source``'s review: show the plan; ask, when it changes something (unless --yes or
-    --dry-run)."""
+def _reviewer(
+    progress: _Progress, cluster: Callable[[], Any], *, verbose: bool, dry_run: bool, yes: bool
+) -> Any:
+    """``apply_source``'s review: show the plan; refuse runs no machine of the cluster could hold;
+    ask, when it changes something (unless --yes or --dry-run)."""
     from ..plan import Plan, plan_to_json, render_plan
     from ..plan.render_markdown import revision_lines
 
     def review(made: Plan) -> bool:
         data = plan_to_json(made)
         sys.stdout.write(revision_lines(data) + render_plan(data, verbose=verbose))
+        impossible = impossible_asks(made, cluster())
+        if impossible:
+            for line in impossible:
+                error(line)
+            error("not applied: no machine of the cluster could hold these runs")
+            return False
         if dry_run:
             return True
         if made.has_changes and not yes and not _confirm(made.source, made.cluster):

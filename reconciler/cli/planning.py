@@ -26,6 +26,7 @@ __all__ = [
     "Setup",
     "checkout_of",
     "failures",
+    "impossible_asks",
     "plan_command",
     "plan_files",
     "read_token",
@@ -174,6 +175,26 @@ def failures() -> Iterator[None]:
         raise Exit(1) from None
 
 
+def impossible_asks(made: Any, cluster: Any) -> list[str]:
+    """``RUN: why`` for each run the plan would start that no machine of the cluster could ever
+    hold (asked of the cluster only when the plan starts a run that asks for GPUs)."""
+    from ..plan import describe_ask, impossible_ask
+
+    starting = [
+        c
+        for c in made.changes
+        if c.action.value in ("create", "replace") and describe_ask(c.after) is not None
+    ]
+    capacity = getattr(cluster, "capacity", None)
+    if not starting or capacity is None:
+        return []
+    known = capacity()
+    if known is None:
+        return []
+    found = ((c.address, impossible_ask(c.after, known)) for c in starting)
+    return [f"{name}: {why}" for name, why in found if why]
+
+
 def require_files(
     files: list[Path] | list[str] | None,
     git: Git | None = None,
@@ -224,7 +245,7 @@ def plan_command(
     with gc_paused():
         specs = require_files(files, given, paths)
         with failures():
-            _, made = plan_files(
+            s, made = plan_files(
                 specs,
                 source=source,
                 state=state,
@@ -236,6 +257,7 @@ def plan_command(
                 allow_empty=allow_empty,
                 git=given,
             )
+            impossible = impossible_asks(made, s.cluster)
         data = plan_to_json(made)
         if str(output) == "markdown":
             from ..plan.render_markdown import render_markdown
@@ -243,6 +265,10 @@ def plan_command(
             sys.stdout.write(render_markdown(data))
             if out is not None:
                 Path(out).write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+            if impossible:
+                for line in impossible:
+                    error(line)
+                return 1
             return 2 if detailed_exitcode and made.has_changes else 0
         as_json = str(output) == "json"
         text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n" if out or as_json else ""
@@ -256,4 +282,8 @@ def plan_command(
             sys.stdout.write(revision_lines(data) + render_plan(data, verbose=verbose))
             if out is not None:
                 echo(f"Saved the plan to {out}: 'astra apply {out}' carries out exactly this plan.")
+        if impossible:
+            for line in impossible:
+                error(line)
+            return 1
     return 2 if detailed_exitcode and made.has_changes else 0

@@ -47,6 +47,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
+from ..runs import Capacity
 from ..state import (
     HISTORY_KEEP,
     HistoryEntry,
@@ -202,6 +203,17 @@ class HttpCluster:
             data = self._json(response)
             return data.get("logs", "") if isinstance(data, dict) else str(data)
         return response.text
+
+    def capacity(self) -> Capacity | None:
+        """What the cluster's machines hold (``GET /machines``); ``None`` when the API does not
+        say (an Astraeus API without that route)."""
+        try:
+            data = self._json(self.request("GET", "/machines"))
+        except (NotFound, Rejected):
+            return None
+        gpus = [m.get("gpus") for m in _items(data, "machines") if isinstance(m, dict)]
+        gpus = [g for g in gpus if isinstance(g, int) and not isinstance(g, bool)]
+        return Capacity(max(gpus), sum(gpus), len(gpus)) if gpus else None
 
     def source_store(self) -> ApiSourceStore:
         return ApiSourceStore(self)

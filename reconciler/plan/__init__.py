@@ -15,7 +15,7 @@ Nothing here reads a file, a clock or a cluster: time and inventory come in as a
 from __future__ import annotations
 
 from .build import Applied, DesiredItem, build_plan, stopping
-from .cost import cost_of, describe_cost, duration_words
+from .cost import cost_of, describe_ask, describe_cost, duration_words, impossible_ask
 from .diff import compare, pair
 from .model import (
     ABSENT,
@@ -53,10 +53,12 @@ __all__ = [
     "build_plan",
     "compare",
     "cost_of",
+    "describe_ask",
     "describe_cost",
     "digest",
     "duration_words",
     "forces_replace",
+    "impossible_ask",
     "normalize",
     "pair",
     "plan_from_json",

@@ -1,21 +1,25 @@
-"""The cost of stopping a run: how many workers and GPUs, and for how long they had run.
+"""The cost of stopping a run (how many workers and GPUs, for how long they had run), and of
+starting one (the GPUs it asks for, and whether any machine of the cluster could hold them).
 
 ``cost_of(live, workers, now)`` reads the live run (and its workers, when they were fetched)
 as the cluster reported them; ``now`` is passed in. ``describe_cost`` puts a cost in words for the
 plan's text (with ``duration_words``, which lives with the other durations in
-``runspec.quantities``; re-exported here). Pure: no I/O, no clock.
+``runspec.quantities``; re-exported here). ``describe_ask`` says what a run document asks for
+(``asks: 100 copies of 1 GPU, at most 8 at once``), and ``impossible_ask`` why no machine of a
+cluster (its ``Capacity``) could ever hold it. Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from ..runs import LiveRun, WorkerInfo
+from ..runs import Capacity, LiveRun, WorkerInfo
 from ..runspec.quantities import duration_words
 from ..runspec.vocabulary import FINAL_RUN_STATES
 from .model import Cost
 
-__all__ = ["cost_of", "describe_cost", "duration_words"]
+__all__ = ["cost_of", "describe_ask", "describe_cost", "duration_words", "impossible_ask"]
 
 #: Worker states in which a worker holds no machine.
 _IDLE_WORKER_STATES = frozenset({"Pending", "Queued", *FINAL_RUN_STATES})
@@ -77,3 +81,74 @@ def describe_cost(cost: dict | Cost, action: str) -> str:
         amount = f"{hours:.1f}" if hours < 10 else f"{round(hours)}"
         what += f" (about {amount} GPU-hours of work)"
     return what
+
+
+def _count(template: Any) -> int:
+    """The GPUs one worker template asks for (0 when it asks for none, or says it oddly)."""
+    try:
+        count = template["requested_resources"]["gpu_requests"]["count"]
+    except (KeyError, TypeError):
+        return 0
+    return count if isinstance(count, int) and not isinstance(count, bool) else 0
+
+
+def _asks(document: Any) -> tuple[str, int, list[tuple[str, int]]]:
+    """``(kind, GPUs in all, [(what, GPUs one machine must hold), ...])`` of a run document."""
+    spec = document.get("spec") if isinstance(document, dict) else None
+    if not isinstance(spec, dict):
+        return "run", 0, []
+    array, groups = spec.get("array"), spec.get("task_groups")
+    if isinstance(array, dict) and isinstance(array.get("size"), int):
+        copy = _count(spec.get("task_template"))
+        return "array", copy * array["size"], [("an array copy", copy)] if copy else []
+    if isinstance(groups, list):
+        total = 0
+        workers: list[tuple[str, int]] = []
+        for g in groups:
+            if isinstance(g, dict):
+                n = _count(g.get("task_template"))
+                replicas = g.get("replicas")
+                total += n * (replicas if isinstance(replicas, int) else 1)
+                if n:
+                    workers.append((f"a worker of group {g.get('name')}", n))
+        return "groups", total, workers
+    template = spec.get("task_template")
+    n = _count(template)
+    machines = ((template or {}).get("requested_resources") or {}).get("machines")
+    gr = ((template or {}).get("requested_resources") or {}).get("gpu_requests") or {}
+    per = []
+    if isinstance(machines, int) and machines > 0 and n:
+        per.append(("each of its machines", -(-n // machines)))
+    if isinstance(gr.get("min_per_machine"), int) and gr["min_per_machine"] > 0:
+        per.append(("one of its machines (min_per_machine)", gr["min_per_machine"]))
+    return "run", n, per
+
+
+def describe_ask(document: Any) -> str | None:
+    """What a run document asks for, in words (``None`` when it asks for no GPU)."""
+    kind, total, _ = _asks(document)
+    if not total:
+        return None
+    spec = document["spec"]
+    if kind == "array":
+        each, size = _count(spec.get("task_template")), spec["array"]["size"]
+        cap = spec["array"].get("max_parallel") or 0
+        at_once = f", at most {cap} at once" if cap and cap < size else ""
+        copies = "1 copy" if size == 1 else f"{size} copies"
+        return f"{copies} of {_plural(each, 'GPU')}{at_once}"
+    return _plural(total, "GPU")
+
+
+def impossible_ask(document: Any, capacity: Capacity) -> str | None:
+    """Why no machine of a cluster with ``capacity`` could ever hold the run, or ``None``."""
+    kind, total, per = _asks(document)
+    for what, n in per:
+        if n > capacity.largest_gpus:
+            largest = capacity.largest_gpus
+            return f"no machine of this cluster has {n} GPUs ({what}); the largest has {largest}"
+    if kind == "run" and total > capacity.total_gpus:
+        return (
+            f"no machine of this cluster has {total} GPUs; the largest has {capacity.largest_gpus}, "
+            f"and all {capacity.machines} together have {capacity.total_gpus}"
+        )
+    return None

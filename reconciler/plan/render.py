@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .cost import describe_cost
+from .cost import describe_ask, describe_cost
 
 __all__ = ["SYMBOLS", "render_apply", "render_plan", "summary_line"]
 
@@ -80,6 +80,9 @@ def render_plan(data: dict[str, Any], *, verbose: bool = False) -> str:
                 lines.append(f"    {_field_line(f)}")
         if change["cost"] is not None and action in ("replace", "delete"):
             lines.append(f"    cost: {describe_cost(change['cost'], action)}")
+        asks = describe_ask(change.get("after")) if action == "create" else None
+        if asks:
+            lines.append(f"    asks: {asks}")
     if drifted:
         if shown:
             lines.append("")
