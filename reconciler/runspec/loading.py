@@ -296,7 +296,22 @@ def _yaml_error(message: str, source: Source) -> FieldError:
     if "tab" in reason:
         reason = f"{reason}: indent with spaces, not tabs"
     line, column = (int(m.group(1)), int(m.group(2))) if m else (1, 1)
+    if reason.startswith("simple key expect ':'"):
+        # found where the key that lacks its ':' ends (it ran on into the next line): the line a
+        # reader points at is the one the key starts on, the line before
+        line, column = _line_before(source.text, line)
+        reason = "a key without ':' (write 'key: value'; or is this line indented too far?)"
     return FieldError(ErrorType.syntax, _ROOT, f"YAML syntax error: {reason}", name, line, column)
+
+
+def _line_before(text: str, line: int) -> tuple[int, int]:
+    """The last line before ``line`` that holds something but a comment, and its first column."""
+    lines = text.splitlines()
+    for number in range(min(line - 1, len(lines)), 0, -1):
+        stripped = lines[number - 1].strip()
+        if stripped and not stripped.startswith("#"):
+            return number, len(lines[number - 1]) - len(lines[number - 1].lstrip()) + 1
+    return line, 1
 
 
 def _find_duplicate(source: Source) -> FieldError | None:
