@@ -39,6 +39,8 @@ class Checked:
     files: set[str] = field(default_factory=set)
     #: each valid run's (name, file, document index)
     runs: list[tuple[str, str, int]] = field(default_factory=list)
+    #: the valid runs' warnings (``reconciler.runspec.lint``), placed
+    warnings: list[FieldError] = field(default_factory=list)
 
 
 def check(
@@ -60,9 +62,12 @@ def check(
             done.documents += part.documents
             done.files |= part.files
             done.runs += part.runs
+            done.warnings += part.warnings
     order = {f: i for i, f in enumerate(files)}
     done.runs.sort(key=lambda r: (order.get(r[1], len(order)), r[2]))
     done.errors = sorted(errors + done.errors + _duplicates(done.runs), key=lambda e: e.sort_key())
+    failing = {e.file for e in done.errors}  # a file with errors: those first, then its warnings
+    done.warnings = sorted((w for w in done.warnings if w.file not in failing), key=lambda e: e.sort_key())
     return done
 
 
@@ -85,7 +90,7 @@ def _duplicates(runs: list[tuple[str, str, int]]) -> list[FieldError]:
 def _check(_share: int, files: list[str], template: str | None, sets: tuple[str, ...]) -> Checked:
     from .desired import load_desired
 
-    desired = load_desired(files, template=template, sets=sets)
+    desired = load_desired(files, template=template, sets=sets, warnings=True)
     names = {d.source.name for d in desired.documents}
     runs = [(r.name or "", r.document.source.name, r.document.index) for r in desired.runs]
-    return Checked(desired.errors, len(desired.documents), names, runs)
+    return Checked(desired.errors, len(desired.documents), names, runs, desired.warnings)

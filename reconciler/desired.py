@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .runspec.errors import ErrorType, FieldError
+from .runspec.lint import lint
 from .runspec.loading import Document, load_file
 from .runspec.paths import FieldPath
 from .runspec.validate import find_files, published_schema, validate_data
@@ -115,6 +116,8 @@ class Desired:
     documents: list[Document]
     errors: list[FieldError]
     files: list[str]
+    #: the valid runs' warnings (``reconciler.runspec.lint``), placed; only when asked for
+    warnings: list[FieldError] = field(default_factory=list)
 
 
 def load_desired(
@@ -124,10 +127,13 @@ def load_desired(
     sets: Sequence[str] = (),
     library: TemplateLibrary | None = None,
     contents: Mapping[str, bytes] | None = None,
+    warnings: bool = False,
 ) -> Desired:
     """Load files and folders, apply templates, validate: the final runs and every error.
 
-    ``contents``: the bytes of files the caller read already (a cold load hashed them), by name."""
+    ``contents``: the bytes of files the caller read already (a cold load hashed them), by name.
+    ``warnings``: also each valid run's warnings (``lint``), placed in its file (a plan does not
+    ask: placing them reads the file's YAML nodes)."""
     files, errors = find_files(paths)
     given: dict[str, tuple[Any, Origin]] = {}
     if sets:
@@ -138,6 +144,7 @@ def load_desired(
     state = _State(template, given, library, bool(errors))
     runs: list[DesiredRun] = []
     documents: list[Document] = []
+    warned: list[FieldError] = []
     for path in files:
         docs, load_errors = load_file(path, data=contents.get(path) if contents else None)
         errors += load_errors
@@ -147,11 +154,14 @@ def load_desired(
             errors += doc_errors
             if run is not None and not doc_errors:
                 runs.append(run)
+                if warnings:
+                    warned += [run.position(w) for w in lint(run.data)]
     if sets and not state.used_template and not errors:
         text = "--set gives template parameters, but no document uses a template: add --template NAME"
         errors.append(FieldError(ErrorType.invalid, _TEMPLATE, text, "<command line>"))
     unique = {(e.file, e.line, e.column, e.path, e.message): e for e in errors}
-    return Desired(runs, documents, sorted(unique.values(), key=lambda e: e.sort_key()), files)
+    errors = sorted(unique.values(), key=lambda e: e.sort_key())
+    return Desired(runs, documents, errors, files, sorted(warned, key=lambda e: e.sort_key()))
 
 
 class _State:

@@ -43,26 +43,37 @@ def validate_command(
     as_json: bool,
     template: str | None = None,
     sets: list[str] | tuple[str, ...] = (),
+    strict: bool = False,
 ) -> int:
     """``astra validate``: print every problem; 0 when all documents are valid, 1 otherwise.
 
     Runs that name a template (or ``template``/``sets``: ``--template``, ``--set``) are rendered
-    and merged first; what is validated is the final run, as plan and apply see it.
+    and merged first; what is validated is the final run, as plan and apply see it. Warnings
+    (``reconciler.runspec.lint``; of files without errors) are printed after the errors, on
+    stderr, and leave the exit code 0; ``strict``: they are errors (and in ``-o json``'s list).
     """
+    from dataclasses import replace
+
     from ..check import check
+    from ..runspec.errors import ErrorType
     from .output import echo, print_json
 
     # a short-lived process that keeps every document: the cycle collector would rescan them
     # all again and again for nothing (measured in `task bench`)
     with gc_paused():
         checked = check(paths, template=template, sets=sets)
-    errors = checked.errors
+    errors, warnings = checked.errors, checked.warnings
+    if strict and warnings:
+        strict_errors = [replace(w, type=ErrorType.invalid) for w in warnings]
+        errors, warnings = sorted(errors + strict_errors, key=lambda e: e.sort_key()), []
     files = len(checked.files | {e.file for e in errors if e.file != "<command line>"})
-    if as_json:
+    if as_json:  # the errors alone (--strict: and the warnings), as the contract's list
         print_json([e.to_json() for e in errors])
     else:
         for e in errors:
             echo(e.format())
+        for w in warnings:
+            echo(w.format(), err=True)
         bad = len({e.file for e in errors if e.file != "<command line>"})
         if errors:
             noun = "problem" if len(errors) == 1 else "problems"
@@ -92,6 +103,7 @@ _FAST: dict[str, tuple[dict[str, tuple[str, str]], str | None, dict[str, str]]] 
             "--output": ("output", "value"),
             "--template": ("template", "value"),
             "--set": ("sets", "list"),
+            "--strict": ("strict", "flag"),
         },
         "paths",
         {},
@@ -119,6 +131,7 @@ _FAST: dict[str, tuple[dict[str, tuple[str, str]], str | None, dict[str, str]]] 
             "--path": ("path", "value"),
             "--git-token-file": ("git_token_file", "value"),
             "--revision": ("revision", "value"),
+            "--strict": ("strict", "flag"),
         },
         "paths",
         {"server": "ASTRA_SERVER", "token": "ASTRA_TOKEN"},
@@ -171,6 +184,7 @@ def _fast_call(args: list[str]) -> tuple[Any, dict[str, Any]] | None:
             "as_json": given.get("output") == "json",
             "template": given.get("template"),
             "sets": given.get("sets", ()),
+            "strict": given.get("strict", False),
         }
     from .planning import plan_command
 

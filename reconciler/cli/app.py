@@ -58,11 +58,15 @@ def validate(
         list[str] | None,
         typer.Option("--set", help="A template parameter, key=value (a YAML value); repeatable."),
     ] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Warnings are errors (exit 1).")] = False,
 ) -> None:
     """Check run specs against the published schema and rules, reporting every problem.
 
     Every problem of every document of every file is reported at once, one per line, as
-    FILE:LINE:COLUMN: FIELD.PATH: MESSAGE. Exit 0 when all are valid, 1 otherwise.
+    FILE:LINE:COLUMN: FIELD.PATH: MESSAGE. Exit 0 when all are valid, 1 otherwise. Warnings
+    (FILE:LINE:COLUMN: FIELD.PATH: warning: MESSAGE: a run without a time limit, an array that
+    reads SLURM_ARRAY_TASK_ID, a command of one string with spaces) follow on stderr and leave
+    the exit code 0, unless --strict.
 
     Examples:
 
@@ -72,7 +76,7 @@ def validate(
     """
     from . import validate_command
 
-    raise typer.Exit(validate_command(paths, output is Output.json, template, sets or ()))
+    raise typer.Exit(validate_command(paths, output is Output.json, template, sets or (), strict))
 
 
 @app.command()

@@ -10,15 +10,24 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
 from .output import echo, error
-from .planning import Exit, Setup, failures, impossible_asks, plan_command, require_files, setup
+from .planning import (
+    Exit,
+    Setup,
+    failures,
+    impossible_asks,
+    plan_command,
+    plan_warnings,
+    require_files,
+    setup,
+)
 
 __all__ = [
     "AllowEmpty",
@@ -94,6 +103,9 @@ Revision = Annotated[
         "--revision", help="The files as of this older commit (a rollback; of --git, or of -f's repo)."
     ),
 ]
+Strict = Annotated[
+    bool, typer.Option("--strict", help="Warnings (a run without a time limit, …) are errors.")
+]
 
 
 def plan(
@@ -130,6 +142,7 @@ def plan(
     path: GitPath = None,
     git_token_file: GitTokenFile = None,
     revision: Revision = None,
+    strict: Strict = False,
 ) -> None:
     """Show what apply would change, and what it costs; change nothing.
 
@@ -167,6 +180,7 @@ def plan(
             git_token_file,
             revision,
             paths,
+            strict,
         )
     )
 
@@ -206,6 +220,7 @@ def apply(
     git_token_file: GitTokenFile = None,
     revision: Revision = None,
     allow_dirty: AllowDirty = False,
+    strict: Strict = False,
 ) -> None:
     """Apply the files (-f) or a saved plan (PLANFILE) to the cluster: exactly what the plan shows.
 
@@ -231,7 +246,7 @@ def apply(
         error("give a saved plan or -f PATH, not both")
         raise Exit(1)
     progress = _Progress()
-    review = _reviewer(progress, lambda: s.cluster, verbose=verbose, dry_run=dry_run, yes=yes)
+    review = _reviewer(progress, lambda: s.cluster, verbose=verbose, dry_run=dry_run, yes=yes, strict=strict)
 
     given = Git(git, ref, path, git_token_file, revision)
     with failures():
@@ -254,10 +269,16 @@ def apply(
 
 
 def _reviewer(
-    progress: _Progress, cluster: Callable[[], Any], *, verbose: bool, dry_run: bool, yes: bool
+    progress: _Progress,
+    cluster: Callable[[], Any],
+    *,
+    verbose: bool,
+    dry_run: bool,
+    yes: bool,
+    strict: bool,
 ) -> Any:
-    """``apply_source``'s review: show the plan; refuse runs no machine of the cluster could hold;
-    ask, when it changes something (unless --yes or --dry-run)."""
+    """``apply_source``'s review: show the plan; refuse runs no machine of the cluster could hold
+    (and, ``strict``, warnings); ask, when it changes something (unless --yes or --dry-run)."""
     from ..plan import Plan, plan_to_json, render_plan
     from ..plan.render_markdown import revision_lines
 
@@ -269,6 +290,12 @@ def _reviewer(
             for line in impossible:
                 error(line)
             error("not applied: no machine of the cluster could hold these runs")
+            return False
+        warned = plan_warnings(made)
+        for line in warned:
+            echo(line, err=True)
+        if strict and warned:
+            error("not applied: there are warnings, and --strict makes them errors")
             return False
         if dry_run:
             return True

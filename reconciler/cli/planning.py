@@ -29,6 +29,7 @@ __all__ = [
     "impossible_asks",
     "plan_command",
     "plan_files",
+    "plan_warnings",
     "read_token",
     "require_files",
     "setup",
@@ -195,6 +196,20 @@ def impossible_asks(made: Any, cluster: Any) -> list[str]:
     return [f"{name}: {why}" for name, why in found if why]
 
 
+def plan_warnings(made: Any) -> list[str]:
+    """The warnings (``reconciler.runspec.lint``) of the documents the plan would send, in words:
+    ``RUN (FILE): PATH: warning: MESSAGE``."""
+    from ..runspec.lint import lint
+
+    out = []
+    for c in sorted(made.changes, key=lambda c: c.address):
+        if c.after is None or c.action.value in ("noop", "delete"):
+            continue
+        where = f"{c.address} ({c.file})" if c.file else c.address
+        out += [f"{where}: {w.format()}" for w in lint(c.after)]
+    return out
+
+
 def require_files(
     files: list[Path] | list[str] | None,
     git: Git | None = None,
@@ -234,9 +249,10 @@ def plan_command(
     git_token_file: str | None = None,
     revision: str | None = None,
     paths: list[Path] | list[str] | None = None,
+    strict: bool = False,
 ) -> int:
     """``astra plan`` (its help is the typer command's, in ``reconciler.cli.plan``); the exit code.
-    ``paths``: run specs given as plain arguments, as with ``-f``."""
+    ``paths``: run specs given as plain arguments, as with ``-f``; ``strict``: warnings are errors."""
     from ..collector import gc_paused
     from ..plan import plan_to_json, render_plan
 
@@ -282,8 +298,14 @@ def plan_command(
             sys.stdout.write(revision_lines(data) + render_plan(data, verbose=verbose))
             if out is not None:
                 echo(f"Saved the plan to {out}: 'astra apply {out}' carries out exactly this plan.")
+        warned = plan_warnings(made)
+        for line in warned:
+            echo(line, err=True)
         if impossible:
             for line in impossible:
                 error(line)
+            return 1
+        if strict and warned:
+            error(f"{len(warned)} warning{'s' if len(warned) != 1 else ''}, and --strict: they are errors")
             return 1
     return 2 if detailed_exitcode and made.has_changes else 0

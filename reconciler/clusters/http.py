@@ -211,8 +211,8 @@ class HttpCluster:
             data = self._json(self.request("GET", "/machines"))
         except (NotFound, Rejected):
             return None
-        gpus = [m.get("gpus") for m in _items(data, "machines") if isinstance(m, dict)]
-        gpus = [g for g in gpus if isinstance(g, int) and not isinstance(g, bool)]
+        found = [m.get("gpus") for m in _items(data, "machines") if isinstance(m, dict)]
+        gpus = [g for g in found if isinstance(g, int) and not isinstance(g, bool)]
         return Capacity(max(gpus), sum(gpus), len(gpus)) if gpus else None
 
     def source_store(self) -> ApiSourceStore:

@@ -29,6 +29,8 @@ class ErrorType(StrEnum):
     too_long = "too_long"
     syntax = "syntax"
     file = "file"
+    #: not an error: a run that is valid but likely not what was meant (``reconciler.runspec.lint``)
+    warning = "warning"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +71,12 @@ class FieldError:
         return replace(self, file=file, line=line, column=column)
 
     def format(self) -> str:
-        """``FILE:LINE:COLUMN: PATH: MESSAGE``; parts that are not known are left out."""
+        """``FILE:LINE:COLUMN: PATH: MESSAGE`` (a warning's: ``… PATH: warning: MESSAGE``); parts
+        that are not known are left out."""
         where = ":".join(str(p) for p in (self.file, self.line, self.column) if p is not None)
         path = str(self.path)
-        parts = [p for p in (where, path, self.message) if p]
+        message = f"warning: {self.message}" if self.type is ErrorType.warning else self.message
+        parts = [p for p in (where, path, message) if p]
         return ": ".join(parts)
 
     def to_json(self) -> dict:

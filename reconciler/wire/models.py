@@ -70,6 +70,7 @@ __all__ = [
     "RunSummary",
     "RunSummaryList",
     "RunView",
+    "RunWritten",
     "SourceDigests",
     "SourceList",
     "SourceRuns",
@@ -206,6 +207,16 @@ class Run(Answer):
     status: RunStatus
     task_counts: dict[str, int] = Field(
         description='Workers by state: ``{"Completed": 41, "Pending": 51, "Running": 8}``.'
+    )
+
+
+class RunWritten(Run):
+    """A run as ``POST /runs`` and ``PUT /runs/{name}`` answer it: with its document's warnings."""
+
+    warnings: list[Problem] = Field(
+        description="What is valid but likely not meant (a run without a time limit cannot backfill; "
+        "an array's copies never get SLURM_ARRAY_TASK_ID; a command of one string with spaces): the "
+        "words of astra validate's warnings."
     )
 
 

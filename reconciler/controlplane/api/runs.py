@@ -64,6 +64,14 @@ def checked(doc: Any) -> dict[str, Any]:
     return doc
 
 
+def written(run: wire.Run, doc: dict[str, Any]) -> wire.RunWritten:
+    """``run`` as a write answers it: with its document's warnings (``reconciler.runspec.lint``)."""
+    from ...runspec.lint import lint
+
+    found = [wire.Problem(path=str(w.path), message=w.message) for w in lint(doc)]
+    return wire.RunWritten.model_validate({**run.model_dump(exclude_unset=True), "warnings": found})
+
+
 def the_run(api: Api, name: str) -> None:
     if name not in api.engine.state.runs:
         raise ApiError(404, wire.Detail(detail=f"no run named {name}"))
@@ -84,7 +92,7 @@ async def create_run(request: Request, api: Api) -> Response:
     api.on_change()
     api.cache.digest(name)  # made with the document, not by the first plan that lists 10,000 runs
     run = view(api, request, name)
-    return answer(run, 201, {"Location": run.status.url})
+    return answer(written(run, doc), 201, {"Location": run.status.url})
 
 
 async def list_runs(
@@ -128,7 +136,7 @@ async def update_run(request: Request, api: Api, name: RunName) -> Response:
         raise ApiError(404, wire.Detail(detail=str(exc))) from exc
     api.on_change()
     api.cache.digest(name)
-    return answer(view(api, request, name))
+    return answer(written(view(api, request, name), doc))
 
 
 async def delete_run(request: Request, api: Api, name: RunName) -> Response:
@@ -161,7 +169,7 @@ for word, runs in RUNS:
         methods=["POST"],
         status_code=201,
         operation_id=f"create_{word}",
-        response_model=wire.Run,
+        response_model=wire.RunWritten,
         responses={
             201: {"headers": {"Location": {"description": "The run's URL.", "schema": {"type": "string"}}}},
             **_errors(409, 422),
@@ -190,7 +198,7 @@ for word, runs in RUNS:
         update_run,
         methods=["PUT"],
         operation_id=f"update_{word}",
-        response_model=wire.Run,
+        response_model=wire.RunWritten,
         responses=_errors(404, 409, 422, conflict=wire.StaleDetail),
         openapi_extra=RUN_DOCUMENT,
     )

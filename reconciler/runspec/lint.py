@@ -1,0 +1,74 @@
+"""Warnings: runs that are valid but likely not what was meant (the seeds' troubleshooting table).
+
+``lint(doc) -> list[FieldError]`` (each of type ``warning``, sorted by path) for a valid run
+document:
+
+* an array whose command, args or env read ``SLURM_ARRAY_TASK_ID``, which an array's copies never
+  get (``messages.LINT_SLURM_ARRAY_TASK_ID``);
+* a worker template without ``time_limit_seconds`` (but a Service's, which runs until deleted):
+  such a run cannot backfill (``messages.LINT_NO_TIME_LIMIT``);
+* a ``command`` of one string with spaces (``sh -c 'echo hi'``), which runs a program of that whole
+  name, with no arguments (``messages.LINT_ONE_STRING_COMMAND``).
+
+``astra validate`` and ``astra plan`` print them after the errors and exit 0 (``--strict``: as
+errors); the API answers them beside a created or updated run (``warnings``). The words are
+``messages``'. Pure: a document in, warnings out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import messages as msg
+from .errors import ErrorType, FieldError
+from .paths import FieldPath
+
+__all__ = ["lint"]
+
+_ROOT = FieldPath.root()
+
+
+def _warning(path: FieldPath, message: str) -> FieldError:
+    return FieldError(ErrorType.warning, path, message)
+
+
+def _templates(spec: dict[str, Any]) -> list[tuple[FieldPath, dict[str, Any]]]:
+    out = []
+    if isinstance(spec.get("task_template"), dict):
+        out.append((_ROOT.child("spec", "task_template"), spec["task_template"]))
+    for i, group in enumerate(spec.get("task_groups") or []):
+        if isinstance(group, dict) and isinstance(group.get("task_template"), dict):
+            path = _ROOT.child("spec", "task_groups").index(i).child("task_template")
+            out.append((path, group["task_template"]))
+    return out
+
+
+def _reads(value: Any, path: FieldPath, name: str) -> list[FieldPath]:
+    """The paths under ``path`` whose string values mention ``name``."""
+    if isinstance(value, str):
+        return [path] if name in value else []
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _reads(v, path.index(i), name)]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _reads(v, path.key(str(k)), name)]
+    return []
+
+
+def lint(doc: Any) -> list[FieldError]:
+    """The warnings of a valid run document (see the module docstring)."""
+    spec = doc.get("spec") if isinstance(doc, dict) else None
+    if not isinstance(spec, dict):
+        return []
+    found: list[FieldError] = []
+    service = spec.get("lifetime") == "Service"
+    for path, template in _templates(spec):
+        command = template.get("command")
+        if isinstance(command, str) and " " in command.strip():
+            found.append(_warning(path.child("command"), msg.LINT_ONE_STRING_COMMAND))
+        if not service and template.get("time_limit_seconds") is None:
+            found.append(_warning(path.child("time_limit_seconds"), msg.LINT_NO_TIME_LIMIT))
+        if spec.get("array") is not None:
+            for field in ("command", "args", "env"):
+                for where in _reads(template.get(field), path.child(field), "SLURM_ARRAY_TASK_ID"):
+                    found.append(_warning(where, msg.LINT_SLURM_ARRAY_TASK_ID))
+    return sorted(found, key=lambda e: str(e.path))
