@@ -8,6 +8,7 @@ at the end. Nothing here sleeps: waits poll with a deadline.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -51,3 +52,25 @@ def user(tmp_path):
     u = User(tmp_path)
     yield u
     u.stop_servers()
+
+
+def git(*args: str, cwd: Path) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t"}
+    env["GIT_COMMITTER_EMAIL"] = "t@x"
+    done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def snapshot_of_this_checkout(into: Path) -> str:
+    """This work tree as it is (tracked and new files, not ignored ones), committed in a repo of
+    its own at ``into``: a clone a newcomer would make, or a hook repo for pre-commit."""
+    listed = git("ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=ROOT)
+    for name in filter(None, listed.split("\0")):
+        source = ROOT / name
+        if source.is_file():
+            (into / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, into / name)
+    git("init", "-q", cwd=into)
+    git("add", "-A", cwd=into)
+    git("commit", "-q", "-m", "snapshot", cwd=into)
+    return git("rev-parse", "HEAD", cwd=into)

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import BIN, ROOT
+from .conftest import BIN, ROOT, git, snapshot_of_this_checkout
 
 GOOD = """metadata: {name: good}
 template: {name: sweep, parameters: {size: 10}}
@@ -27,27 +27,6 @@ def readme_snippet() -> str:
     text = (ROOT / "README.md").read_text()
     (block,) = re.findall(r"```yaml\n(# \.pre-commit-config\.yaml\n.*?)```", text, re.S)
     return block
-
-
-def git(*args: str, cwd: Path) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t"}
-    env["GIT_COMMITTER_EMAIL"] = "t@x"
-    done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True)
-    return done.stdout.strip()
-
-
-def snapshot_of_this_checkout(into: Path) -> str:
-    """This work tree as it is (tracked and new files, not ignored ones), committed: the hook repo."""
-    listed = git("ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=ROOT)
-    for name in filter(None, listed.split("\0")):
-        source = ROOT / name
-        if source.is_file():
-            (into / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, into / name)
-    git("init", "-q", cwd=into)
-    git("add", "-A", cwd=into)
-    git("commit", "-q", "-m", "snapshot", cwd=into)
-    return git("rev-parse", "HEAD", cwd=into)
 
 
 def test_the_readme_pre_commit_snippet_works_as_printed(tmp_path):
