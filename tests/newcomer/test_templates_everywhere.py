@@ -22,6 +22,7 @@ spec:
   task_template:
     image: busybox
     command: "true"
+    time_limit_seconds: 60
     requested_resources:
       gpu_requests: {count: "{{ gpus }}"}
       memory_bytes: "{{ memory }}"
