@@ -13,6 +13,8 @@ from ..home import HomeError
 from .output import echo, error
 from .planning import Exit
 
+__all__ = ["app", "run"]
+
 app = typer.Typer(
     name="astra",
     help=(

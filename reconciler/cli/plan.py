@@ -240,14 +240,12 @@ def apply(
     from ..load import default_cache
     from .planning import Git
 
-    planfile, paths = _saved_plan_or_paths(targets or [])
-    files = [*(files or []), *paths] or None
+    planfile, files = _saved_plan_or_paths(targets or [], files)
     if planfile is not None and files:
         error("give a saved plan or -f PATH, not both")
         raise Exit(1)
     progress = _Progress()
     review = _reviewer(progress, lambda: s.cluster, verbose=verbose, dry_run=dry_run, yes=yes, strict=strict)
-
     given = Git(git, ref, path, git_token_file, revision)
     with failures():
         saved, s = _setup(
@@ -307,15 +305,20 @@ def _reviewer(
     return review
 
 
-def _saved_plan_or_paths(targets: list[Path]) -> tuple[Path | None, list[Path]]:
-    """One JSON file holding a saved plan (``format_version``) is a plan; anything else, paths."""
-    if len(targets) != 1 or targets[0].suffix != ".json" or not targets[0].is_file():
-        return None, targets
-    try:
-        data = json.loads(targets[0].read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return targets[0], []  # said when it is read as a plan
-    return (targets[0], []) if isinstance(data, dict) and "format_version" in data else (None, targets)
+def _saved_plan_or_paths(
+    targets: list[Path], files: list[Path] | None
+) -> tuple[Path | None, list[Path] | None]:
+    """The saved plan and the ``-f`` files: one JSON file holding a saved plan
+    (``format_version``) is a plan; other arguments are paths, as with ``-f``."""
+    plan: Path | None = None
+    if len(targets) == 1 and targets[0].suffix == ".json" and targets[0].is_file():
+        try:
+            data = json.loads(targets[0].read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = {"format_version": None}  # said when it is read as a plan
+        if isinstance(data, dict) and "format_version" in data:
+            plan, targets = targets[0], []
+    return plan, [*(files or []), *targets] or None
 
 
 def _setup(

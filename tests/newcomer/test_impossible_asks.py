@@ -74,11 +74,13 @@ def cli(monkeypatch, capsys, tmp_path):
 def test_plan_catches_an_ask_no_machine_could_hold_and_apply_refuses_it(cli, tmp_path):
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "huge.yaml").write_text(
-        "metadata: {name: huge}\nspec: {task_template: {image: x, time_limit_seconds: 60, requested_resources: "
+        "metadata: {name: huge}\nspec: {task_template: {image: x, time_limit_seconds: 60, "
+        "requested_resources: "
         "{gpu_requests: {count: 100000000000}}}}\n"
     )
     (tmp_path / "runs" / "fine.yaml").write_text(
-        "metadata: {name: fine}\nspec: {task_template: {image: x, time_limit_seconds: 60, requested_resources: "
+        "metadata: {name: fine}\nspec: {task_template: {image: x, time_limit_seconds: 60, "
+        "requested_resources: "
         "{gpu_requests: {count: 4}}}}\n"
     )
     code, out, err = cli("plan", "runs", "--source", "s")
