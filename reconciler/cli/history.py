@@ -42,7 +42,8 @@ def history(
     from ..state import default_source_name
 
     with failures():
-        s = setup(["."], source=source or default_source_name(["."]), state=state, server=server, token=token)
+        name = source or default_source_name(["."])
+        s = setup(["."], source=name, state=state, server=server, token=token, start=False)  # only reads
         entries = s.store.read(s.source.name).history
     rows = [e.to_json() for e in reversed(entries)]
     if output is ListFormat.json:
