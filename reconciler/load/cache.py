@@ -1,6 +1,6 @@
 """The load cache: what loading each file content found, by its sha256, on disk.
 
-``FileCache(folder)`` (under ``.astra/cache`` or ``$ASTRA_HOME/cache``; ``folder=None`` caches
+``FileCache(folder)`` (under ``cache/`` in astra's home, ``reconciler.home``; ``folder=None`` caches
 nothing) keeps, by a file's content hash, each run's document index, name and the digest of
 its normalised document (``reconciler.runspec.normalize``), and the template used. A warm load
 reads no file: each run comes with its digest only (``from_cache``), and the runs a plan needs

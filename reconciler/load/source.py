@@ -11,7 +11,7 @@ source; a clash names both files. ``Loaded.taken`` says how many files each rout
 empty (or partial) desired set, so nothing is ever pruned because a file did not load.
 
 ``refresh(loaded, changed)`` reloads only the changed files (the watch loop's fast path).
-``default_cache()``: the cache under ``$ASTRA_HOME/cache``, else ``.astra/cache``.
+``default_cache()``: the cache under ``cache/`` in astra's home (``reconciler.home``).
 
 Must not touch: clusters, the source's state (but its home folder), the plan.
 """
@@ -153,7 +153,7 @@ def _load_files(loaded: Loaded, names: list[str], cache: FileCache | None) -> No
 
 
 def default_cache() -> FileCache:
-    """The cache under ``$ASTRA_HOME/cache``, else ``.astra/cache``."""
+    """The cache under ``cache/`` in astra's home (``reconciler.home.astra_home``)."""
     from ..home import astra_home
 
     return FileCache(astra_home() / "cache")

@@ -5,8 +5,9 @@ version, its shape, and every submission (``attempts``: job id, nonce, the units
 restart it spends, why, when), so ``get_run`` returns the document even after Slurm has forgotten
 the jobs, and what astra saw a job end as (``seen``) outlives Slurm's memory of it.
 
-Owns: the state folder (``$ASTRA_SLURM_STATE``, else ``$ASTRA_HOME/slurm``, else
-``~/.astra/slurm``): ``runs/<name>.json`` (written atomically), ``logs/<name>/`` (the jobs' output:
+Owns: the state folder (``$ASTRA_SLURM_STATE``, else ``slurm/`` in astra's home,
+``reconciler.home.astra_home``: the per-user ``~/.local/state/astra`` unless a project has its
+own): ``runs/<name>.json`` (written atomically), ``logs/<name>/`` (the jobs' output:
 on a real cluster this must be on a filesystem the nodes share) and ``lock``; the lock that
 serializes every change and observation (``locked``: the one place it is taken, waiting at most
 ``LOCK_TIMEOUT``, the lock file saying who holds it), so two astra processes never resubmit the
@@ -66,11 +67,13 @@ def _holder() -> dict[str, Any]:
 
 
 def default_state_dir() -> Path:
-    """``$ASTRA_SLURM_STATE``, else ``$ASTRA_HOME/slurm``, else ``~/.astra/slurm``."""
+    """``$ASTRA_SLURM_STATE``, else ``slurm/`` in astra's home (``reconciler.home``: never a
+    ``~/.astra`` of its own, which every folder under ``~`` would then find as its home)."""
     if os.environ.get("ASTRA_SLURM_STATE"):
         return Path(os.environ["ASTRA_SLURM_STATE"])
-    home = os.environ.get("ASTRA_HOME")
-    return (Path(home) if home else Path.home() / ".astra") / "slurm"
+    from ...home import astra_home
+
+    return astra_home() / "slurm"
 
 
 #: How long a change or an observation waits for the state folder's lock. Its holder runs
