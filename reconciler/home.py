@@ -8,7 +8,8 @@ copies cannot disagree. In order:
 1. ``$ASTRA_HOME``, when set: an explicit choice for this shell (or CI job) wins over anything
    found, as ``GIT_DIR`` wins over git's search and ``KUBECONFIG`` over ``~/.kube/config``;
 2. the nearest ``.astra/`` folder upward from the working folder, as git finds ``.git``: a
-   project that wants a cluster of its own makes one with ``mkdir .astra``;
+   project that wants a cluster of its own makes one with ``mkdir .astra`` (but ``~/.astra``,
+   the user's home folder's, is no project's: older astras kept Slurm records there);
 3. the per-user home, ``$XDG_STATE_HOME/astra`` (``~/.local/state/astra``): one local cluster
    per user, whatever folder a command runs in.
 
@@ -40,10 +41,10 @@ class HomeError(Exception):
     """The home cannot be made, or one of its locks cannot be taken; the message says why."""
 
 
-def _upward(start: Path) -> Path | None:
+def _upward(start: Path, user_home: Path | None) -> Path | None:
     for folder in (start, *start.parents):
         candidate = folder / PROJECT_HOME
-        if candidate.is_dir():
+        if folder != user_home and candidate.is_dir():
             return candidate
     return None
 
@@ -71,7 +72,8 @@ def _find(env: Mapping[str, str], cwd: Path | None) -> tuple[Path, str]:
     if given:
         return Path(given).resolve(), "ASTRA_HOME"
     here = (cwd or Path.cwd()).resolve()
-    found = _upward(here)
+    user = env.get("HOME") or os.path.expanduser("~")
+    found = _upward(here, Path(user).resolve() if user else None)
     if found is not None:
         return found, "found upward"
     return _per_user(env).resolve(), "per user"

@@ -30,6 +30,8 @@ def test_astra_home_wins_then_the_nearest_dot_astra_upward_then_the_per_user_hom
     assert home_origin(xdg, deep) == "found upward"
     (deep / ".astra").mkdir()
     assert astra_home(xdg, deep) == deep / ".astra"  # the nearest
+    (tmp_path / "u" / ".astra").mkdir(parents=True)  # the user's own ~/.astra is no project's
+    assert astra_home(xdg, tmp_path / "u") == tmp_path / "xdg" / "astra"
     explicit = {**xdg, "ASTRA_HOME": str(tmp_path / "h")}
     assert astra_home(explicit, deep) == tmp_path / "h"  # an explicit choice wins over a find
     monkeypatch.chdir(deep)
