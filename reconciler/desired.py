@@ -116,7 +116,8 @@ class Desired:
     documents: list[Document]
     errors: list[FieldError]
     files: list[str]
-    #: the valid runs' warnings (``reconciler.runspec.lint``), placed; only when asked for
+    #: the valid runs' warnings (``reconciler.runspec.lint``), placed; only when asked for, and
+    #: only of files without errors (those come first)
     warnings: list[FieldError] = field(default_factory=list)
 
 
@@ -132,8 +133,8 @@ def load_desired(
     """Load files and folders, apply templates, validate: the final runs and every error.
 
     ``contents``: the bytes of files the caller read already (a cold load hashed them), by name.
-    ``warnings``: also each valid run's warnings (``lint``), placed in its file (a plan does not
-    ask: placing them reads the file's YAML nodes)."""
+    ``warnings``: also the warnings (``lint``) of each valid run of a file without errors, placed
+    in its file (a plan does not ask: placing them composes the documents' YAML nodes)."""
     files, errors = find_files(paths)
     given: dict[str, tuple[Any, Origin]] = {}
     if sets:
@@ -144,7 +145,7 @@ def load_desired(
     state = _State(template, given, library, bool(errors))
     runs: list[DesiredRun] = []
     documents: list[Document] = []
-    warned: list[FieldError] = []
+    pending: list[tuple[DesiredRun, list[FieldError]]] = []
     for path in files:
         docs, load_errors = load_file(path, data=contents.get(path) if contents else None)
         errors += load_errors
@@ -155,12 +156,16 @@ def load_desired(
             if run is not None and not doc_errors:
                 runs.append(run)
                 if warnings:
-                    warned += [run.position(w) for w in lint(run.data)]
+                    found = lint(run.data)
+                    if found:
+                        pending.append((run, found))
     if sets and not state.used_template and not errors:
         text = "--set gives template parameters, but no document uses a template: add --template NAME"
         errors.append(FieldError(ErrorType.invalid, _TEMPLATE, text, "<command line>"))
     unique = {(e.file, e.line, e.column, e.path, e.message): e for e in errors}
     errors = sorted(unique.values(), key=lambda e: e.sort_key())
+    failing = {e.file for e in errors}
+    warned = [r.position(w) for r, found in pending if r.document.source.name not in failing for w in found]
     return Desired(runs, documents, errors, files, sorted(warned, key=lambda e: e.sort_key()))
 
 
