@@ -122,9 +122,11 @@ def setup(
     start: bool = True,
 ) -> Setup:
     """The source, the cluster (with retries) and the store the options name (``start=False``, a
-    command that only reads: the local server is not started)."""
+    command that only reads: the local server is not started; with ``--state`` it needs no
+    cluster at all, and ``cluster`` is ``None`` when none runs)."""
     import os
 
+    from ..clusters.base import ClusterError
     from ..reconcile import Source, retrying
     from ..state import default_source_name, open_store
     from .connect import connect
@@ -133,7 +135,12 @@ def setup(
     if missing and (git is None or git.url is None):  # said first: a typo leaves no source behind
         error(f"{', '.join(missing)}: no such file or folder")
         raise Exit(1)
-    cluster = connect(server, token) if start else connect(server, token, start=False)
+    try:
+        cluster = connect(server, token) if start else connect(server, token, start=False)
+    except ClusterError:
+        if start or not state:
+            raise
+        cluster = None  # the state is kept elsewhere (--state): reading it needs no cluster
     checkout = checkout_of(paths, git)
     if git is not None and git.url is not None:
         name = source or git.default_name()
@@ -141,7 +148,7 @@ def setup(
     else:
         name = source or default_source_name(paths)
     src = Source(name, tuple(paths), template, tuple(sets or ()), prune, allow_empty, checkout=checkout)
-    return Setup(src, retrying(cluster), open_store(state, cluster))
+    return Setup(src, None if cluster is None else retrying(cluster), open_store(state, cluster))
 
 
 def plan_files(paths: list[str], **options: Any) -> tuple[Setup, Any]:

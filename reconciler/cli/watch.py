@@ -202,7 +202,7 @@ def force_unlock(
     from ..state import StateError
 
     with failures():
-        s = setup(["."], source=source or "-", state=state, server=server, token=token)
+        s = setup(["."], source=source or "-", state=state, server=server, token=token, start=False)
         name = source
         if name is None:
             held = [src.name for src in s.store.sources() if src.lock is not None and src.lock.id == lock_id]

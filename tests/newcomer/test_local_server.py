@@ -30,6 +30,11 @@ def test_a_command_that_only_reads_never_starts_a_server(user, tmp_path):
             f"astra: error: no astra server runs for {user.state}: 'astra server start' starts one in the "
             "background (so does any 'astra apply' or 'astra plan')\n"
         )
+    state = f"sqlite:///{tmp_path / 'state.db'}"  # the sources kept elsewhere: no cluster needed
+    assert user.astra("status", "--state", state, cwd=folder).stdout == f"no sources yet in {state}\n"
+    assert user.astra("force-unlock", "L1", "--state", state, cwd=folder).stderr == (
+        "astra: error: no source holds lock L1\n"
+    )
     assert not user.state.exists() and not (folder / ".astra").exists()  # nothing left behind
 
 
