@@ -19,6 +19,8 @@ Two facts the document cannot state, each held here by other means:
   in place; its 422 is right. So for the run writes, ``positive_data_acceptance`` gives way to
   a stricter check: a 422 to a document lists every problem ``validate_data`` finds in it, in
   its words, and nothing else; to a valid one in a PUT, only the in-place rule's words.
+* **Page tokens.** ``GET /workers?continue=`` takes only a token the server gave (any string by
+  the schema): a valid request's only 422 is that one, in its words.
 
 The server can run nothing: its workers' ``PATH`` and working folder are empty folders, and its
 one machine has no GPU, no core and no memory, so a generated run asking for anything is never
@@ -33,7 +35,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from reconciler.controlplane.api.app import api_router, openapi_document
+from reconciler.controlplane.api.app import documented_router, openapi_document
 from reconciler.runspec import messages as msg
 from reconciler.runspec.validate import validate_data
 from tests.controlplane_api.conftest import TOKEN, LiveServer
@@ -42,6 +44,8 @@ from tests.controlplane_api.conftest import TOKEN, LiveServer
 EXAMPLES = 12
 #: The operations whose body is a run document, checked by ``validate_data``.
 RUN_WRITES = {("POST", "/runs"), ("POST", "/jobs"), ("PUT", "/runs/{name}"), ("PUT", "/jobs/{name}")}
+#: The pages of the worker collection, whose ``continue`` is a token only the server gives.
+PAGED = {("GET", "/workers"), ("GET", "/tasks")}
 TEMPLATE_REFUSED = (
     "template",
     "the cluster takes final run specs: render the template first (astra template render, or astra apply)",
@@ -49,7 +53,7 @@ TEMPLATE_REFUSED = (
 
 #: The document the server serves at /openapi.json, made the way it makes it (schemathesis reads
 #: a schema when the tests are collected, before any server runs); ``base_url`` checks they agree.
-DOCUMENT = openapi_document(api_router())
+DOCUMENT = openapi_document(documented_router())
 schema = schemathesis.openapi.from_dict(DOCUMENT)
 schema.config.generation.update(max_examples=EXAMPLES, deterministic=True, allow_x00=False)
 
@@ -93,12 +97,18 @@ def base_url(fuzzed_server):
 @schema.parametrize()
 @settings(deadline=None, suppress_health_check=list(HealthCheck))
 def test_every_operation_holds_to_every_check(case, base_url):
-    run_write = (case.method.upper(), case.path) in RUN_WRITES
+    key = (case.method.upper(), case.path)
+    own = key in RUN_WRITES or key in PAGED
     response = case.call_and_validate(
-        base_url=base_url,
-        excluded_checks=[positive_data_acceptance] if run_write else None,
+        base_url=base_url, excluded_checks=[positive_data_acceptance] if own else None
     )
-    if run_write and response.status_code == 422 and isinstance(case.body, dict):
+    if response.status_code != 422:
+        return
+    if key in PAGED:  # a continue token the server did not give: the only refusal of valid data
+        negative = case.meta is not None and case.meta.generation.mode.is_negative
+        refused = f"continue {case.query.get('continue')!r} is not a token this server gave"
+        assert negative or response.json() == {"detail": refused}, case.as_curl_command()
+    elif key in RUN_WRITES and isinstance(case.body, dict):
         answered = {(p["path"], p["message"]) for p in response.json()}
         found = {(str(e.path), e.message) for e in validate_data(case.body)}
         if found or case.method.upper() == "POST":

@@ -48,7 +48,7 @@ from .context import (
 )
 from .source_paths import SourcePaths
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "documented_router", "openapi_document"]
 
 TITLE = "Astraeus (astra's embedded control plane)"
 #: The API's version: the ``v1`` of its long base path.
@@ -123,6 +123,15 @@ def api_router() -> APIRouter:
     return router
 
 
+def documented_router(router: APIRouter | None = None) -> APIRouter:
+    """What ``/openapi.json`` describes: the API's routes (``router``, else a new ``api_router``)
+    and the public ones (the webhook), under no base path (the document's ``servers`` name both)."""
+    documented = APIRouter()
+    documented.include_router(router or api_router())
+    documented.include_router(sources.public, responses={k: COMMON_ERRORS[k] for k in (403, 503)})
+    return documented
+
+
 def create_app(
     engine: Engine,
     token: str,
@@ -136,9 +145,7 @@ def create_app(
     app = _App(title=TITLE, description=DESCRIPTION, version=VERSION, docs_url=None, redoc_url=None)
     app.state.astra = ApiContext(engine, token, clock, scope, on_change, executor_name)
     router = api_router()
-    app.state.router = documented = APIRouter()  # what /openapi.json describes: both kinds of route
-    documented.include_router(router)
-    documented.include_router(sources.public, responses={k: COMMON_ERRORS[k] for k in (403, 503)})
+    app.state.router = documented_router(router)
     app.include_router(router, prefix=API, include_in_schema=False)
     app.include_router(router, prefix=WS_API, dependencies=[Depends(in_scope)], include_in_schema=False)
     app.include_router(sources.public, prefix=API, include_in_schema=False)  # signed, no bearer token
