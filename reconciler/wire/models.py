@@ -376,7 +376,9 @@ class LockRequest(RequestBody):
         "(X-Astra-Lock, the source's ETag).",
     )
     host: str | None = None
-    pid: int | None = Field(default=None, ge=1, le=PID_MAX, description="A process id (a ``pid_t``).")
+    pid: Annotated[int, Field(ge=1, le=PID_MAX), BeforeValidator(_integral)] | None = Field(
+        default=None, description="A process id (a ``pid_t``)."
+    )
     started: str | None = None
 
 

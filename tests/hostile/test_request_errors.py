@@ -8,6 +8,7 @@ an exception the app does not answer is raised here, so a 500 cannot hide).
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 
 import httpx
@@ -138,6 +139,11 @@ def test_a_body_over_16_mib_is_a_413_before_it_is_read(client):
     }
 
 
+def test_the_webhook_body_is_bounded_too(client):
+    r = client.post("/api/sources/w/hook", content=b"{}" * (body.BODY_MAX_BYTES // 2 + 1), headers=JSON)
+    assert r.status_code == 413
+
+
 def test_the_token_is_checked_before_any_of_the_body_is_read(client):
     r = client.post("/api/runs", content="[" * 10_000, headers=JSON, token="wrong")
     assert r.status_code == 401
@@ -224,6 +230,15 @@ def worker(client):
 def test_a_malformed_attempt_is_a_422_in_words(client, worker, query, said):
     r = client.get(f"/api/workers/{worker}/logs?{query}")
     assert (r.status_code, r.json()) == (422, {"detail": said})
+
+
+def test_a_continue_token_nested_10000_deep_is_not_one_the_server_gave(client):
+    token = base64.urlsafe_b64encode(b"[" * 10_000).decode().rstrip("=")
+    r = client.get(f"/api/workers?limit=1&continue={token}")
+    assert (r.status_code, r.json()) == (
+        422,
+        {"detail": f"continue {token!r} is not a token this server gave"},
+    )
 
 
 def test_an_empty_view_is_an_unknown_view(client):
