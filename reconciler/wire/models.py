@@ -10,9 +10,10 @@ Two kinds of model:
 
 * ``Answer``: what the server sends. Every field is always sent (``null`` where it says so), and
   the published schema marks each one required; a client ignores fields it does not know.
-* ``RequestBody``: a body a client sends, read strictly (``true`` is no number, ``"1"`` no integer);
-  a field left out keeps its default. A run document (``RunDocument``) is the exception: it is
-  the spec layer's ``Run``, and it is checked by ``validate_data``, whose messages are the 422's.
+* ``RequestBody``: a body a client sends, read strictly (``true`` is no number, ``"1"`` no integer;
+  ``3.0`` is one where a field is ``Integral``, as JSON Schema has it); a field left out keeps its
+  default. A run document (``RunDocument``) is the exception: it is the spec layer's ``Run``, and
+  it is checked by ``validate_data``, whose messages are the 422's.
 
 At a glance (``→`` an answer)::
 
@@ -32,9 +33,9 @@ At a glance (``→`` an answer)::
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, RootModel
+from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, RootModel
 
 from ..runspec.models import Metadata
 from ..runspec.models import Run as RunDocument
@@ -44,6 +45,7 @@ __all__ = [
     "LOGS_CONTENT",
     "Answer",
     "ApplyRecord",
+    "Counter",
     "Detail",
     "Event",
     "EventList",
@@ -51,6 +53,7 @@ __all__ = [
     "HookSecret",
     "HookState",
     "Info",
+    "Integral",
     "InventoryDigest",
     "InventoryEntry",
     "InventoryEntryWrite",
@@ -86,6 +89,13 @@ __all__ = [
 ]
 
 EPOCH = "seconds since the epoch"
+#: What a lock's id may be: it travels in headers (``X-Astra-Lock``, a source's ``ETag``).
+LOCK_ID_PATTERN = r"^[A-Za-z0-9._:@+=~-]{1,128}$"
+#: The largest process id a lock may name (a ``pid_t``): a client checks whether it still runs.
+PID_MAX = 2**31 - 1
+#: The largest integer every JSON reader holds exactly (JavaScript's ``Number.MAX_SAFE_INTEGER``):
+#: the bound of a counter a client sends back, as a ``resource_version``.
+EXACT_INT_MAX = 2**53 - 1
 
 
 class Answer(BaseModel):
@@ -98,6 +108,17 @@ class RequestBody(BaseModel):
     """A body a client sends, read strictly; a field left out keeps its default."""
 
     model_config = ConfigDict(strict=True)
+
+
+def _integral(value: Any) -> Any:
+    """A float with no fraction (``3.0``) as the integer it is; anything else as it is."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+#: An integer a client sends: as JSON Schema has it, ``3.0`` is one too (``true`` and ``"3"`` are not).
+Integral = Annotated[int, BeforeValidator(_integral)]
+#: A counter a client sends back (a ``resource_version``): an ``Integral`` every JSON reader holds.
+Counter = Annotated[int, Field(ge=0, le=EXACT_INT_MAX), BeforeValidator(_integral)]
 
 
 # ---- errors and health -------------------------------------------------------------------------
@@ -359,9 +380,16 @@ class LockRequest(RequestBody):
     lock). Other keys are ignored."""
 
     owner: str | None = None
-    id: str | None = None
+    id: str | None = Field(
+        default=None,
+        pattern=LOCK_ID_PATTERN,
+        description="Letters, digits and ``._:@+=~-``, at most 128: it travels in headers "
+        "(X-Astra-Lock, the source's ETag).",
+    )
     host: str | None = None
-    pid: int | None = None
+    pid: Annotated[int, Field(ge=1, le=PID_MAX), BeforeValidator(_integral)] | None = Field(
+        default=None, description="A process id (a ``pid_t``)."
+    )
     started: str | None = None
 
 
@@ -412,7 +440,7 @@ class ApplyRecord(BaseModel):
     who: str | None = None
     when: float | None = Field(None, description=EPOCH)
     commit: str | None = None
-    summary: dict[str, int] | None = Field(None, description='``{"create": 1, "noop": 3, …}``.')
+    summary: dict[str, Integral] | None = Field(None, description='``{"create": 1, "noop": 3, …}``.')
     result: str | None = Field(None, description="'applied', or 'failed: …'.")
 
 
@@ -439,7 +467,7 @@ class SourceWrite(RequestBody):
 
     model_config = ConfigDict(strict=True, extra="allow")
 
-    resource_version: int | None = Field(
+    resource_version: Counter | None = Field(
         None, description="The one read: 0, or left out, on the first write (create)."
     )
     inventory: dict[str, InventoryEntryWrite] | None = None

@@ -143,8 +143,13 @@ def free_port() -> int:
 
 
 class LiveServer:
-    def __init__(self, home: Path, cwd: Path) -> None:
-        self.home, self.cwd = home, cwd
+    """``astra server`` in a process of its own; ``args`` are added to its command line (an
+    ``--inventory``), ``env`` to its environment (a ``PATH`` that holds nothing)."""
+
+    def __init__(
+        self, home: Path, cwd: Path, *, args: tuple[str, ...] = (), env: dict[str, str] | None = None
+    ) -> None:
+        self.home, self.cwd, self.args = home, cwd, args
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {
@@ -153,6 +158,7 @@ class LiveServer:
             "ASTRA_TOKEN": TOKEN,
             "ASTRA_SERVER": self.url,
             "PYTHONPATH": str(ROOT),
+            **(env or {}),
         }
         self.proc: subprocess.Popen | None = None
 
@@ -169,6 +175,7 @@ class LiveServer:
                 "127.0.0.1",
                 "--port",
                 str(self.port),
+                *self.args,
             ],
             cwd=self.cwd,
             env=self.env,

@@ -16,7 +16,8 @@ module              owns
 ``source_paths``    a source's name (which may hold '/') made one path segment before routing
 ``views``           the engine's runs and workers as ``wire`` models
 ``cache``           ``ResponseCache``: the summary listing and digests, kept by the engine's generation
-``context``         ``ApiContext``, ``ApiError``, the token's check, 422 problems, sending answers
+``context``         ``ApiContext`` (and the engine's gate), ``ApiRoute``, ``ApiError``, the token, answers
+``body``            the one strict reader of a request's body: bounded, depth-guarded, no key twice
 ==================  =================================================================================
 
 Base paths (both serve every route)::

@@ -3,13 +3,18 @@
 Owns: how the routers (``runs``, ``workers``, ``cluster``, ``sources``) are put together:
 under ``/api`` and under ``$WS_API`` (``/api/v1/orgs/{org}/workspaces/{workspace}/clusters/
 {cluster}/api``), each behind the bearer token (and, on the long form, the workspace check);
-the exception handlers that turn ``ApiError``, pydantic's validation errors and the store's
-errors into answers; and ``/openapi.json``, generated from the routes and ``reconciler.wire``'s
-models, with the two base paths as its ``servers``. Must not touch: what a route does.
+the exception handlers that turn ``ApiError``, a refused body (``body.BodyRefused``), pydantic's
+validation errors and the store's errors into answers, and the last resort: any other exception
+is a 500 with one line (``wire.Detail``), its traceback logged by the server (no known request
+reaches it: tests/hostile/ and the fuzz test hold every route to 4xx); and ``/openapi.json``,
+generated from the routes and ``reconciler.wire``'s models, with the two base paths as its
+``servers``. Every route is an ``ApiRoute`` (``api_router`` refuses a router whose routes are
+not: each would run without the engine's gate). Must not touch: what a route does.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -18,6 +23,7 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import Response
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -28,10 +34,12 @@ from ..clock import Clock
 from ..engine import Engine
 from ..store import StoreError
 from . import cluster, runs, sources, workers
+from .body import BodyRefused
 from .context import (
     DEFAULT_SCOPE,
     ApiContext,
     ApiError,
+    ApiRoute,
     answer,
     api_context,
     check_token,
@@ -40,7 +48,7 @@ from .context import (
 )
 from .source_paths import SourcePaths
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "documented_router", "openapi_document"]
 
 TITLE = "Astraeus (astra's embedded control plane)"
 #: The API's version: the ``v1`` of its long base path.
@@ -60,6 +68,7 @@ SERVERS: list[dict[str, Any]] = [
 ]
 #: The errors any route may answer.
 COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": wire.Detail, "description": "A query parameter the operation does not take."},
     401: {
         "model": wire.Detail,
         "description": "No token, or another one.",
@@ -87,12 +96,40 @@ async def in_scope(
     """Declares the long form's org, workspace and cluster (``authorize`` holds them to the server's)."""
 
 
+#: The modules whose routers make the API.
+PARTS = (runs, workers, cluster, sources)
+
+#: The answer to a body larger than ``body.BODY_MAX_BYTES``: listed under every operation that takes one.
+TOO_LARGE: dict[str, Any] = {
+    "description": "The body is larger than 16 MiB.",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Detail"}}},
+}
+
+
 def api_router() -> APIRouter:
-    """Every route of the API, relative to a base path, behind the token."""
+    """Every route of the API, relative to a base path, behind the token. Each must be an
+    ``ApiRoute`` (``APIRouter(route_class=ApiRoute)``): one that is not would use the engine
+    without its gate, and read its body without the strict reader."""
     router = APIRouter(dependencies=[Depends(authorize)], responses=COMMON_ERRORS)
-    for part in (runs, workers, cluster, sources):
+    for part in PARTS:
+        loose = [
+            r.path for r in part.router.routes if isinstance(r, APIRoute) and not isinstance(r, ApiRoute)
+        ]
+        if loose:
+            raise TypeError(
+                f"{part.__name__}: {loose} are not ApiRoutes: give the router route_class=ApiRoute"
+            )
         router.include_router(part.router)
     return router
+
+
+def documented_router(router: APIRouter | None = None) -> APIRouter:
+    """What ``/openapi.json`` describes: the API's routes (``router``, else a new ``api_router``)
+    and the public ones (the webhook), under no base path (the document's ``servers`` name both)."""
+    documented = APIRouter()
+    documented.include_router(router or api_router())
+    documented.include_router(sources.public, responses={k: COMMON_ERRORS[k] for k in (403, 503)})
+    return documented
 
 
 def create_app(
@@ -108,9 +145,7 @@ def create_app(
     app = _App(title=TITLE, description=DESCRIPTION, version=VERSION, docs_url=None, redoc_url=None)
     app.state.astra = ApiContext(engine, token, clock, scope, on_change, executor_name)
     router = api_router()
-    app.state.router = documented = APIRouter()  # what /openapi.json describes: both kinds of route
-    documented.include_router(router)
-    documented.include_router(sources.public, responses={k: COMMON_ERRORS[k] for k in (403, 503)})
+    app.state.router = documented_router(router)
     app.include_router(router, prefix=API, include_in_schema=False)
     app.include_router(router, prefix=WS_API, dependencies=[Depends(in_scope)], include_in_schema=False)
     app.include_router(sources.public, prefix=API, include_in_schema=False)  # signed, no bearer token
@@ -122,6 +157,7 @@ def create_app(
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(StoreError, _store_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)
 
     @app.get("/healthz", include_in_schema=False, response_model=wire.Health)
     async def healthz() -> Response:
@@ -143,17 +179,42 @@ def openapi_document(router: APIRouter) -> dict[str, Any]:
     """The OpenAPI document of ``router``'s routes, under both base paths (its ``servers``),
     with ``RunDocument``, the body of POST and PUT /runs: the published run schema (generated
     from ``wire.RunDocument``, the spec layer's model, and what ``validate_data`` enforces), its
-    definitions as ``RunDocument.NAME``."""
+    definitions as ``RunDocument.NAME``, less its ``template``: the cluster takes final run specs
+    (a body naming a template is a 422), so ``spec`` is required and whole."""
     doc = get_openapi(
         title=TITLE, version=VERSION, description=DESCRIPTION, routes=router.routes, servers=SERVERS
     )
     _without_default_422(doc)
+    for item in doc.get("paths", {}).values():
+        for operation in item.values():
+            if "requestBody" in operation:
+                operation["responses"].setdefault("413", TOO_LARGE)
+            for parameter in operation.get("parameters", []):
+                if parameter["in"] in ("query", "header"):
+                    parameter["schema"] = _without_null(parameter["schema"])
     schema = {k: v for k, v in published_schema("run").items() if k not in ("$schema", "$id")}
     definitions = schema.pop("definitions", {})
     schemas = doc.setdefault("components", {}).setdefault("schemas", {})
-    schemas["RunDocument"] = _refs_to_components(schema)
+    schemas["RunDocument"] = _refs_to_components(_final_run(schema))
     schemas.update({f"RunDocument.{k}": _refs_to_components(v) for k, v in definitions.items()})
     return doc
+
+
+def _without_null(schema: dict[str, Any]) -> dict[str, Any]:
+    """A query's or a header's schema without its ``null`` branch (``str | None`` in Python): on
+    the wire such a parameter is absent or text, never null."""
+    branches = [b for b in schema.get("anyOf", []) if b != {"type": "null"}]
+    if len(branches) != 1 or len(schema["anyOf"]) != 2:
+        return schema
+    return {**{k: v for k, v in schema.items() if k != "anyOf"}, **branches[0]}
+
+
+def _final_run(schema: dict[str, Any]) -> dict[str, Any]:
+    """The run schema's top level without ``template`` (and the partial spec that goes with it)."""
+    top = {k: v for k, v in schema.items() if k != "allOf"}
+    properties = {k: v for k, v in schema["properties"].items() if k != "template"}
+    properties["spec"] = {"$ref": "#/definitions/Spec"}
+    return {**top, "properties": properties, "required": ["metadata", "spec"]}
 
 
 def _without_default_422(doc: dict[str, Any]) -> None:
@@ -205,11 +266,34 @@ async def _invalid(request: Request, exc: Exception) -> Response:
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
-    """Starlette's own answers (405: a path served, not with this method; 404: no route): under
-    a base path, the token's check comes first, as for every route."""
+    """A refused body (``BodyRefused``: read after the token's check), and Starlette's own
+    answers (405: a path served, not with this method; 404: no route): under a base path, the
+    token's check comes first, as for every route."""
+    if isinstance(exc, BodyRefused):
+        return answer(exc.body, exc.status_code)
     assert isinstance(exc, StarletteHTTPException)
-    refused = _refused(request) if exc.status_code == 405 else None
-    return refused or await http_exception_handler(request, exc)
+    if exc.status_code != 405:
+        return await http_exception_handler(request, exc)
+    refused = _refused(request)
+    if refused is not None:
+        return refused
+    methods = _methods_at(request)
+    detail = f"{request.method} is not served here; this path takes {', '.join(methods)}"
+    return answer(wire.Detail(detail=detail), 405, {"Allow": ", ".join(methods)})
+
+
+#: A request's path under either base path: what the API's router's routes match.
+_UNDER_BASE = re.compile(r"^/api(?:/v1/orgs/[^/]+/workspaces/[^/]+/clusters/[^/]+/api)?(/.*)$")
+
+
+def _methods_at(request: Request) -> list[str]:
+    """Every method the API serves at the request's path (Starlette's 405 names only those of
+    the first route it tried; ``Allow`` must list them all)."""
+    found = _UNDER_BASE.match(request.scope["path"])
+    under = found.group(1) if found else request.scope["path"]
+    routers = [part.router for part in PARTS] + [sources.public]
+    routes = [r for router in routers for r in router.routes if isinstance(r, APIRoute)]
+    return sorted({m for r in routes if r.path_regex.match(under) for m in r.methods or ()})
 
 
 def _refused(request: Request) -> Response | None:
@@ -225,3 +309,10 @@ def _refused(request: Request) -> Response | None:
 
 async def _store_error(_request: Request, exc: Exception) -> Response:
     return answer(wire.Detail(detail=str(exc)), 503)
+
+
+async def _unexpected(_request: Request, exc: Exception) -> Response:
+    """The last resort: a 500 in one line. Starlette raises the exception again once this is
+    sent, so the server (uvicorn) logs its traceback; a test client sees it raised."""
+    said = f"internal error ({type(exc).__name__}): the server's log has the details"
+    return answer(wire.Detail(detail=said), 500)

@@ -10,15 +10,15 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 
 from ...wire import models as wire
-from .context import Api, answer
+from .context import Api, ApiRoute, answer
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["cluster"])
+router = APIRouter(tags=["cluster"], route_class=ApiRoute)
 
 
 @router.get("/machines", operation_id="list_machines", response_model=wire.MachineList)
-async def machines(api: Api) -> Response:
+def machines(api: Api) -> Response:
     """Every machine, its state, and the GPUs and CPU cores free on it now."""
     s = api.engine.state
     items = []
@@ -34,7 +34,7 @@ async def machines(api: Api) -> Response:
 
 
 @router.get("/info", operation_id="get_info", response_model=wire.Info)
-async def info(api: Api) -> Response:
+def info(api: Api) -> Response:
     """The org, workspace and cluster this control plane serves, and how it runs workers."""
     org, workspace, cluster = api.scope
     return answer(

@@ -13,26 +13,37 @@ naming each field.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 
 from ...runspec.errors import InvalidSpec
 from ...runspec.validate import validate_data
 from ...wire import models as wire
 from ..store import NameExists, NotFound, Stale
-from .context import Api, ApiError, answer, json_text, read_json
+from .body import OFF_LOOP_BYTES
+from .context import Api, ApiError, ApiRoute, answer, json_text, read_json
 from .views import run_view
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["runs"])
+router = APIRouter(tags=["runs"], route_class=ApiRoute)
 
 #: A run is a job (``/jobs``, also ``/runs``): each route is served, and documented, under both.
 RUNS = (("run", "/runs"), ("job", "/jobs"))
 
 RunName = Annotated[str, Path(description="The run's name.")]
+
+
+async def run_document(request: Request) -> Any:
+    """The body of POST and PUT, read strictly (``read_json``); ``checked`` validates it."""
+    return await read_json(request)
+
+
+#: The body of POST and PUT, as a route's parameter.
+RunBody = Annotated[Any, Depends(run_document)]
 
 #: The request body of POST and PUT: a run document (``wire.RunDocument``). It is read as JSON
 #: and checked by ``validate_data``, not by pydantic, so the 422's words are the spec layer's.
@@ -72,6 +83,14 @@ def written(run: wire.Run, doc: dict[str, Any]) -> wire.RunWritten:
     return wire.RunWritten.model_validate({**run.model_dump(exclude_unset=True), "warnings": found})
 
 
+async def valid(request: Request, body: Any) -> dict[str, Any]:
+    """``checked(body)``: on the event loop for a small body, in a worker thread for a large one
+    (validating a document of 1 MiB takes longer than a loop may be held)."""
+    if len(await request.body()) < OFF_LOOP_BYTES:
+        return checked(body)
+    return await asyncio.to_thread(checked, body)
+
+
 def the_run(api: Api, name: str) -> None:
     if name not in api.engine.state.runs:
         raise ApiError(404, wire.Detail(detail=f"no run named {name}"))
@@ -81,9 +100,9 @@ def view(api: Api, request: Request, name: str) -> wire.Run:
     return run_view(api.engine, name, api.runs_url(request), api.scope[1])
 
 
-async def create_run(request: Request, api: Api) -> Response:
+async def create_run(request: Request, api: Api, body: RunBody) -> Response:
     """Create a run from a run document: 201 and the run, ``Location`` its URL."""
-    doc = checked(await read_json(request))
+    doc = await valid(request, body)
     name = doc["metadata"]["name"]
     try:
         api.engine.submit(doc, api.clock.now())
@@ -95,7 +114,7 @@ async def create_run(request: Request, api: Api) -> Response:
     return answer(written(run, doc), 201, {"Location": run.status.url})
 
 
-async def list_runs(
+def list_runs(
     request: Request,
     api: Api,
     view_: Annotated[
@@ -109,16 +128,16 @@ async def list_runs(
     return json_text(api.cache.runs(api.runs_url(request), api.scope[1]))
 
 
-async def get_run(request: Request, api: Api, name: RunName) -> Response:
+def get_run(request: Request, api: Api, name: RunName) -> Response:
     """One run."""
     the_run(api, name)
     return answer(view(api, request, name))
 
 
-async def update_run(request: Request, api: Api, name: RunName) -> Response:
+async def update_run(request: Request, api: Api, name: RunName, body: RunBody) -> Response:
     """Update a run in place with a run document naming the ``resource_version`` it read."""
     the_run(api, name)
-    doc = checked(await read_json(request))
+    doc = await valid(request, body)
     if doc["metadata"].get("name") != name:
         raise ApiError(
             422,
@@ -139,7 +158,7 @@ async def update_run(request: Request, api: Api, name: RunName) -> Response:
     return answer(written(view(api, request, name), doc))
 
 
-async def delete_run(request: Request, api: Api, name: RunName) -> Response:
+def delete_run(request: Request, api: Api, name: RunName) -> Response:
     """Cancel a run (its processes are stopped now) and delete it: the run as it ended."""
     the_run(api, name)
     now = api.clock.now()
@@ -150,7 +169,7 @@ async def delete_run(request: Request, api: Api, name: RunName) -> Response:
     return answer(body)
 
 
-async def run_events(api: Api, name: RunName) -> Response:
+def run_events(api: Api, name: RunName) -> Response:
     """Every decision and observation about the run, in order."""
     the_run(api, name)
     items = [wire.Event.model_validate(e) for e in api.engine.store.event_rows(name)]

@@ -45,13 +45,13 @@ from fastapi.responses import Response
 from ...wire import LOCK_HEADER
 from ...wire import models as wire
 from ..store import LockMismatch, NotFound, Stale
-from .context import Api, ApiError, Responses, answer, json_text
+from .context import Api, ApiError, ApiRoute, PublicRoute, Responses, answer, json_text
 
 __all__ = ["public", "router"]
 
-router = APIRouter(tags=["sources"])
+router = APIRouter(tags=["sources"], route_class=ApiRoute)
 #: The routes that carry their own authentication (the webhook's signature), not the bearer token.
-public = APIRouter(tags=["sources"])
+public = APIRouter(tags=["sources"], route_class=PublicRoute)
 
 #: Keys of a whole PUT that are the server's, never kept as the source's own.
 SERVER_KEYS = frozenset({"name", "resource_version", "lock", "lock_id"})
@@ -128,7 +128,7 @@ def _written(api: Api, name: str, rv: int, status: int = 200) -> Response:
 
 
 @router.get("/sources", operation_id="list_sources", response_model=wire.SourceList)
-async def list_sources(api: Api) -> Response:
+def list_sources(api: Api) -> Response:
     """Every source's state, by name."""
     return json_text(api.engine.store.list_sources_json())
 
@@ -139,7 +139,7 @@ async def list_sources(api: Api) -> Response:
     response_model=wire.SourceState,
     responses={200: {"headers": TAG}, **NOT_MODIFIED, **NOT_FOUND},
 )
-async def get_source(api: Api, name: Name, if_none_match: IfNoneMatch = None) -> Response:
+def get_source(api: Api, name: Name, if_none_match: IfNoneMatch = None) -> Response:
     """A source's whole state (404 when it was never written)."""
     unchanged = _unchanged(api, name, if_none_match)
     if unchanged is not None:
@@ -156,7 +156,7 @@ async def get_source(api: Api, name: Name, if_none_match: IfNoneMatch = None) ->
     response_model=wire.SourceState,
     responses={200: {"headers": TAG}, 409: {"model": wire.StaleDetail | wire.LockHeld}, **INVALID},
 )
-async def put_source(api: Api, name: Name, body: wire.SourceWrite, lock_id: LockId) -> Response:
+def put_source(api: Api, name: Name, body: wire.SourceWrite, lock_id: LockId) -> Response:
     """Replace a source's whole state, naming the ``resource_version`` read (409 when stale)."""
     given = body.model_dump(exclude_unset=True)
     data = {k: v for k, v in given.items() if k not in SERVER_KEYS}
@@ -168,8 +168,8 @@ async def put_source(api: Api, name: Name, body: wire.SourceWrite, lock_id: Lock
         raise ApiError(409, wire.StaleDetail(detail=str(exc), resource_version=exc.current)) from exc
     except LockMismatch as exc:
         raise _lock_held(exc) from exc
-    found = store.get_source_json(name)
-    assert found is not None
+    found = store.get_source_json(name, empty=True)
+    assert found is not None  # just written, in this request's gate
     return json_text(found[0], tag=found[1])
 
 
@@ -178,7 +178,11 @@ async def put_source(api: Api, name: Name, body: wire.SourceWrite, lock_id: Lock
     operation_id="delete_source",
     status_code=204,
     response_class=Response,
-    responses={**NOT_FOUND, 409: {"model": wire.LockHeld | wire.Detail}},
+    responses={
+        **NOT_FOUND,
+        409: {"model": wire.LockHeld | wire.Detail},
+        422: {"model": wire.Detail, "description": "keep_runs is not true or false."},
+    },
 )
 async def delete_source(
     api: Api,
@@ -193,7 +197,7 @@ async def delete_source(
     if outcome == "none":
         raise ApiError(404, wire.Detail(detail=f"no source named {name}"))
     if outcome == "locked":
-        raise ApiError(409, wire.LockHeld(detail=_locked_words(name, held), lock=held))
+        raise ApiError(409, wire.LockHeld(detail=_locked_words(name, held), lock=_lock(held)))
     if outcome == "runs":
         shown = ", ".join(held[:5]) + (", …" if len(held) > 5 else "")
         runs = f"{len(held)} run{'s' if len(held) != 1 else ''} ({shown})"
@@ -208,7 +212,7 @@ async def delete_source(
     response_model=wire.SourceRuns | wire.SourceDigests,
     responses={200: {"headers": TAG}, **NOT_MODIFIED, **NOT_FOUND, **BAD_VIEW},
 )
-async def get_source_runs(
+def get_source_runs(
     api: Api,
     name: Name,
     view: Annotated[

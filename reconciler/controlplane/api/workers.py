@@ -24,13 +24,13 @@ from fastapi.responses import PlainTextResponse, Response
 
 from ...wire import models as wire
 from ..scheduler import WorkerRecord, WorkerState
-from .context import Api, ApiError, Responses, answer
+from .context import Api, ApiError, ApiRoute, Responses, answer
 from .runs import RUNS, RunName, the_run
 from .views import worker_page, worker_view, workers_view
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["workers"])
+router = APIRouter(tags=["workers"], route_class=ApiRoute)
 
 #: A worker is a task (``/tasks``, also ``/workers``): each route is served under both.
 WORKERS = (("worker", "/workers"), ("task", "/tasks"))
@@ -50,6 +50,7 @@ LOGS_ANSWERS: Responses = {
             **({"headers": {"WWW-Authenticate": {"schema": {"type": "string"}}}} if status == 401 else {}),
         }
         for status, description in (
+            (400, "A query parameter it does not take."),
             (401, "No token, or another one."),
             (403, "Another org, workspace or cluster than the server's."),
             (404, "No such worker, or no log of that attempt."),
@@ -99,12 +100,12 @@ def position(text: str) -> tuple[int, int]:
         seq, rank = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
         if isinstance(seq, int) and isinstance(rank, int):
             return seq, rank
-    except (ValueError, TypeError):  # not base64, not JSON, not a pair: not ours
+    except (ValueError, TypeError, RecursionError):  # not base64, not JSON, not a pair: not ours
         pass
     raise ApiError(422, wire.Detail(detail=f"continue {text!r} is not a token this server gave"))
 
 
-async def list_workers(
+def list_workers(
     api: Api, run: RunFilter = None, state: StateFilter = None, limit: Limit = None, after: Continue = None
 ) -> Response:
     """The workspace's workers: runs in submission order, each run's by rank; filtered, paged."""
@@ -127,18 +128,18 @@ def the_worker(api: Api, name: str) -> WorkerRecord:
     return w
 
 
-async def run_workers(api: Api, name: RunName) -> Response:
+def run_workers(api: Api, name: RunName) -> Response:
     """The run's workers by rank, with the readout (``Workers R running of N``) and the counts."""
     the_run(api, name)
     return answer(workers_view(api.engine, name))
 
 
-async def get_worker(api: Api, worker: WorkerName) -> Response:
+def get_worker(api: Api, worker: WorkerName) -> Response:
     """One worker."""
     return answer(worker_view(api.engine, the_worker(api, worker)))
 
 
-async def worker_logs(
+def worker_logs(
     api: Api,
     worker: WorkerName,
     attempt: Annotated[

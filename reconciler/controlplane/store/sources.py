@@ -51,15 +51,15 @@ class KeptSources:
             row = conn.execute(select(s.c.resource_version, s.c.lock).where(s.c.name == name)).first()
         return None if row is None else _tag(row[0], row[1])
 
-    def get_source_json(self, name: str) -> tuple[str, str] | None:
+    def get_source_json(self, name: str, *, empty: bool = False) -> tuple[str, str] | None:
         """The whole source as JSON text and its tag; ``None`` when it was never written (or
-        holds nothing: deleted)."""
+        holds nothing: deleted), unless ``empty`` (what a PUT of nothing answers)."""
         with self.engine.connect() as conn:
             row = self._source_row(conn, name)
             if row is None:
                 return None
             inventory = self._inventory_text(conn, name)
-            if _empty(row, inventory):
+            if _empty(row, inventory) and not empty:
                 return None
             text = _source_text(row, inventory)
         return text, _tag(row["resource_version"], row["lock"])
