@@ -217,7 +217,12 @@ def _brief(d: types.Diagnostic) -> dict[str, object]:
 
 
 def examples() -> list[Path]:
-    return sorted(p for pattern in ("*.yaml", "*.yml") for p in EXAMPLES.rglob(pattern))
+    """The spec files ``astra plan -f examples/`` reads (the loader's own discovery: the CI
+    configurations under hidden folders and ``.gitlab-ci.yml`` are not run specs)."""
+    from reconciler.runspec.files import find_files
+
+    files, _ = find_files([EXAMPLES])
+    return sorted(Path(f) for f in files)
 
 
 def example_id(path: Path) -> str:
