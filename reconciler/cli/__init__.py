@@ -193,30 +193,9 @@ def _fast_call(args: list[str]) -> tuple[Any, dict[str, Any]] | None:
 
 def _guarded(command: Any, arguments: dict[str, Any]) -> int:
     """As ``app.run`` does for typer's commands: one line and exit code 1, never a traceback."""
-    from ..home import HomeError
-    from .output import error
-    from .planning import Exit
+    from .guard import guarded
 
-    try:
-        return command(**arguments)
-    except Exit as exc:
-        return exc.code
-    except KeyboardInterrupt:
-        error("interrupted")
-        return 130
-    except BrokenPipeError:
-        return 1
-    except OSError as exc:  # a file or folder the command needed: said in words, not as a class name
-        from .output import os_error_words
-
-        error(os_error_words(exc))
-        return 1
-    except HomeError as exc:
-        error(str(exc))
-        return 1
-    except Exception as exc:
-        error(f"{type(exc).__name__}: {exc}")
-        return 1
+    return guarded(lambda: command(**arguments))
 
 
 def __getattr__(name: str):

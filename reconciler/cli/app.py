@@ -9,9 +9,8 @@ from typing import Annotated
 import typer
 from typer._click import exceptions as cx  # typer ships its own copy of click from 0.26 on
 
-from ..home import HomeError
+from .guard import guarded
 from .output import echo, error
-from .planning import Exit
 
 __all__ = ["app", "run"]
 
@@ -130,7 +129,12 @@ _register()
 
 
 def run(argv: list[str]) -> int:
-    """Run the CLI; return its exit code, never a traceback."""
+    """Run the CLI; return its exit code, never a traceback (``guard.guarded``)."""
+    return guarded(lambda: _run_click(argv))
+
+
+def _run_click(argv: list[str]) -> int:
+    """typer's app over ``argv``, with click's own errors (usage, abort) said in one line."""
     try:
         code = app(args=argv, prog_name="astra", standalone_mode=False)
     except cx.UsageError as exc:
@@ -143,25 +147,7 @@ def run(argv: list[str]) -> int:
     except cx.ClickException as exc:
         error(exc.format_message())
         return 1
-    except Exit as exc:
-        return exc.code
     except (getattr(cx, "Abort", typer.Abort), typer.Abort):
         error("aborted")
-        return 1
-    except KeyboardInterrupt:
-        error("interrupted")
-        return 130
-    except BrokenPipeError:
-        return 1
-    except OSError as exc:  # a file or folder the command needed: said in words, not as a class name
-        from .output import os_error_words
-
-        error(os_error_words(exc))
-        return 1
-    except HomeError as exc:
-        error(str(exc))
-        return 1
-    except Exception as exc:  # the last line of defence: one line, never a traceback
-        error(f"{type(exc).__name__}: {exc}")
         return 1
     return code if isinstance(code, int) else 0

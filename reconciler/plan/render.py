@@ -19,10 +19,10 @@ from typing import Any
 
 from .cost import describe_ask, describe_cost
 
-__all__ = ["SYMBOLS", "render_apply", "render_plan", "summary_line"]
+__all__ = ["ACTION_WORDS", "SYMBOLS", "render_apply", "render_plan", "summary_line"]
 
 SYMBOLS = {"create": "+", "update": "~", "replace": "-/+", "delete": "-", "noop": "="}
-_WORDS = {
+ACTION_WORDS = {
     "create": "create",
     "update": "update in place",
     "replace": "replace",
@@ -65,7 +65,7 @@ def render_plan(data: dict[str, Any], *, verbose: bool = False) -> str:
         if action == "noop" and not verbose:
             continue
         shown += 1
-        words = _WORDS[action]
+        words = ACTION_WORDS[action]
         reruns = change["reason"] == "reruns"
         if reruns:
             words += ", reruns"

@@ -17,17 +17,9 @@ import json
 from typing import Any
 
 from .cost import describe_cost
-from .render import SYMBOLS, summary_line
+from .render import ACTION_WORDS, SYMBOLS, summary_line
 
 __all__ = ["render_markdown", "revision_lines"]
-
-_WORDS = {
-    "create": "create",
-    "update": "update in place",
-    "replace": "replace",
-    "delete": "delete",
-    "noop": "unchanged",
-}
 
 
 def _revision_words(revision: dict[str, Any] | None) -> tuple[str, list[str]]:
@@ -87,7 +79,7 @@ def render_markdown(data: dict[str, Any]) -> str:
     if changes:
         lines += ["| | run | action | file | fields | cost |", "| --- | --- | --- | --- | --- | --- |"]
         for c in changes:
-            words = _WORDS[c["action"]] + (", reruns" if c["reason"] == "reruns" else "")
+            words = ACTION_WORDS[c["action"]] + (", reruns" if c["reason"] == "reruns" else "")
             cost = (
                 describe_cost(c["cost"], c["action"])
                 if c["cost"] and c["action"] in ("replace", "delete")

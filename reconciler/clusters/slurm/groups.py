@@ -28,6 +28,7 @@ from .submission import (
     comment_for,
     gres,
     mib,
+    per_gpu_options,
     script_header,
     step_launch,
     time_option,
@@ -249,11 +250,7 @@ def _group_options(
         if res.memory_bytes is not None:
             # Slurm has no memory per task: per CPU, times the task's CPUs, is at least the ask.
             opts.append(f"--mem-per-cpu={math.ceil(mib(res.memory_bytes) / (res.cpu_cores or 1))}M")
-        if res.per_gpu is not None:
-            if res.per_gpu.cpu_cores is not None:
-                opts.append(f"--cpus-per-gpu={res.per_gpu.cpu_cores}")
-            if res.per_gpu.memory_bytes is not None:
-                opts.append(f"--mem-per-gpu={mib(res.per_gpu.memory_bytes)}M")
+        opts += per_gpu_options(res.per_gpu)
     if t.time_limit_seconds is not None:
         opts.append(time_option(t.time_limit_seconds))
     return opts

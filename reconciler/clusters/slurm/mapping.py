@@ -43,6 +43,7 @@ from .submission import (
     comment_for,
     gres,
     mib,
+    per_gpu_options,
     script_header,
     step_launch,
     time_option,
@@ -231,11 +232,7 @@ def _options(
             opts.append(f"--cpus-per-task={res.cpu_cores}")
         if res.memory_bytes is not None:
             opts.append(f"--mem={mib(res.memory_bytes)}M")
-        if res.per_gpu is not None:
-            if res.per_gpu.cpu_cores is not None:
-                opts.append(f"--cpus-per-gpu={res.per_gpu.cpu_cores}")
-            if res.per_gpu.memory_bytes is not None:
-                opts.append(f"--mem-per-gpu={mib(res.per_gpu.memory_bytes)}M")
+        opts += per_gpu_options(res.per_gpu)
     if t.time_limit_seconds is not None:
         opts.append(time_option(t.time_limit_seconds))
     return opts

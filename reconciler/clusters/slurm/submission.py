@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from reconciler.runspec.errors import FieldError
-from reconciler.runspec.models import Run
+from reconciler.runspec.models import PerGpu, Run
 
 __all__ = [
     "COMMENT_MARKER",
@@ -35,6 +35,7 @@ __all__ = [
     "gres",
     "mib",
     "parse_comment",
+    "per_gpu_options",
     "script_header",
     "spec_hash",
     "step_launch",
@@ -148,6 +149,18 @@ def gres(gpus: int, models: list[str] | None) -> tuple[str, list[str]]:
     if models:
         return f"gpu:{gpus}", ["--constraint=" + "|".join(models)]
     return f"gpu:{gpus}", []
+
+
+def per_gpu_options(per_gpu: PerGpu | None) -> list[str]:
+    """``--cpus-per-gpu`` and ``--mem-per-gpu`` of a ``resources.per_gpu`` (either may be unset)."""
+    if per_gpu is None:
+        return []
+    opts = []
+    if per_gpu.cpu_cores is not None:
+        opts.append(f"--cpus-per-gpu={per_gpu.cpu_cores}")
+    if per_gpu.memory_bytes is not None:
+        opts.append(f"--mem-per-gpu={mib(per_gpu.memory_bytes)}M")
+    return opts
 
 
 def time_option(seconds: int) -> str:
