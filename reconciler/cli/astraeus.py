@@ -5,11 +5,11 @@ Thin: flags in, one document from ``reconciler.submit`` or one API call, a table
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Annotated
 
 import typer
 
+from .listing import ListFormat, ListOutput, print_listing
 from .output import echo, error
 
 __all__ = ["astraeus_app"]
@@ -27,12 +27,6 @@ ServerOpt = Annotated[
     typer.Option("--server", envvar="ASTRA_SERVER", help="The Astraeus API (default: the local one)."),
 ]
 TokenOpt = Annotated[str | None, typer.Option("--token", envvar="ASTRA_TOKEN", help="The bearer token.")]
-
-
-class ListFormat(StrEnum):
-    table = "table"
-    json = "json"
-    yaml = "yaml"
 
 
 def _fail(message: str) -> typer.Exit:
@@ -135,9 +129,7 @@ def _with_template(doc: dict, template: str, sets: list[str]) -> dict:
 @astraeus_app.command()
 def workers(
     run: Annotated[str, typer.Argument(help="The run.")],
-    output: Annotated[
-        ListFormat, typer.Option("--output", "-o", help="table, json or yaml.")
-    ] = ListFormat.table,
+    output: ListOutput = ListFormat.table,
     server: ServerOpt = None,
     token: TokenOpt = None,
 ) -> None:
@@ -151,7 +143,6 @@ def workers(
     from ..clusters import ClusterError
     from ..runspec import messages as msg
     from .connect import connect
-    from .remote import print_listing
 
     try:
         cluster = connect(server, token, start=False)
@@ -160,7 +151,7 @@ def workers(
         raise _fail(str(exc)) from exc
     items = [asdict(w) for w in found]
     if output is not ListFormat.table:
-        print_listing(items, output.value)
+        print_listing(items, output)
         return
     for line in worker_table(items):
         echo(line)

@@ -17,10 +17,10 @@ from typing import Annotated, Any
 
 import typer
 
+from .listing import ListFormat, ListOutput, print_listing
 from .output import echo
 from .plan import Files, GitPath, GitRef, GitTokenFile, GitUrl, Server, StateUrl, Token
 from .planning import Exit, Git, failures, require_files, setup
-from .watch import ListFormat
 
 __all__ = ["diff", "history"]
 
@@ -31,9 +31,7 @@ def history(
     source: Annotated[
         str | None, typer.Argument(help="The source (default: the current folder's).", show_default=False)
     ] = None,
-    output: Annotated[
-        ListFormat, typer.Option("--output", "-o", help="table, json or yaml.")
-    ] = ListFormat.table,
+    output: ListOutput = ListFormat.table,
     state: StateUrl = None,
     server: Server = None,
     token: Token = None,
@@ -46,13 +44,8 @@ def history(
         s = setup(["."], source=name, state=state, server=server, token=token, start=False)  # only reads
         entries = s.store.read(s.source.name).history
     rows = [e.to_json() for e in reversed(entries)]
-    if output is ListFormat.json:
-        echo(json.dumps(rows, indent=2, sort_keys=True))
-        return
-    if output is ListFormat.yaml:
-        from ..desired import to_yaml
-
-        echo(to_yaml([{"history": rows}]).rstrip("\n"))
+    if output is not ListFormat.table:
+        print_listing(rows, output)
         return
     if not rows:
         echo(f"no applies of source {s.source.name} yet")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CommandError", "call", "print_listing"]
+__all__ = ["CommandError", "call"]
 
 
 class CommandError(Exception):
@@ -60,20 +60,3 @@ def _problem(response) -> str:
     if isinstance(body, dict) and "detail" in body:
         return str(body["detail"])
     return f"the server answered {response.status_code}"
-
-
-def print_listing(rows: list[dict[str, Any]], output: str) -> None:
-    """``-o json`` / ``-o yaml`` of a listing (tables are each command's own)."""
-    import sys
-
-    if output == "json":
-        from .output import print_json
-
-        print_json(rows)
-    else:
-        from ruamel.yaml import YAML
-
-        yaml: Any = YAML(typ="safe", pure=True)  # its options are set as attributes
-        yaml.default_flow_style = False
-        yaml.sort_base_mapping_type_on_output = False  # the API's order: name first
-        yaml.dump(rows, sys.stdout)

@@ -6,13 +6,12 @@ left by a mistake (``astra watch nosuchdir``, a renamed folder) is listed here a
 
 from __future__ import annotations
 
-import json
 import time
-from enum import StrEnum
 from typing import Annotated
 
 import typer
 
+from .listing import ListFormat, ListOutput, print_listing
 from .output import echo
 from .plan import Server, StateUrl, Token
 from .planning import failures, setup
@@ -28,17 +27,9 @@ source_app = typer.Typer(
 )
 
 
-class ListFormat(StrEnum):
-    table = "table"
-    json = "json"
-    yaml = "yaml"
-
-
 @source_app.command("list")
 def list_sources(
-    output: Annotated[
-        ListFormat, typer.Option("--output", "-o", help="table, json or yaml.")
-    ] = ListFormat.table,
+    output: ListOutput = ListFormat.table,
     state: StateUrl = None,
     server: Server = None,
     token: Token = None,
@@ -57,13 +48,8 @@ def list_sources(
         }
         for src in sources
     ]
-    if output is ListFormat.json:
-        echo(json.dumps(rows, indent=2, sort_keys=True))
-        return
-    if output is ListFormat.yaml:
-        from .remote import print_listing
-
-        print_listing(rows, "yaml")
+    if output is not ListFormat.table:
+        print_listing(rows, output)
         return
     if not rows:
         echo(f"no sources in {s.store.address}")

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from .listing import ListFormat, ListOutput, print_listing
 from .output import echo, error
 
 __all__ = ["template_app"]
@@ -28,12 +29,6 @@ template_app = typer.Typer(
     add_completion=False,
     rich_markup_mode=None,
 )
-
-
-class ListFormat(StrEnum):
-    table = "table"
-    json = "json"
-    yaml = "yaml"
 
 
 class RenderFormat(StrEnum):
@@ -66,16 +61,6 @@ def _describe(template) -> dict[str, Any]:
     }
 
 
-def _print(value: Any, fmt: ListFormat) -> None:
-    from ..desired import to_yaml
-    from .output import print_json
-
-    if fmt is ListFormat.json:
-        print_json(value)
-    else:
-        echo(to_yaml([value]).rstrip("\n"))
-
-
 def _table(rows: list[list[str]]) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
@@ -84,9 +69,7 @@ def _table(rows: list[list[str]]) -> None:
 
 @template_app.command("list")
 def list_templates(
-    output: Annotated[
-        ListFormat, typer.Option("--output", "-o", help="table, json or yaml.")
-    ] = ListFormat.table,
+    output: ListOutput = ListFormat.table,
 ) -> None:
     """List the templates found: in the nearest templates/ upward, on ASTRA_TEMPLATE_PATH, then the
     ones shipped with astra (the first of a name wins)."""
@@ -109,7 +92,7 @@ def list_templates(
             searched = ", ".join(str(f) for f in library.folders) or "no folder"
             echo(f"no templates found (searched {searched})", err=True)
     else:
-        _print([{k: v for k, v in t.items() if k != "spec"} for t in items], output)
+        print_listing([{k: v for k, v in t.items() if k != "spec"} for t in items], output)
     if errors:
         _print_errors(errors)
     raise typer.Exit(1 if errors else 0)
@@ -118,9 +101,7 @@ def list_templates(
 @template_app.command("show")
 def show(
     name: Annotated[str, typer.Argument(help="The template's name.", show_default=False)],
-    output: Annotated[
-        ListFormat, typer.Option("--output", "-o", help="table, json or yaml.")
-    ] = ListFormat.table,
+    output: ListOutput = ListFormat.table,
 ) -> None:
     """Show a template: its description, its parameters, and its spec before rendering."""
     from ..desired import to_yaml
@@ -135,7 +116,7 @@ def show(
         raise typer.Exit(1)
     described = _describe(template)
     if output is not ListFormat.table:
-        _print(described, output)
+        print_listing(described, output)
         raise typer.Exit(0)
     echo(f"{template.name}: {template.description}" if template.description else template.name)
     echo(f"file: {template.file}")

@@ -3,14 +3,13 @@ and ``reconciler.state``."""
 
 from __future__ import annotations
 
-import json
 import time
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from .listing import ListFormat, ListOutput, print_listing
 from .output import echo
 from .plan import (
     AllowEmpty,
@@ -28,12 +27,6 @@ from .plan import (
 )
 
 __all__ = ["force_unlock", "print_status", "status", "watch"]
-
-
-class ListFormat(StrEnum):
-    table = "table"
-    json = "json"
-    yaml = "yaml"
 
 
 def watch(
@@ -127,9 +120,7 @@ def print_status(name: str, status: dict[str, Any]) -> None:
 
 
 def status(
-    output: Annotated[
-        ListFormat, typer.Option("--output", "-o", help="table, json or yaml.")
-    ] = ListFormat.table,
+    output: ListOutput = ListFormat.table,
     state: StateUrl = None,
     server: Server = None,
     token: Token = None,
@@ -155,13 +146,8 @@ def status(
                 "last_apply": None if not src.history else src.history[-1].to_json(),
             }
         )
-    if output is ListFormat.json:
-        echo(json.dumps(rows, indent=2, sort_keys=True))
-        return
-    if output is ListFormat.yaml:
-        from ..desired import to_yaml
-
-        echo(to_yaml([{"sources": rows}]).rstrip("\n"))
+    if output is not ListFormat.table:
+        print_listing(rows, output)
         return
     if not rows:
         echo(f"no sources yet in {s.store.address}")

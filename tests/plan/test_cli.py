@@ -181,3 +181,22 @@ def test_the_plain_parser_knows_exactly_the_options_typer_declares(command):
     assert [positional] == (arguments or [None])
     assert environ == variables
     assert cli_package._CHOICES[command] == choices
+
+
+@pytest.mark.parametrize(
+    "listing",
+    [("status",), ("source", "list"), ("history", "s"), ("template", "list")],
+    ids=" ".join,
+)
+def test_every_listing_says_the_same_rows_in_json_and_yaml(world, cli, listing):
+    from ruamel.yaml import YAML
+
+    world.run("a")
+    assert cli("apply", "-f", "runs", "--source", "s", "--yes")[0] == 0
+    code, as_json, err = cli(*listing, "-o", "json")
+    assert code == 0, err
+    code, as_yaml, _ = cli(*listing, "-o", "yaml")
+    assert code == 0
+    rows = json.loads(as_json)
+    assert isinstance(rows, list) and rows
+    assert YAML(typ="safe", pure=True).load(as_yaml) == rows
