@@ -57,6 +57,12 @@ def server(
         str | None,
         typer.Option("--token-file", help="Read the bearer token from this file (its first line)."),
     ] = None,
+    audit_keep: Annotated[
+        int | None,
+        typer.Option(
+            "--audit-keep", min=1, help="Audit events kept per workspace, the newest (default 10000)."
+        ),
+    ] = None,
 ) -> None:
     """Run the control plane until stopped (Ctrl-C, or 'astra server stop')."""
     if ctx.invoked_subcommand is not None:
@@ -72,9 +78,16 @@ def server(
             args += ["--any-port-if-busy"] if any_port_if_busy else []
             args += ["--db", db] if db else []
             args += ["--inventory", inventory] if inventory else []
+            args += ["--audit-keep", str(audit_keep)] if audit_keep else []
             reexec_without_token(token, args)
         serve(
-            host=host, port=port, db=db, inventory=inventory, token=token, any_port_if_busy=any_port_if_busy
+            host=host,
+            port=port,
+            db=db,
+            inventory=inventory,
+            token=token,
+            any_port_if_busy=any_port_if_busy,
+            audit_keep=audit_keep,
         )
     except (ServerError, StoreError) as exc:
         raise _Fail(str(exc)) from exc

@@ -201,15 +201,17 @@ def serve(
     token: str | None = None,
     home: Path | None = None,
     any_port_if_busy: bool = False,
+    audit_keep: int | None = None,
 ) -> None:
     """Run the control plane until SIGTERM or SIGINT. ``any_port_if_busy``: when ``port`` is taken,
-    listen on any free port instead (the local server astra starts: 8750 when free)."""
+    listen on any free port instead (the local server astra starts: 8750 when free);
+    ``audit_keep``: the audit events each workspace keeps (``None``: ``api.context.AUDIT_KEEP``)."""
     home = home or astra_home()
     os.umask(0o077)  # what the server writes (database, logs, server.json) is its user's alone
     try:
         ensure_home(home)
         with home_lock(home, "serving", timeout=0, purpose=f"serve {home}"):
-            _serve(host, port, db, inventory, token, home, any_port_if_busy)
+            _serve(host, port, db, inventory, token, home, any_port_if_busy, audit_keep)
     except HomeError as exc:
         running = read_info(home)
         if running is not None and running.pid != os.getpid():
@@ -226,6 +228,7 @@ def _serve(
     token: str | None,
     home: Path,
     any_port_if_busy: bool,
+    audit_keep: int | None = None,
 ) -> None:
     machines = load_inventory_file(inventory)
     token = resolve_token(home, token or os.environ.get("ASTRA_TOKEN"))
@@ -233,7 +236,7 @@ def _serve(
     try:
         with contextlib.suppress(OSError):  # remembered for the next start; not needed to serve
             (home / "port").write_text(f"{sock.getsockname()[1]}\n")
-        asyncio.run(_main(sock, home, db, machines, token))
+        asyncio.run(_main(sock, home, db, machines, token, audit_keep))
     finally:
         sock.close()
 
@@ -251,7 +254,9 @@ def _listen(host: str, port: int, any_port_if_busy: bool) -> socket.socket:
     return sock
 
 
-async def _main(sock: socket.socket, home: Path, db: str | None, machines: Inventory, token: str) -> None:
+async def _main(
+    sock: socket.socket, home: Path, db: str | None, machines: Inventory, token: str, audit_keep: int | None
+) -> None:
     import uvicorn
 
     from .api import create_app
@@ -271,7 +276,9 @@ async def _main(sock: socket.socket, home: Path, db: str | None, machines: Inven
     def wake_up() -> None:  # a route runs in a worker thread (see api.context)
         loop.call_soon_threadsafe(wake.set)
 
-    app = create_app(engine, token, clock, on_change=wake_up)
+    from .api.context import AUDIT_KEEP
+
+    app = create_app(engine, token, clock, on_change=wake_up, audit_keep=audit_keep or AUDIT_KEEP)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     info = ServerInfo(os.getpid(), host, port, f"http://{shown}:{port}")

@@ -122,11 +122,11 @@ def preempt_for(t: Tick, r: RunRecord, place: Callable[[View], Any]) -> bool:
             break
     for v in victims.values():
         t.view.give(v)
-        other = other_workspace(r.name, v.run)
+        elsewhere = other_workspace(r.name, v.run)
         for_ = (
             f"higher-priority run {shown(r.name)}"
-            if other is None
-            else f"a higher-priority run of workspace {other}"
+            if elsewhere is None
+            else f"a higher-priority run of workspace {elsewhere}"
         )
         reason = f"Preempted for {for_}; back in the queue"
         t.emit(StopWorker(v.name, StopCause.PREEMPTED, WorkerState.PENDING, reason), v.run)
