@@ -19,7 +19,10 @@ from urllib.parse import quote
 
 import typer
 
-from .output import echo, error, print_json
+from .listing import ListFormat as Format
+from .listing import ListOutput as Output
+from .listing import print_listing
+from .output import echo, error
 from .plan import Server, Token
 from .planning import Exit
 
@@ -41,19 +44,10 @@ quota_app = typer.Typer(
 )
 
 
-class Format(StrEnum):
-    table = "table"
-    json = "json"
-    yaml = "yaml"
-
-
 class RoleName(StrEnum):
     read = "read"
     write = "write"
     admin = "admin"
-
-
-Output = Annotated[Format, typer.Option("--output", "-o", help="table, json or yaml.")]
 
 
 def _call(method: str, path: str, server: str | None, token: str | None, **kw: Any) -> Any:
@@ -76,9 +70,7 @@ def _table(rows: list[list[str]]) -> None:
 
 def _listing(items: list[dict[str, Any]], output: Format, table: list[list[str]], empty: str) -> None:
     if output is not Format.table:
-        from .remote import print_listing
-
-        print_listing(items, output.value)
+        print_listing(items, output)
     elif len(table) == 1:
         echo(empty)
     else:
@@ -229,9 +221,6 @@ def events(
 
     path = "/events" + (f"?{urlencode(query)}" if query else "")
     items = _call("GET", path, server, token, start=False)["items"]
-    if output is Format.json:
-        print_json(items)
-        return
     table = [["TIME", "TOKEN", "ACTION", "WHAT", "CHANGED"]]
     for e in items:
         what = f"{e['kind']} {e['name']}" + (f" (source {e['source']})" if e["source"] else "")

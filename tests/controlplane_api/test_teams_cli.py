@@ -38,7 +38,9 @@ def test_two_teams_share_a_cluster_with_their_own_tokens_and_quotas(server):
     assert made.returncode == 0, made.stderr
     a_token = made.stdout.strip()
     assert "token a-ci (write in team-a): shown once" in made.stderr
-    b_token = server.astra("token", "create", "b-ci", "--workspace", "team-b", "--role", "write").stdout.strip()
+    b_token = server.astra(
+        "token", "create", "b-ci", "--workspace", "team-b", "--role", "write"
+    ).stdout.strip()
 
     listed = server.astra("token", "list")
     assert listed.returncode == 0
