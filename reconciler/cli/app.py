@@ -123,6 +123,9 @@ def _register() -> None:
     app.add_typer(astraeus_app, name="astraeus")
     app.add_typer(slurm_app, name="slurm")
     app.add_typer(source_app, name="source")
+    from . import teams as teams_cli
+
+    teams_cli.register(app)
 
 
 _register()

@@ -40,7 +40,12 @@ def server(
         str | None, typer.Option("--db", help="SQLAlchemy URL (default: SQLite $ASTRA_HOME/astra.db).")
     ] = None,
     inventory: Annotated[
-        str | None, typer.Option("--inventory", help="A YAML file of machines (default: the built-in one).")
+        list[str] | None,
+        typer.Option(
+            "--inventory",
+            help="A YAML file of machines (default: the built-in one); NAME=FILE: cluster NAME's "
+            "machines (repeatable), under .../clusters/NAME/api.",
+        ),
     ] = None,
     token: Annotated[
         str | None,
@@ -57,13 +62,25 @@ def server(
         str | None,
         typer.Option("--token-file", help="Read the bearer token from this file (its first line)."),
     ] = None,
+    audit_keep: Annotated[
+        int | None,
+        typer.Option(
+            "--audit-keep", min=1, help="Audit events kept per workspace, the newest (default 10000)."
+        ),
+    ] = None,
 ) -> None:
     """Run the control plane until stopped (Ctrl-C, or 'astra server stop')."""
     if ctx.invoked_subcommand is not None:
         return
+    from ..controlplane.fleet import cluster_files
     from ..controlplane.server import ServerError, read_token_file, reexec_without_token, serve
     from ..controlplane.store import StoreError
 
+    try:
+        files = cluster_files(inventory or ())
+    except ValueError as exc:
+        raise _Fail(str(exc)) from exc
+    default = files.pop("default", None)
     try:
         if token_file is not None:
             token = read_token_file(token_file)
@@ -71,10 +88,18 @@ def server(
             args = ["--host", host, "--port", str(port)]
             args += ["--any-port-if-busy"] if any_port_if_busy else []
             args += ["--db", db] if db else []
-            args += ["--inventory", inventory] if inventory else []
+            args += [a for value in inventory or () for a in ("--inventory", value)]
+            args += ["--audit-keep", str(audit_keep)] if audit_keep else []
             reexec_without_token(token, args)
         serve(
-            host=host, port=port, db=db, inventory=inventory, token=token, any_port_if_busy=any_port_if_busy
+            host=host,
+            port=port,
+            db=db,
+            inventory=default,
+            token=token,
+            any_port_if_busy=any_port_if_busy,
+            audit_keep=audit_keep,
+            clusters=files,
         )
     except (ServerError, StoreError) as exc:
         raise _Fail(str(exc)) from exc

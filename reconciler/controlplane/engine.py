@@ -1,6 +1,6 @@
 """The driver of the control plane: the live scheduler state, its store and its executor, in step.
 
-Owns: ``Engine``, the one object that changes the cluster. It keeps the scheduler's
+Owns: ``Engine``, the one object that changes a cluster. It keeps the scheduler's
 ``ClusterState`` in memory (loaded from the store at start), and
 
 * ``submit`` / ``update`` / ``delete`` a run: each one transaction in the store;
@@ -11,6 +11,13 @@ Owns: ``Engine``, the one object that changes the cluster. It keeps the schedule
 * ``recover``: at start, workers that held a machine when the last server stopped have no
   process any more (one that somehow survived is killed): a running one is marked lost (``Down``,
   so the restart rules apply to it), one still preparing goes back to the queue.
+
+**Clusters and workspaces.** One engine drives one cluster (``cluster``: its name, ``default``
+unless ``astra server --inventory NAME=FILE`` named more; each has its own engine over the one
+store). Every workspace's runs share it: a run is known by its key (``scopes.run_key``: its name
+in the default scope, ``ORG/WORKSPACE/CLUSTER/NAME`` in another), its workers by theirs, and
+``runs_of(scope)`` lists a scope's keys in submission order. ``set_quota`` gives a workspace's
+quota to the scheduler, which holds it (``scheduler.quotas``).
 
 It reads no clock of its own: ``now`` comes from the caller (the server's loop reads a
 ``SystemClock``; tests and benchmarks pass a ``ManualClock``'s time). The executor is anything
@@ -47,6 +54,7 @@ from .scheduler import (
     MarkWorker,
     Observation,
     PlaceWorker,
+    Quota,
     RequeueWorker,
     RestartRun,
     RunRecord,
@@ -59,6 +67,7 @@ from .scheduler import (
     WorkerState,
     plan_tick,
 )
+from .scopes import DEFAULT, DEFAULT_SCOPE, Scope, run_key, scope_of, shown
 from .store import NameExists, NotFound, Store, TickWrite
 
 __all__ = ["Engine", "Executor", "RunMeta"]
@@ -89,12 +98,23 @@ class RunMeta:
 
 
 class Engine:
-    def __init__(self, store: Store, inventory: Inventory, executor: Executor, now: float) -> None:
-        self.store, self.inventory, self.executor = store, inventory, executor
-        store.save_inventory(inventory)
+    def __init__(
+        self, store: Store, inventory: Inventory, executor: Executor, now: float, cluster: str = DEFAULT
+    ) -> None:
+        self.store, self.inventory, self.executor, self.cluster = store, inventory, executor, cluster
+        store.save_inventory(inventory, cluster)
         runs, workers, procs = store.load()
+        runs = [r for r in runs if scope_of(r.name).cluster == cluster]
+        kept = {r.name for r in runs}
+        workers = [w for w in workers if w.run in kept]
+        procs = {w.name: procs[w.name] for w in workers}
         self.meta: dict[str, RunMeta] = {}
+        #: each scope's run keys, in submission order
+        self.by_scope: dict[Scope, dict[str, None]] = {}
         for row in store.run_rows():
+            if row["name"] not in kept:
+                continue
+            self.by_scope.setdefault(scope_of(row["name"]), {})[row["name"]] = None
             self.meta[row["name"]] = RunMeta(
                 json.loads(row["document"]),
                 row["resource_version"],
@@ -107,6 +127,8 @@ class Engine:
         self._pending_observations: list[Observation] = []
         self.recovered = self._recover(runs, workers, procs, now)
         self.state = ClusterState(inventory, {r.name: r for r in runs}, {w.name: w for w in workers})
+        for q in store.quota_rows(cluster):
+            self.state.set_quota(f"{q['org']}/{q['workspace']}", Quota(q["gpus"], q["runs"]))
         self.decisions = 0
         #: bumped by every change to any run (created, updated, deleted, its state moved): what
         #: the API keeps its run listings by
@@ -148,15 +170,31 @@ class Engine:
             self.store.commit_tick(TickWrite(now, [], touched_workers, touched_runs, events, {}))
         return [w.name for w in touched_workers]
 
+    # -- workspaces ----------------------------------------------------------------------------
+
+    def runs_of(self, scope: Scope) -> list[str]:
+        """The keys of ``scope``'s runs, in submission order."""
+        return list(self.by_scope.get(scope, ()))
+
+    def set_quota(self, workspace: str, quota: Quota | None) -> None:
+        """Give ``ORG/WORKSPACE``'s quota on this cluster to the scheduler (``None``: lift it)."""
+        self.state.set_quota(workspace, quota)
+        self.generation += 1
+
+    def usage(self, workspace: str) -> tuple[int, int]:
+        """What ``ORG/WORKSPACE`` holds on this cluster now: GPUs, and runs holding machines."""
+        return self.state.ws_gpus[workspace], self.state.ws_runs[workspace]
+
     # -- API writes --------------------------------------------------------------------------
 
-    def submit(self, document: dict[str, Any], now: float) -> RunRecord:
-        """Queue a new run (a validated document): one transaction. ``NameExists`` on a clash."""
+    def submit(self, document: dict[str, Any], now: float, scope: Scope = DEFAULT_SCOPE) -> RunRecord:
+        """Queue a new run (a validated document) of ``scope``: one transaction. ``NameExists``
+        when the scope has a run of that name."""
         run = Run.model_validate(document)
-        name = run.metadata.name
+        name = run_key(scope, run.metadata.name)
         if name in self.state.runs:
-            raise NameExists(f"a run named {name} exists")
-        record = self.state.submit(run, now)
+            raise NameExists(f"a run named {run.metadata.name} exists")
+        record = self.state.submit(run, now, name)
         stored = _stored(document)
         try:
             rv = self.store.create_run(record, stored, now)
@@ -164,6 +202,7 @@ class Engine:
             self._rebuild(without=name)
             raise
         self.meta[name] = RunMeta(stored, rv, now, now)
+        self.by_scope.setdefault(scope, {})[name] = None
         self.generation += 1
         return record
 
@@ -174,7 +213,7 @@ class Engine:
         any other is ``InvalidSpec``, one error per field, and nothing is written."""
         record = self.state.runs.get(name)
         if record is None:
-            raise NotFound(f"no run named {name}")
+            raise NotFound(f"no run named {shown(name)}")
         run = Run.model_validate(document)
         stored = _stored(document)
         refused = validate_update(normalize(self.meta[name].document), normalize(stored))
@@ -191,7 +230,7 @@ class Engine:
         """Cancel a run now: its workers are stopped (processes killed) within this call."""
         record = self.state.runs.get(name)
         if record is None:
-            raise NotFound(f"no run named {name}")
+            raise NotFound(f"no run named {shown(name)}")
         if record.state not in FINAL_RUN_STATES:
             self.observe(CancelRun(name), now)
             self.step(now)
@@ -201,6 +240,7 @@ class Engine:
         self.cancel(name, now)
         self.store.delete_run(name)
         self.meta.pop(name, None)
+        self.by_scope.get(scope_of(name), {}).pop(name, None)
         self._rebuild(without=name)
         self.generation += 1
 

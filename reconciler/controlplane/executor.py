@@ -15,7 +15,8 @@ Owns: turning the scheduler's decisions into processes and their ends into obser
   multi-worker runs; the ``ASTRAEUS_ARRAY_*`` variables and ``ASTRAEUS_REPLICA_INDEX`` in
   arrays; never ``SLURM_ARRAY_TASK_ID``). Nothing else of the server's environment leaks in: not
   its token, not a Slurm variable of the shell that started it. Output (stdout and stderr) goes
-  to ``HOME/logs/<run>/<worker>.<attempt>.log``.
+  to ``HOME/logs/<run>/<worker>.<attempt>.log`` (``<run>`` its key: ``ORG/WORKSPACE/CLUSTER/NAME``
+  outside the default workspace).
 * ``StopWorker`` (cancel, time limit, preemption, a failed run): SIGTERM to the whole process
   group, SIGKILL to it ``grace`` seconds later. When a worker's main process ends, whatever it
   left in its group is killed too, as a container's end would.
@@ -51,6 +52,7 @@ from .scheduler import (
     WorkerReady,
     worker_env,
 )
+from .scopes import shown
 
 __all__ = ["HOST_VARIABLES", "LEADER_ADDRESS", "ProcessExecutor", "process_alive", "process_start_time"]
 
@@ -167,7 +169,8 @@ class ProcessExecutor:
     # -- processes ---------------------------------------------------------------------------
 
     def log_path(self, run: str, worker: str, attempt: int) -> Path:
-        return self.logs / run / f"{worker}.{attempt}.log"
+        """``logs/RUN/WORKER.ATTEMPT.log``, ``RUN`` the run's key (a folder per workspace)."""
+        return self.logs / run / f"{shown(worker)}.{attempt}.log"
 
     def environment(self, state: ClusterState, worker: str) -> dict[str, str]:
         """Exactly the environment the worker's process gets."""

@@ -4,10 +4,11 @@ Owns: what the server keeps in its home (``reconciler.home.astra_home``: the tok
 ``server.json`` with pid, host, port and URL, ``port`` (the port it last listened on, kept across
 restarts), the default SQLite database ``astra.db``, worker logs under ``logs/``), the token
 (``--token``/``ASTRA_TOKEN``; else the one in ``HOME/token``; else a new one written there with
-mode 0600), reading ``--inventory FILE`` (YAML), the loop that calls ``Engine.step`` whenever
-something may have changed (an API write, a timer, a process poll), and stopping (``astra server
-stop``: SIGTERM to the pid in ``server.json``; the server then kills its workers' process groups
-and exits).
+mode 0600), reading ``--inventory FILE`` (YAML; ``--inventory NAME=FILE``, repeatable: a cluster
+of its own, each with its engine and executor, stepped as one: ``fleet.Fleet``), the loop that
+calls ``Engine.step`` whenever something may have changed (an API write, a timer, a process
+poll), and stopping (``astra server stop``: SIGTERM to the pid in ``server.json``; the server
+then kills its workers' process groups and exits).
 
 One server per home: a server holds ``HOME/serving.lock`` (``reconciler.home.home_lock``) for
 as long as it runs, so a second one for the same home refuses to start, naming the first.
@@ -35,7 +36,9 @@ from typing import Any
 
 from ..home import HomeError, astra_home, ensure_home, home_lock
 from .clock import SystemClock
+from .fleet import Fleet
 from .inventory import Inventory, InventoryError, default_inventory, load_inventory
+from .scopes import DEFAULT
 
 __all__ = [
     "DEFAULT_PORT",
@@ -201,15 +204,20 @@ def serve(
     token: str | None = None,
     home: Path | None = None,
     any_port_if_busy: bool = False,
+    audit_keep: int | None = None,
+    clusters: dict[str, str] | None = None,
 ) -> None:
-    """Run the control plane until SIGTERM or SIGINT. ``any_port_if_busy``: when ``port`` is taken,
-    listen on any free port instead (the local server astra starts: 8750 when free)."""
+    """Run the control plane until SIGTERM or SIGINT (``clusters``: the inventory files of
+    clusters other than the default, by name). ``any_port_if_busy``: when ``port`` is taken,
+    listen on any free port instead (the local server astra starts: 8750 when free);
+    ``audit_keep``: the audit events each workspace keeps (``None``: ``api.context.AUDIT_KEEP``)."""
     home = home or astra_home()
     os.umask(0o077)  # what the server writes (database, logs, server.json) is its user's alone
     try:
         ensure_home(home)
         with home_lock(home, "serving", timeout=0, purpose=f"serve {home}"):
-            _serve(host, port, db, inventory, token, home, any_port_if_busy)
+            others = {name: load_inventory_file(path) for name, path in (clusters or {}).items()}
+            _serve(host, port, db, inventory, token, home, any_port_if_busy, audit_keep, others)
     except HomeError as exc:
         running = read_info(home)
         if running is not None and running.pid != os.getpid():
@@ -226,6 +234,8 @@ def _serve(
     token: str | None,
     home: Path,
     any_port_if_busy: bool,
+    audit_keep: int | None = None,
+    others: dict[str, Inventory] | None = None,
 ) -> None:
     machines = load_inventory_file(inventory)
     token = resolve_token(home, token or os.environ.get("ASTRA_TOKEN"))
@@ -233,7 +243,7 @@ def _serve(
     try:
         with contextlib.suppress(OSError):  # remembered for the next start; not needed to serve
             (home / "port").write_text(f"{sock.getsockname()[1]}\n")
-        asyncio.run(_main(sock, home, db, machines, token))
+        asyncio.run(_main(sock, home, db, {DEFAULT: machines, **(others or {})}, token, audit_keep))
     finally:
         sock.close()
 
@@ -251,7 +261,16 @@ def _listen(host: str, port: int, any_port_if_busy: bool) -> socket.socket:
     return sock
 
 
-async def _main(sock: socket.socket, home: Path, db: str | None, machines: Inventory, token: str) -> None:
+async def _main(
+    sock: socket.socket,
+    home: Path,
+    db: str | None,
+    inventories: dict[str, Inventory],
+    token: str,
+    audit_keep: int | None,
+) -> None:
+    """Serve until stopped: the default cluster's engine (and each other cluster's, on the same
+    store) behind the API, stepped by ``_schedule``."""
     import uvicorn
 
     from .api import create_app
@@ -263,15 +282,25 @@ async def _main(sock: socket.socket, home: Path, db: str | None, machines: Inven
 
     clock = SystemClock()
     store = Store(db or default_url(home))
-    executor = ProcessExecutor(home)
-    engine = Engine(store, machines, executor, clock.now())
+    members = {}
+    for name, machines in inventories.items():
+        made = ProcessExecutor(home)
+        members[name] = (Engine(store, machines, made, clock.now(), name), made)
+    engine, executor = members[DEFAULT]
+    fleet = Fleet(members)
+    runner: tuple[Any, Any] = (engine, executor) if len(members) == 1 else (fleet, fleet)
     wake = asyncio.Event()
     loop = asyncio.get_running_loop()
 
     def wake_up() -> None:  # a route runs in a worker thread (see api.context)
         loop.call_soon_threadsafe(wake.set)
 
-    app = create_app(engine, token, clock, on_change=wake_up)
+    from .api.context import AUDIT_KEEP
+
+    others = {name: e for name, (e, _) in members.items() if name != DEFAULT}
+    app = create_app(
+        engine, token, clock, on_change=wake_up, audit_keep=audit_keep or AUDIT_KEEP, clusters=others
+    )
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     info = ServerInfo(os.getpid(), host, port, f"http://{shown}:{port}")
@@ -281,7 +310,7 @@ async def _main(sock: socket.socket, home: Path, db: str | None, machines: Inven
     # out of the collector's full passes, which pause every thread, the event loop's too
     # (/healthz waited 0.4 s for one while a step made 10,000 workers)
     gc.freeze()
-    loop_task = asyncio.create_task(_schedule(engine, executor, clock, wake, app.state.astra.gate))
+    loop_task = asyncio.create_task(_schedule(runner[0], runner[1], clock, wake, app.state.astra.gate))
     (home / "server.json").write_text(json.dumps(info.to_json()) + "\n")
     print(f"astra server listening on {info.url} (home {home}, pid {info.pid})", flush=True)
     try:
@@ -291,7 +320,7 @@ async def _main(sock: socket.socket, home: Path, db: str | None, machines: Inven
         with contextlib.suppress(asyncio.CancelledError):
             await loop_task
         async with app.state.astra.gate:  # no route is using the engine any more
-            executor.shutdown()
+            runner[1].shutdown()
             store.close()
         with contextlib.suppress(FileNotFoundError, ValueError):
             if json.loads((home / "server.json").read_text()).get("pid") == info.pid:

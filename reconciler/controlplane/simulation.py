@@ -34,6 +34,7 @@ from .scheduler import (
     MachineUnreachable,
     Observation,
     PlaceWorker,
+    Quota,
     RunRecord,
     StartWorker,
     StopWorker,
@@ -42,6 +43,7 @@ from .scheduler import (
     WorkerRecord,
     plan_tick,
 )
+from .scopes import DEFAULT, Scope, run_key
 
 __all__ = ["Outcome", "SimulatedExecutor", "Simulation"]
 
@@ -157,16 +159,30 @@ class Simulation:
         run: Run | Mapping[str, Any],
         outcome: Outcome | None = None,
         scripts: Mapping[str, Outcome | list[Outcome]] | None = None,
+        workspace: str | None = None,
     ) -> RunRecord:
-        """Submit a run (a ``Run`` or a document, validated by ``parse_run``) and settle."""
+        """Submit a run (a ``Run`` or a document, validated by ``parse_run``) and settle; in
+        ``workspace`` of org default (left out: the default workspace), under its key
+        (``key(name, workspace)``: what ``run``, ``worker`` and scripts name it by)."""
         model = run if isinstance(run, Run) else parse_run(dict(run))
+        name = self.key(model.metadata.name, workspace)
         if outcome is not None:
-            self.executor.run_defaults[model.metadata.name] = outcome
+            self.executor.run_defaults[name] = outcome
         for worker, script in (scripts or {}).items():
             self.script(worker, *(script if isinstance(script, list) else [script]))
-        record = self.state.submit(model, self.now)
+        record = self.state.submit(model, self.now, name)
         self._settle()
         return record
+
+    @staticmethod
+    def key(name: str, workspace: str | None = None) -> str:
+        """The key of run (or worker) ``name`` of ``workspace`` (of org default; ``None``: the default)."""
+        return run_key(Scope(DEFAULT, workspace or DEFAULT, DEFAULT), name)
+
+    def set_quota(self, workspace: str, gpus: int | None = None, runs: int | None = None) -> None:
+        """Set workspace ``workspace``'s quota (of org default) and settle."""
+        self.state.set_quota(f"{DEFAULT}/{workspace}", Quota(gpus, runs))
+        self._settle()
 
     def script(self, worker: str, *outcomes: Outcome) -> None:
         """What ``worker`` does on each placement, in order; the last one repeats."""

@@ -74,6 +74,8 @@ TIME_LIMIT_REASON = "Stopped at its time limit{of}"
 RESTART_REASON = "{reason}; restart {n}{of} in {delay} s"
 COMPLETION_RESTART_REASON = "{reason}; restarting in {delay} s ({why})"
 NO_RESTARTS_LEFT = "{reason}; no restarts left ({limit} used)"
+QUOTA_GPUS_REASON = "Workspace {workspace} is at its quota of {n} GPUs"
+QUOTA_RUNS_REASON = "Workspace {workspace} is at its quota of {n} running runs"
 DID_YOU_MEAN = "; did you mean '{suggestion}'?"
 
 # ---- our own cross-field and value messages ----------------------------------------------------

@@ -47,6 +47,8 @@ __all__ = [
     "next_restart",
     "no_restarts_left",
     "pulling",
+    "quota_gpus",
+    "quota_runs",
     "readout",
     "restart_reason",
     "same",
@@ -109,6 +111,16 @@ STALE_TIMEOUT_SECONDS = 5 * 60
 def pulling(image: str) -> str:
     """``Pulling image IMAGE``."""
     return msg.PULLING_REASON.format(image=image)
+
+
+def quota_gpus(workspace: str, n: int) -> str:
+    """``Workspace W is at its quota of N GPUs``: a run or copy that waits only on its quota."""
+    return msg.QUOTA_GPUS_REASON.format(workspace=workspace, n=n)
+
+
+def quota_runs(workspace: str, n: int) -> str:
+    """``Workspace W is at its quota of N running runs``: a run that would be one run too many."""
+    return msg.QUOTA_RUNS_REASON.format(workspace=workspace, n=n)
 
 
 def stale(machine: str) -> str:

@@ -19,6 +19,8 @@ Two facts the document cannot state, each held here by other means:
   in place; its 422 is right. So for the run writes, ``positive_data_acceptance`` gives way to
   a stricter check: a 422 to a document lists every problem ``validate_data`` finds in it, in
   its words, and nothing else; to a valid one in a PUT, only the in-place rule's words.
+* **Token names.** ``POST /tokens`` with a name the org's tokens have is a 409 (as a run's
+  name taken): its only refusal of valid data, in its words.
 * **Page tokens.** ``GET /workers?continue=`` takes only a token the server gave (any string by
   the schema): a valid request's only 422 is that one, in its words.
 
@@ -46,6 +48,8 @@ EXAMPLES = 12
 RUN_WRITES = {("POST", "/runs"), ("POST", "/jobs"), ("PUT", "/runs/{name}"), ("PUT", "/jobs/{name}")}
 #: The pages of the worker collection, whose ``continue`` is a token only the server gives.
 PAGED = {("GET", "/workers"), ("GET", "/tasks")}
+#: Makes a token: a name taken is a 409.
+TOKEN_WRITE = ("POST", "/tokens")
 TEMPLATE_REFUSED = (
     "template",
     "the cluster takes final run specs: render the template first (astra template render, or astra apply)",
@@ -98,10 +102,13 @@ def base_url(fuzzed_server):
 @settings(deadline=None, suppress_health_check=list(HealthCheck))
 def test_every_operation_holds_to_every_check(case, base_url):
     key = (case.method.upper(), case.path)
-    own = key in RUN_WRITES or key in PAGED
+    own = key in RUN_WRITES or key in PAGED or key == TOKEN_WRITE
     response = case.call_and_validate(
         base_url=base_url, excluded_checks=[positive_data_acceptance] if own else None
     )
+    if key == TOKEN_WRITE and response.status_code == 409:
+        taken = f"a token named {case.body['name']} exists in org default"
+        assert response.json() == {"detail": taken}, case.as_curl_command()
     if response.status_code != 422:
         return
     if key in PAGED:  # a continue token the server did not give: the only refusal of valid data

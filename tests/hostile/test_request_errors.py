@@ -260,7 +260,7 @@ def test_a_query_parameter_a_call_does_not_take_is_a_400_with_a_suggestion(clien
 
 
 def test_an_unforeseen_error_is_a_500_in_one_line(client, monkeypatch):
-    def broken():
+    def broken(*_cluster):
         raise RuntimeError("the disk caught fire")
 
     monkeypatch.setattr(client.plane.engine.store, "machine_rows", broken)

@@ -30,19 +30,21 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ...runspec.files import published_schema
 from ...wire import API, WS_API
 from ...wire import models as wire
+from ..auth import Role
 from ..clock import Clock
 from ..engine import Engine
 from ..store import StoreError
-from . import cluster, runs, sources, workers
+from . import audit, cluster, runs, sources, teams, workers
 from .body import BodyRefused
 from .context import (
-    DEFAULT_SCOPE,
+    AUDIT_KEEP,
     ApiContext,
     ApiError,
     ApiRoute,
+    Scoped,
+    admit,
     answer,
     api_context,
-    check_token,
     parameter_detail,
     problems_of,
 )
@@ -55,14 +57,15 @@ TITLE = "Astraeus (astra's embedded control plane)"
 VERSION = "v1"
 DESCRIPTION = (
     "The REST API of an Astraeus control plane (astra's CONTRACT §5). Every call needs "
-    "`Authorization: Bearer TOKEN`. The shapes are astra's `reconciler.wire.models`."
+    "`Authorization: Bearer TOKEN` (its role and scope decide what it may call). "
+    "The shapes are astra's `reconciler.wire.models`."
 )
 #: Both base paths serve every route: the long form names the org, workspace and cluster.
 SERVERS: list[dict[str, Any]] = [
     {"url": API, "description": "The default org, workspace and cluster."},
     {
         "url": WS_API,
-        "description": "A workspace's view of a cluster ($WS_API): 403 for any other than the server's.",
+        "description": "A workspace's view of a cluster ($WS_API): 403 outside the token's scope.",
         "variables": {k: {"default": "default"} for k in ("org", "workspace", "cluster")},
     },
 ]
@@ -74,7 +77,11 @@ COMMON_ERRORS: dict[int | str, dict[str, Any]] = {
         "description": "No token, or another one.",
         "headers": {"WWW-Authenticate": {"schema": {"type": "string"}}},
     },
-    403: {"model": wire.Detail, "description": "Another org, workspace or cluster than the server's."},
+    403: {
+        "model": wire.Detail,
+        "description": "Outside the token's scope or role (its words name the scope it holds), "
+        "or a workspace or cluster that does not exist.",
+    },
     503: {"model": wire.Detail, "description": "The server's store cannot be used."},
 }
 
@@ -82,12 +89,11 @@ bearer = HTTPBearer(auto_error=False, description="The server's token.")
 
 
 async def authorize(
-    request: Request,
-    api: Annotated[ApiContext, Depends(api_context)],
+    _api: Annotated[Scoped, Depends(api_context)],
     _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> None:
-    """The bearer token (declared through ``bearer``, so the document says so), checked."""
-    check_token(request, api)
+    """The bearer token, declared through ``bearer`` so the document says so (``ApiRoute`` checked
+    it, the scope and the role before any dependency runs: ``context.admit``)."""
 
 
 async def in_scope(
@@ -97,7 +103,13 @@ async def in_scope(
 
 
 #: The modules whose routers make the API.
-PARTS = (runs, workers, cluster, sources)
+PARTS = (runs, workers, cluster, sources, teams, audit)
+
+
+def _routers(part: Any) -> list[APIRouter]:
+    """A part's routers: ``router``, and ``admin`` where it has one (``teams``)."""
+    return [part.router, *([part.admin] if hasattr(part, "admin") else [])]
+
 
 #: The answer to a body larger than ``body.BODY_MAX_BYTES``: listed under every operation that takes one.
 TOO_LARGE: dict[str, Any] = {
@@ -112,14 +124,13 @@ def api_router() -> APIRouter:
     without its gate, and read its body without the strict reader."""
     router = APIRouter(dependencies=[Depends(authorize)], responses=COMMON_ERRORS)
     for part in PARTS:
-        loose = [
-            r.path for r in part.router.routes if isinstance(r, APIRoute) and not isinstance(r, ApiRoute)
-        ]
-        if loose:
-            raise TypeError(
-                f"{part.__name__}: {loose} are not ApiRoutes: give the router route_class=ApiRoute"
-            )
-        router.include_router(part.router)
+        for one in _routers(part):
+            loose = [r.path for r in one.routes if isinstance(r, APIRoute) and not isinstance(r, ApiRoute)]
+            if loose:
+                raise TypeError(
+                    f"{part.__name__}: {loose} are not ApiRoutes: give the router route_class=ApiRoute"
+                )
+            router.include_router(one)
     return router
 
 
@@ -137,13 +148,18 @@ def create_app(
     token: str,
     clock: Clock,
     *,
-    scope: tuple[str, str, str] = DEFAULT_SCOPE,
     on_change: Callable[[], None] = lambda: None,
     executor_name: str = "process",
+    clusters: dict[str, Engine] | None = None,
+    audit_keep: int = AUDIT_KEEP,
 ) -> FastAPI:
-    """The API over ``engine``; ``on_change`` is called after a write (to wake the scheduler)."""
+    """The API over ``engine`` (the default cluster's; ``clusters``: the others', by name);
+    ``on_change`` is called after a write (to wake the scheduler); each workspace's audit trail
+    keeps its newest ``audit_keep`` events. ``token`` is the admin of org ``default``."""
     app = _App(title=TITLE, description=DESCRIPTION, version=VERSION, docs_url=None, redoc_url=None)
-    app.state.astra = ApiContext(engine, token, clock, scope, on_change, executor_name)
+    app.state.astra = ApiContext(
+        engine, token, clock, on_change, executor_name, clusters=clusters or {}, audit_keep=audit_keep
+    )
     router = api_router()
     app.state.router = documented_router(router)
     app.include_router(router, prefix=API, include_in_schema=False)
@@ -291,7 +307,7 @@ def _methods_at(request: Request) -> list[str]:
     the first route it tried; ``Allow`` must list them all)."""
     found = _UNDER_BASE.match(request.scope["path"])
     under = found.group(1) if found else request.scope["path"]
-    routers = [part.router for part in PARTS] + [sources.public]
+    routers = [r for part in PARTS for r in _routers(part)] + [sources.public]
     routes = [r for router in routers for r in router.routes if isinstance(r, APIRoute)]
     return sorted({m for r in routes if r.path_regex.match(under) for m in r.methods or ()})
 
@@ -300,8 +316,9 @@ def _refused(request: Request) -> Response | None:
     """The token's answer (401, 403) to a request to the API, if it has one."""
     if not request.url.path.startswith(API + "/"):
         return None
+    role = Role.READ if request.method in ("GET", "HEAD") else Role.WRITE
     try:
-        check_token(request, request.app.state.astra)
+        admit(request, request.app.state.astra, role)
     except ApiError as refused:
         return answer(refused.body, refused.status, refused.headers)
     return None

@@ -6,6 +6,9 @@ each time, that is 10,000 digests of normalised documents and 10,000 encodings; 
 text sent again. A whole listing encodes each run's document (its metadata and spec, about 1 kB)
 once per resource_version, and only its status at each listing.
 
+One cache is kept for each scope (a workspace's view of a cluster: ``scopes.Scope``): it lists
+that scope's runs (``Engine.runs_of``), by their plain names.
+
 Must not touch: the engine's state (it only reads it), HTTP, the store.
 """
 
@@ -17,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...runspec.normalize import spec_digest
 from ...wire import models as wire
+from ..scopes import DEFAULT_SCOPE, Scope, shown
 from .views import run_metadata, run_status
 
 if TYPE_CHECKING:
@@ -71,8 +75,8 @@ class ResponseCache:
     stale. Runs deleted since are forgotten when a listing is made.
     """
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, engine: Engine, scope: Scope = DEFAULT_SCOPE) -> None:
+        self.engine, self.scope = engine, scope
         self._runs: dict[str, _Held] = {}
         self._listing: tuple[int, str] | None = None
 
@@ -102,7 +106,7 @@ class ResponseCache:
         state = self.engine.state.runs[name].state
         if held.state != state:
             summary = wire.RunSummary(
-                name=name,
+                name=shown(name),
                 resource_version=held.resource_version,
                 state=state,
                 spec_digest=self.digest(name),
@@ -115,16 +119,15 @@ class ResponseCache:
         generation = self.engine.generation  # read first: a change while the text is made makes it stale
         if self._listing is not None and self._listing[0] == generation:
             return self._listing[1]
-        runs = self.engine.state.runs
-        order = sorted(runs.values(), key=lambda r: r.seq)
-        text = '{"items":[' + ",".join(self.summary_text(r.name) for r in order) + "]}"
+        order = self.engine.runs_of(self.scope)
+        text = '{"items":[' + ",".join(self.summary_text(name) for name in order) + "]}"
         self._forget_gone()
         self._listing = (generation, text)
         return text
 
     def _forget_gone(self) -> None:
         """Forget runs deleted since (after a listing, which holds every run that is)."""
-        runs = self.engine.state.runs
+        runs = self.engine.by_scope.get(self.scope, {})
         if len(self._runs) > len(runs):
             for name in [n for n in self._runs if n not in runs]:
                 del self._runs[name]
@@ -146,8 +149,8 @@ class ResponseCache:
 
     def runs(self, runs_url: str, workspace: str) -> str:
         """``GET /runs``'s answer (a ``wire.RunList``) as JSON text."""
-        order = sorted(self.engine.state.runs.values(), key=lambda r: r.seq)
-        text = '{"items":[' + ",".join(self.run_text(r.name, runs_url, workspace) for r in order) + "]}"
+        order = self.engine.runs_of(self.scope)
+        text = '{"items":[' + ",".join(self.run_text(name, runs_url, workspace) for name in order) + "]}"
         self._forget_gone()
         return text
 

@@ -22,7 +22,7 @@ def machines(api: Api) -> Response:
     """Every machine, its state, and the GPUs and CPU cores free on it now."""
     s = api.engine.state
     items = []
-    for m in api.engine.store.machine_rows():
+    for m in api.engine.store.machine_rows(api.engine.cluster):
         free = s.free.get(m["name"], [0, 0, 0, 0])
         state = "Down" if m["name"] in s.down else m["state"]
         items.append(
@@ -35,7 +35,8 @@ def machines(api: Api) -> Response:
 
 @router.get("/info", operation_id="get_info", response_model=wire.Info)
 def info(api: Api) -> Response:
-    """The org, workspace and cluster this control plane serves, and how it runs workers."""
+    """The org, workspace and cluster the path names (``/api`` alone: the default ones), and how
+    this control plane runs workers."""
     org, workspace, cluster = api.scope
     return answer(
         wire.Info(

@@ -1,9 +1,11 @@
 """What every route of the API shares: the server's context, its errors, and how answers are sent.
 
-Owns: ``ApiContext`` (the engine, clock, token and scope a route works with, kept on the app and
-handed to routes by the ``Api`` dependency, and the engine's ``gate``), ``ApiRoute`` (the class
-of every route of the API), ``ApiError`` (an error answer: a status and a ``wire`` body),
-``check_token`` (the bearer token and the workspace, the same rule for every route),
+Owns: ``ApiContext`` (what the app works with: each cluster's engine, the clock, the tokens
+(``controlplane.auth.Tokens``), the workspaces there are, the caches, and the engines' ``gate``;
+kept on the app), ``Scoped`` (one call's view of it: who calls, the scope its path names and
+that cluster's engine; handed to routes by the ``Api`` dependency), ``ApiRoute`` (the class of
+every route of the API), ``ApiError`` (an error answer: a status and a ``wire`` body),
+``admit`` (the bearer token, the scope and the role, the same rule for every route),
 ``problems_of`` (pydantic's validation errors as the API's 422 body: ``wire.Problems``), and the
 helpers that send answers (``answer``, ``json_text``) and read a run document (``read_json``).
 
@@ -17,6 +19,12 @@ updated, one inventory entry, the lock: what an apply sends for every run) is ``
 on the loop, sparing each one a thread's hand-off. Either way ``/healthz`` (which takes no gate)
 answers at once. Dependencies are ``async`` and quick.
 
+**Who may.** ``admit``: a token this server does not know (or one revoked) is 401; a path naming
+a workspace outside the token's scope, or a call its role does not allow (``read`` for a GET,
+``write`` for any other, ``admin`` for an ``AdminRoute``), is 403 in words naming the scope it
+holds (``auth.Identity.refusal``); so is a workspace or cluster that does not exist (the path's
+``/api`` alone is the default org, workspace and cluster).
+
 **Before the gate.** ``ApiRoute`` checks the token first (401 and 403 before any byte of a body is
 read), then reads the body (bounded: ``body.read_body``), and only then waits for the gate: a
 client that sends slowly, or not at all, holds nothing. The body is parsed by ``body.strict_json``.
@@ -28,7 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import hmac
+import re
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -43,8 +51,10 @@ from ...runspec.messages import DID_YOU_MEAN
 from ...runspec.paths import FieldPath
 from ...wire import WS_API
 from ...wire import models as wire
+from ..auth import Identity, Role, Tokens
 from ..clock import Clock
 from ..engine import Engine
+from ..scopes import DEFAULT, DEFAULT_SCOPE, Scope, run_key, source_key, source_prefix
 from .body import StrictRequest, strict_json_off_loop
 from .cache import ResponseCache
 
@@ -52,16 +62,19 @@ from .cache import ResponseCache
 Responses = dict[int | str, dict[str, Any]]
 
 __all__ = [
+    "AUDIT_KEEP",
     "DEFAULT_SCOPE",
+    "AdminRoute",
     "Api",
     "ApiContext",
     "ApiError",
     "ApiRoute",
     "PublicRoute",
     "Responses",
+    "Scoped",
+    "admit",
     "answer",
     "api_context",
-    "check_token",
     "json_text",
     "parameter_detail",
     "problem",
@@ -70,28 +83,99 @@ __all__ = [
     "unknown_query",
 ]
 
-#: (org, workspace, cluster) of the local control plane.
-DEFAULT_SCOPE = ("default", "default", "default")
+#: How many audit events each workspace keeps (``astra server --audit-keep``).
+AUDIT_KEEP = 10_000
 
 
 @dataclass
 class ApiContext:
-    """What the routes work with: one per app (``app.state.astra``)."""
+    """What the routes work with: one per app (``app.state.astra``). ``engine`` is the default
+    cluster's; ``clusters`` names every cluster's (the default's too, once made)."""
 
     engine: Engine
     token: str
     clock: Clock
-    scope: tuple[str, str, str] = DEFAULT_SCOPE
     #: called after a write (to wake the scheduler)
     on_change: Callable[[], None] = lambda: None
     executor_name: str = "process"
-    cache: ResponseCache = field(init=False)
-    #: held by whoever uses the engine: a route (``ApiRoute``), the scheduling loop's step
+    clusters: dict[str, Engine] = field(default_factory=dict)
+    #: the newest audit events each workspace keeps
+    audit_keep: int = AUDIT_KEEP
+    tokens: Tokens = field(init=False)
+    #: (org, workspace) of every workspace there is
+    workspaces: set[tuple[str, str]] = field(init=False)
+    caches: dict[Scope, ResponseCache] = field(init=False)
+    #: held by whoever uses the engines: a route (``ApiRoute``), the scheduling loop's step
     gate: asyncio.Lock = field(init=False)
 
     def __post_init__(self) -> None:
-        self.cache = ResponseCache(self.engine)
+        self.clusters = {DEFAULT: self.engine, **self.clusters}
+        store = self.engine.store
+        self.tokens = Tokens(self.token, store)
+        self.workspaces = {(DEFAULT, w) for w in store.workspace_names(DEFAULT)}
+        self.caches = {}
         self.gate = asyncio.Lock()
+
+    @property
+    def cache(self) -> ResponseCache:
+        """The default scope's listings."""
+        return self.cache_of(DEFAULT_SCOPE)
+
+    def cache_of(self, scope: Scope) -> ResponseCache:
+        cache = self.caches.get(scope)
+        if cache is None:
+            cache = self.caches[scope] = ResponseCache(self.clusters[scope.cluster], scope)
+        return cache
+
+    def add_workspace(self, org: str, name: str) -> bool:
+        """Make workspace ``name`` of ``org`` unless it is there; whether it was made now."""
+        if (org, name) in self.workspaces:
+            return False
+        made = self.engine.store.add_workspace(org, name, self.clock.now())
+        self.workspaces.add((org, name))
+        return made
+
+
+@dataclass
+class Scoped:
+    """One call's view (the ``Api`` of a route): who calls, the scope its path names (``/api``
+    alone: the default one) and that cluster's engine."""
+
+    app: ApiContext
+    scope: Scope
+    caller: Identity | None
+    engine: Engine
+
+    @property
+    def clock(self) -> Clock:
+        return self.app.clock
+
+    @property
+    def cache(self) -> ResponseCache:
+        return self.app.cache_of(self.scope)
+
+    @property
+    def executor_name(self) -> str:
+        return self.app.executor_name
+
+    def on_change(self) -> None:
+        self.app.on_change()
+
+    def key(self, name: str) -> str:
+        """The key of run (or worker) ``name`` of this scope (``scopes.run_key``)."""
+        return run_key(self.scope, name)
+
+    def source_key(self, name: str) -> str:
+        """The key of this scope's source ``name`` (``scopes.source_key``)."""
+        return source_key(self.scope, name)
+
+    def source_prefix(self) -> str:
+        """What this scope's source keys start with ('': the default scope's)."""
+        return "" if self.scope == DEFAULT_SCOPE else source_prefix(self.scope)
+
+    def runs(self) -> list[str]:
+        """The keys of this scope's runs, in submission order."""
+        return self.engine.runs_of(self.scope)
 
     def runs_url(self, request: Request) -> str:
         """The runs' URL under the long base path (a run's own URL is this and its name)."""
@@ -99,13 +183,41 @@ class ApiContext:
         root = str(request.base_url).rstrip("/")
         return root + WS_API.format(org=org, workspace=workspace, cluster=cluster) + "/runs/"
 
+    def audit(
+        self,
+        action: str,
+        kind: str,
+        name: str,
+        detail: dict[str, Any] | None = None,
+        *,
+        source: str | None = None,
+        workspace: str | None = None,
+    ) -> None:
+        """Record a write in the audit trail of the call's workspace (or of ``workspace``, of the
+        same org): who, where, when, what changed."""
+        self.app.engine.store.add_audit(
+            {
+                "at": self.clock.now(),
+                "org": self.scope.org,
+                "workspace": workspace or self.scope.workspace,
+                "cluster": self.scope.cluster,
+                "token": self.caller.name if self.caller is not None else "-",
+                "action": action,
+                "kind": kind,
+                "name": name,
+                "source": source,
+                "detail": detail or {},
+            },
+            self.app.audit_keep,
+        )
 
-async def api_context(request: Request) -> ApiContext:
-    return request.app.state.astra
+
+async def api_context(request: Request) -> Scoped:
+    return request.state.scoped
 
 
-#: The context, as a route's parameter.
-Api = Annotated[ApiContext, Depends(api_context)]
+#: The call's view, as a route's parameter.
+Api = Annotated[Scoped, Depends(api_context)]
 
 
 class ApiError(Exception):
@@ -125,15 +237,17 @@ class ApiRoute(APIRoute):
 
     #: whether the bearer token is checked (a ``PublicRoute`` carries its own authentication)
     bearer = True
+    #: the role a call needs (``None``: ``read`` for GET, ``write`` for any other method)
+    needs: Role | None = None
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
         known = _query_names(self.dependant)
+        role = self.needs or (Role.READ if set(self.methods or ()) <= {"GET", "HEAD"} else Role.WRITE)
 
         async def gated(request: Request) -> Response:
             api: ApiContext = request.app.state.astra
-            if self.bearer:
-                check_token(request, api)
+            request.state.scoped = admit(request, api, role if self.bearer else None)
             unknown = next((k for k in request.query_params if k not in known), None)
             if unknown is not None:
                 raise ApiError(400, wire.Detail(detail=unknown_query(unknown, known)))
@@ -150,6 +264,12 @@ class PublicRoute(ApiRoute):
     bearer token; its query and body are held to the same rules."""
 
     bearer = False
+
+
+class AdminRoute(ApiRoute):
+    """An ``ApiRoute`` whose every call needs an ``admin`` token (tokens, quotas)."""
+
+    needs = Role.ADMIN
 
 
 def _query_names(dependant: Dependant) -> frozenset[str]:
@@ -177,28 +297,55 @@ def problem(path: str, message: str) -> ApiError:
     return ApiError(422, wire.Problems([wire.Problem(path=path, message=message)]))
 
 
-def check_token(request: Request, api: ApiContext) -> None:
-    """401 unless ``Authorization: Bearer TOKEN`` names the server's token; 403 when the path
-    names another org, workspace or cluster than the server's."""
-    given = request.headers.get("authorization", "")
-    scheme, _, value = given.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), api.token.encode()):
-        what = "a wrong token" if given else "no token"
-        raise ApiError(
-            401,
-            wire.Detail(detail=f"{what}: send 'Authorization: Bearer TOKEN'"),
-            {"WWW-Authenticate": "Bearer"},
-        )
-    p = request.path_params
-    if "org" in p and (p["org"], p["workspace"], p["cluster"]) != api.scope:
-        org, workspace, cluster = api.scope
+#: A path under the long base path: its org, workspace and cluster.
+_LONG = re.compile(r"^/api/v1/orgs/([^/]+)/workspaces/([^/]+)/clusters/([^/]+)/api(?:/|$)")
+
+
+def path_scope(request: Request) -> Scope:
+    """The scope a request's path names (``/api`` alone: the default one)."""
+    p = request.scope.get("path_params") or {}
+    if "org" in p and "workspace" in p and "cluster" in p:
+        return Scope(p["org"], p["workspace"], p["cluster"])
+    found = _LONG.match(request.scope["path"])
+    return Scope(*found.groups()) if found else DEFAULT_SCOPE
+
+
+def admit(request: Request, api: ApiContext, role: Role | None) -> Scoped:
+    """The call's view, when it may be made: 401 unless ``Authorization: Bearer TOKEN`` names a
+    token this server knows (``role`` None: no token is asked, the route has its own check);
+    403 when the path's workspace is outside the token's scope, when ``role`` is more than its
+    role, or when the workspace or the cluster does not exist."""
+    caller = None
+    if role is not None:
+        given = request.headers.get("authorization", "")
+        scheme, _, value = given.partition(" ")
+        caller = api.tokens.identify(value.strip()) if scheme.lower() == "bearer" else None
+        if caller is None:
+            what = "an unknown (or revoked) token" if given else "no token"
+            raise ApiError(
+                401,
+                wire.Detail(detail=f"{what}: send 'Authorization: Bearer TOKEN'"),
+                {"WWW-Authenticate": "Bearer"},
+            )
+    scope = path_scope(request)
+    org, workspace, cluster = scope
+    if caller is not None:
+        refused = caller.refusal(org, workspace, role or Role.READ)
+        if refused is not None:
+            raise ApiError(403, wire.Detail(detail=refused))
+    engine = api.clusters.get(cluster)
+    if engine is None:
+        have = ", ".join(sorted(api.clusters))
+        raise ApiError(403, wire.Detail(detail=f"no cluster named {cluster} on this server (it has {have})"))
+    if (org, workspace) not in api.workspaces:
         raise ApiError(
             403,
             wire.Detail(
-                detail=f"this token is for workspace {workspace} of org {org} on cluster {cluster}, "
-                f"not workspace {p['workspace']} of org {p['org']} on cluster {p['cluster']}"
+                detail=f"no workspace {workspace} in org {org}: an admin of the org makes it "
+                f"(astra quota set {workspace}, or astra token create NAME --workspace {workspace})"
             ),
         )
+    return Scoped(api, scope, caller, engine)
 
 
 # ---- 422: pydantic's errors in the API's words ---------------------------------------------------

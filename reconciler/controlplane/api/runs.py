@@ -22,7 +22,9 @@ from fastapi.responses import Response
 from ...runspec.errors import InvalidSpec
 from ...runspec.validate import validate_data
 from ...wire import models as wire
+from ..scopes import shown
 from ..store import NameExists, NotFound, Stale
+from .audit import changes
 from .body import OFF_LOOP_BYTES
 from .context import Api, ApiError, ApiRoute, answer, json_text, read_json
 from .views import run_view
@@ -91,13 +93,22 @@ async def valid(request: Request, body: Any) -> dict[str, Any]:
     return await asyncio.to_thread(checked, body)
 
 
-def the_run(api: Api, name: str) -> None:
-    if name not in api.engine.state.runs:
+def the_run(api: Api, name: str) -> str:
+    """The key of the scope's run ``name``; 404 when it has none."""
+    key = api.key(name)
+    if key not in api.engine.state.runs:
         raise ApiError(404, wire.Detail(detail=f"no run named {name}"))
+    return key
 
 
-def view(api: Api, request: Request, name: str) -> wire.Run:
-    return run_view(api.engine, name, api.runs_url(request), api.scope[1])
+def view(api: Api, request: Request, key: str) -> wire.Run:
+    return run_view(api.engine, key, api.runs_url(request), api.scope.workspace)
+
+
+def _source_of(doc: dict[str, Any]) -> str | None:
+    """The source that applied a run document (``astra apply`` names it in an annotation)."""
+    found = (doc.get("metadata", {}).get("annotations") or {}).get("astra.source")
+    return found if isinstance(found, str) else None
 
 
 async def create_run(request: Request, api: Api, body: RunBody) -> Response:
@@ -105,12 +116,13 @@ async def create_run(request: Request, api: Api, body: RunBody) -> Response:
     doc = await valid(request, body)
     name = doc["metadata"]["name"]
     try:
-        api.engine.submit(doc, api.clock.now())
+        record = api.engine.submit(doc, api.clock.now(), api.scope)
     except NameExists as exc:
         raise ApiError(409, wire.Detail(detail=str(exc))) from exc
     api.on_change()
-    api.cache.digest(name)  # made with the document, not by the first plan that lists 10,000 runs
-    run = view(api, request, name)
+    api.cache.digest(record.name)  # made with the document, not by the first plan that lists 10,000 runs
+    run = view(api, request, record.name)
+    api.audit("create", "run", name, {"spec": doc["spec"]}, source=_source_of(doc))
     return answer(written(run, doc), 201, {"Location": run.status.url})
 
 
@@ -125,18 +137,17 @@ def list_runs(
     """Every run, in submission order: whole runs, or (``?view=summary``) their summaries."""
     if view_ is wire.RunView.SUMMARY:
         return json_text(api.cache.summaries())
-    return json_text(api.cache.runs(api.runs_url(request), api.scope[1]))
+    return json_text(api.cache.runs(api.runs_url(request), api.scope.workspace))
 
 
 def get_run(request: Request, api: Api, name: RunName) -> Response:
     """One run."""
-    the_run(api, name)
-    return answer(view(api, request, name))
+    return answer(view(api, request, the_run(api, name)))
 
 
 async def update_run(request: Request, api: Api, name: RunName, body: RunBody) -> Response:
     """Update a run in place with a run document naming the ``resource_version`` it read."""
-    the_run(api, name)
+    key = the_run(api, name)
     doc = await valid(request, body)
     if doc["metadata"].get("name") != name:
         raise ApiError(
@@ -145,8 +156,9 @@ async def update_run(request: Request, api: Api, name: RunName, body: RunBody) -
                 [wire.Problem(path="metadata.name", message=f"must be {name}, the run this PUT names")]
             ),
         )
+    before = api.engine.meta[key].document
     try:
-        api.engine.update(name, doc, doc["metadata"].get("resource_version"), api.clock.now())
+        rv = api.engine.update(key, doc, doc["metadata"].get("resource_version"), api.clock.now())
     except InvalidSpec as exc:
         raise ApiError(422, problems(exc.errors)) from exc
     except Stale as exc:
@@ -154,25 +166,33 @@ async def update_run(request: Request, api: Api, name: RunName, body: RunBody) -
     except NotFound as exc:
         raise ApiError(404, wire.Detail(detail=str(exc))) from exc
     api.on_change()
-    api.cache.digest(name)
-    return answer(written(view(api, request, name), doc))
+    api.cache.digest(key)
+    changed = changes(before, api.engine.meta[key].document)
+    api.audit("update", "run", name, {"resource_version": rv, "changed": changed}, source=_source_of(doc))
+    return answer(written(view(api, request, key), doc))
 
 
 def delete_run(request: Request, api: Api, name: RunName) -> Response:
     """Cancel a run (its processes are stopped now) and delete it: the run as it ended."""
-    the_run(api, name)
+    key = the_run(api, name)
     now = api.clock.now()
-    api.engine.cancel(name, now)
-    body = view(api, request, name)
-    api.engine.delete(name, now)
+    api.engine.cancel(key, now)
+    body = view(api, request, key)
+    source = _source_of(api.engine.meta[key].document)
+    api.engine.delete(key, now)
     api.on_change()
+    api.audit("delete", "run", name, {"state": str(body.status.state)}, source=source)
     return answer(body)
 
 
 def run_events(api: Api, name: RunName) -> Response:
     """Every decision and observation about the run, in order."""
-    the_run(api, name)
-    items = [wire.Event.model_validate(e) for e in api.engine.store.event_rows(name)]
+    key = the_run(api, name)
+    rows = api.engine.store.event_rows(key)
+    items = [
+        wire.Event.model_validate({**e, "run": name, "worker": e["worker"] and shown(e["worker"])})
+        for e in rows
+    ]
     return answer(wire.EventList(items=items))
 
 

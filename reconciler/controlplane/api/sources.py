@@ -18,7 +18,10 @@ The rules the routes keep:
   between applies) and a whole ``PUT`` need none, but are held to the same rule when they name
   one. Every write but the lock's adds one to the source's resource_version.
 * **Names.** A source's name may hold '/': see ``source_paths`` (the path's ``{name}`` is one
-  segment, percent-encoded whole).
+  segment, percent-encoded whole). Each workspace has its own sources: the store keeps each
+  under its key (``Scoped.source_key``), a name is unique within a workspace.
+* **The audit trail.** A whole ``PUT``, an apply's record (``POST …/history``) and a deletion
+  are recorded (``Scoped.audit``), with the source's name.
 * **The webhook.** ``POST /sources/{name}/hook`` (``public``: no bearer token, since GitHub and
   GitLab cannot send one) is authenticated by the source's secret instead: GitHub's
   ``X-Hub-Signature-256: sha256=HMAC-SHA256(secret, body)`` or GitLab's ``X-Gitlab-Token:
@@ -114,7 +117,7 @@ def _lock_held(exc: LockMismatch) -> ApiError:
 def _unchanged(api: Api, name: str, if_none_match: str | None) -> Response | None:
     """304 when ``If-None-Match`` names the source's tag (``None`` when it does not); 404 when
     the source was never written."""
-    tag = api.engine.store.source_tag(name)
+    tag = api.engine.store.source_tag(api.source_key(name))
     if tag is None:
         raise ApiError(404, wire.Detail(detail=f"no source named {name}"))
     if tag in {t.strip() for t in (if_none_match or "").split(",")}:
@@ -123,14 +126,14 @@ def _unchanged(api: Api, name: str, if_none_match: str | None) -> Response | Non
 
 
 def _written(api: Api, name: str, rv: int, status: int = 200) -> Response:
-    tag = api.engine.store.source_tag(name)
+    tag = api.engine.store.source_tag(api.source_key(name))
     return answer(wire.Written(name=name, resource_version=rv), status, {"ETag": tag} if tag else None)
 
 
 @router.get("/sources", operation_id="list_sources", response_model=wire.SourceList)
 def list_sources(api: Api) -> Response:
     """Every source's state, by name."""
-    return json_text(api.engine.store.list_sources_json())
+    return json_text(api.engine.store.list_sources_json(api.source_prefix()))
 
 
 @router.get(
@@ -144,7 +147,7 @@ def get_source(api: Api, name: Name, if_none_match: IfNoneMatch = None) -> Respo
     unchanged = _unchanged(api, name, if_none_match)
     if unchanged is not None:
         return unchanged
-    found = api.engine.store.get_source_json(name)
+    found = api.engine.store.get_source_json(api.source_key(name))
     if found is None:  # it holds nothing (deleted)
         raise ApiError(404, wire.Detail(detail=f"no source named {name}"))
     return json_text(found[0], tag=found[1])
@@ -163,12 +166,13 @@ def put_source(api: Api, name: Name, body: wire.SourceWrite, lock_id: LockId) ->
     expected = body.resource_version if body.resource_version is not None else 0
     store = api.engine.store
     try:
-        store.put_source(name, data, expected, api.clock.now(), body.lock_id or lock_id)
+        store.put_source(api.source_key(name), data, expected, api.clock.now(), body.lock_id or lock_id)
     except Stale as exc:
         raise ApiError(409, wire.StaleDetail(detail=str(exc), resource_version=exc.current)) from exc
     except LockMismatch as exc:
         raise _lock_held(exc) from exc
-    found = store.get_source_json(name, empty=True)
+    api.audit("update", "source", name, {"keys": sorted(data)}, source=name)
+    found = store.get_source_json(api.source_key(name), empty=True)
     assert found is not None  # just written, in this request's gate
     return json_text(found[0], tag=found[1])
 
@@ -193,7 +197,7 @@ async def delete_source(
 ) -> Response:
     """Forget a source: its inventory, status and history (404 when it holds nothing; 409 when it
     is locked, or owns runs and keep_runs is not given). Its name may be used again afterwards."""
-    outcome, held = api.engine.store.delete_source(name, keep_runs, api.clock.now())
+    outcome, held = api.engine.store.delete_source(api.source_key(name), keep_runs, api.clock.now())
     if outcome == "none":
         raise ApiError(404, wire.Detail(detail=f"no source named {name}"))
     if outcome == "locked":
@@ -203,6 +207,7 @@ async def delete_source(
         runs = f"{len(held)} run{'s' if len(held) != 1 else ''} ({shown})"
         text = f"source {name} owns {runs}: prune them first, or give keep_runs=true"
         raise ApiError(409, wire.Detail(detail=text))
+    api.audit("delete", "source", name, {"keep_runs": keep_runs}, source=name)
     return Response(status_code=204)
 
 
@@ -227,7 +232,9 @@ def get_source_runs(
     unchanged = _unchanged(api, name, if_none_match)
     if unchanged is not None:
         return unchanged
-    found = api.engine.store.source_runs_json(name, specs=view is not wire.SourceRunsView.DIGEST, runs=run)
+    found = api.engine.store.source_runs_json(
+        api.source_key(name), specs=view is not wire.SourceRunsView.DIGEST, runs=run
+    )
     if found is None:  # pragma: no cover - removed between the two reads: sources are never removed
         raise ApiError(404, wire.Detail(detail=f"no source named {name}"))
     return json_text(found[0], tag=found[1])
@@ -244,7 +251,9 @@ async def put_source_run(
 ) -> Response:
     """Set one run's inventory entry, under the apply lock (the server makes its digest)."""
     try:
-        rv = api.engine.store.put_source_run(name, run, entry.model_dump(), lock_id, api.clock.now())
+        rv = api.engine.store.put_source_run(
+            api.source_key(name), run, entry.model_dump(), lock_id, api.clock.now()
+        )
     except LockMismatch as exc:
         raise _lock_held(exc) from exc
     return _written(api, name, rv)
@@ -259,7 +268,7 @@ async def put_source_run(
 async def delete_source_run(api: Api, name: Name, run: RunName, lock_id: LockId) -> Response:
     """Remove one run from the inventory, under the apply lock (404 when it is not in it)."""
     try:
-        rv = api.engine.store.delete_source_run(name, run, lock_id, api.clock.now())
+        rv = api.engine.store.delete_source_run(api.source_key(name), run, lock_id, api.clock.now())
     except LockMismatch as exc:
         raise _lock_held(exc) from exc
     except NotFound as exc:
@@ -277,7 +286,7 @@ async def put_source_status(api: Api, name: Name, status: wire.SourceStatus, loc
     """Replace the source's reconcile status (no lock needed; held to one it names)."""
     try:
         rv = api.engine.store.put_source_status(
-            name, status.model_dump(exclude_unset=True), lock_id, api.clock.now()
+            api.source_key(name), status.model_dump(exclude_unset=True), lock_id, api.clock.now()
         )
     except LockMismatch as exc:
         raise _lock_held(exc) from exc
@@ -295,10 +304,16 @@ async def add_source_history(api: Api, name: Name, record: wire.ApplyRecord, loc
     """Add one apply record, under the apply lock; the newest are kept."""
     try:
         rv = api.engine.store.add_source_history(
-            name, record.model_dump(exclude_unset=True), lock_id, api.clock.now()
+            api.source_key(name), record.model_dump(exclude_unset=True), lock_id, api.clock.now()
         )
     except LockMismatch as exc:
         raise _lock_held(exc) from exc
+    said = {
+        k: v
+        for k, v in (("commit", record.commit), ("summary", record.summary), ("result", record.result))
+        if v
+    }
+    api.audit("apply", "source", name, said, source=name)
     return _written(api, name, rv, 201)
 
 
@@ -321,7 +336,7 @@ async def lock_source(
         created_at=now,
         **wanted.model_dump(include={"host", "pid", "started"}),
     )
-    took, held, tag = api.engine.store.lock_source(name, lock.model_dump(), now)
+    took, held, tag = api.engine.store.lock_source(api.source_key(name), lock.model_dump(), now)
     if not took:
         raise ApiError(409, wire.LockHeld(detail=_locked_words(name, held), lock=_lock(held)), {"ETag": tag})
     return answer(wire.Lock.model_validate(held), 201, {"ETag": tag})
@@ -342,7 +357,7 @@ async def unlock_source(
     ] = None,
 ) -> Response:
     """Release the source's lock (404 when none is held; 409 when another id holds it)."""
-    outcome, held, tag = api.engine.store.unlock_source(name, id)
+    outcome, held, tag = api.engine.store.unlock_source(api.source_key(name), id)
     if outcome == "none":
         raise ApiError(404, wire.Detail(detail=f"source {name} is not locked"))
     if outcome == "other":

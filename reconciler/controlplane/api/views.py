@@ -2,7 +2,8 @@
 
 Owns: ``run_view`` (a ``wire.Run``), ``worker_view`` (a ``wire.Worker``), ``workers_view`` (a
 ``wire.WorkerList``), ``worker_page`` (a page of the workspace's workers: ``wire.WorkerPage``).
-Reads the engine's state and run metadata; changes nothing.
+Reads the engine's state and run metadata; changes nothing. Runs and workers are named by their
+keys (``scopes``) in the engine; a view shows their plain names, as their workspace knows them.
 Must not touch: HTTP, the store, scheduling rules (the readout's words are the vocabulary's).
 """
 
@@ -15,6 +16,7 @@ from collections.abc import Collection
 from ...wire import models as wire
 from ..engine import Engine
 from ..scheduler import HOLDING, WorkerRecord, WorkerState, readout
+from ..scopes import shown
 
 __all__ = ["run_metadata", "run_status", "run_view", "worker_page", "worker_view", "workers_view"]
 
@@ -53,7 +55,7 @@ def run_status(
         restarts=r.restarts,
         readout=readout(running, total),
         workspace=workspace,
-        url=runs_url + name,
+        url=runs_url + shown(name),
     )
     return status, counts
 
@@ -72,8 +74,8 @@ def run_view(engine: Engine, name: str, runs_url: str, workspace: str) -> wire.R
 def worker_view(engine: Engine, w: WorkerRecord) -> wire.Worker:
     proc = engine.processes.get(w.name) or {}
     return wire.Worker(
-        name=w.name,
-        run=w.run,
+        name=shown(w.name),
+        run=shown(w.run),
         rank=w.rank,
         group=w.group,
         state=w.state,
@@ -105,12 +107,14 @@ def workers_view(engine: Engine, run: str) -> wire.WorkerList:
 
 def worker_page(
     engine: Engine,
+    scope: Collection[str],
     runs: Collection[str] | None,
     states: Collection[WorkerState] | None,
     limit: int | None,
     after: tuple[int, int] | None,
 ) -> tuple[wire.WorkerPage, tuple[int, int] | None]:
-    """One page of the workers of ``runs`` (``None``: every run) in ``states`` (``None``: any):
+    """One page of the workers of ``runs`` (keys; ``None``: every run of ``scope``, the keys of
+    a workspace's runs in submission order) in ``states`` (``None``: any):
     runs in submission order, each run's by rank, from just after ``after`` (a run's sequence
     number and a rank), at most ``limit`` of them. With the position of the page's last worker
     when more follow (the next page starts after it), else ``None``.
@@ -118,7 +122,7 @@ def worker_page(
     The totals come from the state's counts (no worker is read for them); only the page's
     workers are made into views."""
     s = engine.state
-    chosen = [r for name, r in s.runs.items() if runs is None or name in runs]
+    chosen = [s.runs[name] for name in scope if runs is None or name in runs]
     counts: Counter[str] = Counter()
     for r in chosen:
         for state, n in s.counts[r.name].items():

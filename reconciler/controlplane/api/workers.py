@@ -111,7 +111,8 @@ def list_workers(
     """The workspace's workers: runs in submission order, each run's by rank; filtered, paged."""
     page, last = worker_page(
         api.engine,
-        set(run) if run is not None else None,
+        api.runs(),
+        {api.key(r) for r in run} if run is not None else None,
         set(state) if state is not None else None,
         limit,
         position(after) if after is not None else None,
@@ -122,7 +123,7 @@ def list_workers(
 
 
 def the_worker(api: Api, name: str) -> WorkerRecord:
-    w = api.engine.state.workers.get(name)
+    w = api.engine.state.workers.get(api.key(name))
     if w is None:
         raise ApiError(404, wire.Detail(detail=f"no worker named {name}"))
     return w
@@ -130,8 +131,7 @@ def the_worker(api: Api, name: str) -> WorkerRecord:
 
 def run_workers(api: Api, name: RunName) -> Response:
     """The run's workers by rank, with the readout (``Workers R running of N``) and the counts."""
-    the_run(api, name)
-    return answer(workers_view(api.engine, name))
+    return answer(workers_view(api.engine, the_run(api, name)))
 
 
 def get_worker(api: Api, worker: WorkerName) -> Response:
@@ -153,11 +153,11 @@ def worker_logs(
         return PlainTextResponse("")
     path = FilePath(current)
     if attempt is not None:
-        path = path.with_name(f"{w.name}.{attempt}.log")
+        path = path.with_name(f"{worker}.{attempt}.log")
     try:
         text = path.read_bytes().decode("utf-8", errors="replace")
     except FileNotFoundError:
-        raise ApiError(404, wire.Detail(detail=f"worker {w.name} has no log for attempt {attempt}")) from None
+        raise ApiError(404, wire.Detail(detail=f"worker {worker} has no log for attempt {attempt}")) from None
     return PlainTextResponse(text)
 
 

@@ -23,6 +23,7 @@ restarts      settling ended workers, job-level restarts, backoff, time limits
 arrays        an array's copies, ``max_parallel``, the ``K of N`` failure reason
 gangs         the gang barrier, starting prepared workers, task groups' ``start_after``
 priorities    backfill behind the first blocked run, preemption of lower priorities
+quotas        a workspace's quota (GPUs, running runs) held at every placement, and its reason
 queue         the placement phase: runs served by priority, then submission
 tick          ``plan_tick`` (the phases in order) and ``schedule``
 env           ``worker_env``: the environment of a worker
@@ -81,6 +82,12 @@ Seed decisions where the seeds leave room (also in the tests' names):
 * Gangs with ``task_groups`` place and start every group together; ``start_after`` orders groups
   of non-gang runs only.
 * Array copies get no MASTER_ADDR: they are independent.
+* Quotas: a workspace's runs (keyed ``ORG/WORKSPACE/CLUSTER/NAME``, ``scopes``) never hold more
+  GPUs, or more runs holding machines, than its quota. A run or copy that would pass it waits
+  with ``Workspace W is at its quota of N GPUs`` (an array's cap is said first: ``max_parallel``
+  holds a copy before the quota does), holds back no run queued behind it, and never preempts:
+  preemption is tried only for what the quota allows. A reason names another workspace's run
+  only by its workspace.
 * ``network.interconnect`` and ``topology.keep_within``: the workers holding places at once are on
   one machine or within one group (an NVLink domain, fabric, RDMA network or rack they all share;
   a machine with no fabric is on none: missing levels never match), chosen for the whole run
@@ -129,6 +136,7 @@ from .records import (
     NewWorker,
     Observation,
     PlaceWorker,
+    Quota,
     RequeueWorker,
     RestartRun,
     RunRecord,
@@ -170,6 +178,7 @@ __all__ = [
     "NewWorker",
     "Observation",
     "PlaceWorker",
+    "Quota",
     "RequeueWorker",
     "RestartRun",
     "RunRecord",

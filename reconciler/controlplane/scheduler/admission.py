@@ -14,6 +14,7 @@ from __future__ import annotations
 from reconciler.runspec.models import Run, TaskTemplate, resolve_on_failure, resolve_start
 from reconciler.runspec.vocabulary import RunState
 
+from ..scopes import shown
 from .arrays import copies
 from .netgroups import feasible, refusal
 from .placement import Memo, Net, View, fixed, label, search
@@ -188,7 +189,7 @@ def one_by_one(view: View, workers: list[NewWorker]) -> str | None:
         if not any(view.fits(m, w.ask, w.ask.gpus) for m in view.s.inventory):
             g = w.ask.gpus
             return (
-                f"worker {w.name} needs {g} GPUs, {w.ask.cores(g)} cores and "
+                f"worker {shown(w.name)} needs {g} GPUs, {w.ask.cores(g)} cores and "
                 f"{w.ask.memory(g)} bytes of memory on one machine, more than any machine has"
             )
     return None

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from reconciler.runspec.vocabulary import WorkerState
 
+from ..scopes import other_workspace, shown
 from .admission import templates_of
 from .placement import Net, View, machines_of, search
 from .records import HOLDING, RunRecord, StopCause, StopWorker, WorkerRecord, ask_of
@@ -119,8 +120,14 @@ def preempt_for(t: Tick, r: RunRecord, place: Callable[[View], Any]) -> bool:
             check.give(v)
         if place(check) is not None:
             break
-    reason = f"Preempted for higher-priority run {r.name}; back in the queue"
     for v in victims.values():
         t.view.give(v)
+        elsewhere = other_workspace(r.name, v.run)
+        for_ = (
+            f"higher-priority run {shown(r.name)}"
+            if elsewhere is None
+            else f"a higher-priority run of workspace {elsewhere}"
+        )
+        reason = f"Preempted for {for_}; back in the queue"
         t.emit(StopWorker(v.name, StopCause.PREEMPTED, WorkerState.PENDING, reason), v.run)
     return True

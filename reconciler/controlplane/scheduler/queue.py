@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from reconciler.runspec.vocabulary import FINAL_RUN_STATES, RunState, WorkerState
@@ -24,12 +25,14 @@ from .gangs import group_wait, groups_running
 from .netgroups import NetGroup, containing, region, union
 from .placement import Net, View, fixed, label, place_decision, search
 from .priorities import may_backfill, preempt_for
+from .quotas import held_by_quota, run_named
 from .records import Ask, MarkRun, MarkWorker, NewWorker, RunRecord, ask_of
 
 if TYPE_CHECKING:
     from .tick import Tick
 
 __all__ = [
+    "Held",
     "allowed",
     "one_fit",
     "place_each",
@@ -38,6 +41,16 @@ __all__ = [
     "placement",
     "set_run_reason",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A run (or its next worker) held by its workspace's quota: it waits with ``reason``, and,
+    unlike a run blocked for room, holds back no run queued behind it. ``marked``: the waiting
+    worker has its reason already."""
+
+    reason: str
+    marked: bool = False
 
 
 def placement(t: Tick) -> None:
@@ -57,28 +70,33 @@ def placement(t: Tick) -> None:
         if not s.pending[rname] and s.run_workers[rname]:
             continue
         if t.blocker is not None and not may_backfill(t, r):
-            set_run_reason(t, r, f"Waiting behind run {t.blocker.name}, queued ahead of it")
+            set_run_reason(t, r, f"Waiting behind {run_named(t.blocker.name, rname)}, queued ahead of it")
             continue
         blocked = place_run(t, r)
-        if blocked is not None:
+        if isinstance(blocked, Held):
+            set_run_reason(t, r, blocked.reason, head=not blocked.marked)
+        elif blocked is not None:
             set_run_reason(t, r, blocked)
             if t.blocker is None:
                 t.blocker = r
 
 
-def set_run_reason(t: Tick, r: RunRecord, reason: str) -> None:
-    """A waiting run's reason, on the run and on its next waiting worker."""
+def set_run_reason(t: Tick, r: RunRecord, reason: str, *, head: bool = True) -> None:
+    """A waiting run's reason, on the run and (``head``) on its next waiting worker."""
     if any(run == r.name for run, _ in t.placed):
         return  # it placed workers this tick: not waiting as a whole
     if r.state is RunState.PENDING and r.reason != reason and r.name not in t.marked:
         t.emit(MarkRun(r.name, RunState.PENDING, reason), r.name)
-    head = next(iter(t.s.pending[r.name]), None)
-    if head is not None and t.s.workers[head].reason != reason:
-        t.emit(MarkWorker(head, WorkerState.PENDING, reason), r.name)
+    if not head:
+        return
+    head_worker = next(iter(t.s.pending[r.name]), None)
+    if head_worker is not None and t.s.workers[head_worker].reason != reason:
+        t.emit(MarkWorker(head_worker, WorkerState.PENDING, reason), r.name)
 
 
-def place_run(t: Tick, r: RunRecord) -> str | None:
-    """Place what can be placed now; the reason it waits when blocked for room, else None."""
+def place_run(t: Tick, r: RunRecord) -> str | Held | None:
+    """Place what can be placed now; the reason it waits when blocked for room (``Held``: by its
+    workspace's quota), else None."""
     s, view, rname = t.s, t.view, r.name
     net = Net.of(r.run)
     if not s.run_workers[rname]:  # the shape is chosen now
@@ -87,6 +105,9 @@ def place_run(t: Tick, r: RunRecord) -> str | None:
         gr = tt.requested_resources.gpu_requests
         ask = ask_of(tt)
         k_min = gr.min_per_machine or 1
+        held = held_by_quota(t, r, gr.count)
+        if held is not None:
+            return Held(held)
         got = t.memo.shape(view, ask, gr.count, k_min, net)
         if got is None and preempt_for(t, r, lambda v: search(v, ask, gr.count, k_min, net, t.memo)):
             got = t.memo.shape(view, ask, gr.count, k_min, net)
@@ -110,6 +131,9 @@ def place_run(t: Tick, r: RunRecord) -> str | None:
         first = list(itertools.islice(eligible, need))
         if len(first) < need:
             return None
+        held = held_by_quota(t, r, sum(s.workers[n].ask.gpus for n in first))
+        if held is not None:
+            return Held(held)
         together = place_together(t, r, first, net, groups, every)
         if isinstance(together, str):
             return together
@@ -152,7 +176,7 @@ def place_together(
 
 def place_each(
     t: Tick, r: RunRecord, eligible: Iterator[str], holding: int, groups: tuple[NetGroup, ...] | None
-) -> str | None:
+) -> str | Held | None:
     """Place waiting workers one by one, each on the fullest machine that fits and is allowed.
 
     ``groups``: for a run with a network constraint, the groups its workers may go into (each
@@ -181,6 +205,11 @@ def place_each(
                     t.emit(MarkWorker(wname, WorkerState.PENDING, reason), rname)
                 continue
         ask = w.ask
+        held = held_by_quota(t, r, ask.gpus)
+        if held is not None:
+            if w.reason != held:
+                t.emit(MarkWorker(wname, WorkerState.PENDING, held), rname)
+            return Held(held, marked=True)
         if ask != last_ask:
             cand, current, last_ask = view.candidates(ask.gpus), None, ask
         assert cand is not None

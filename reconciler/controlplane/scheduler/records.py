@@ -1,10 +1,10 @@
 """The scheduler's records and its closed sets of decisions and observations: plain data.
 
 Owns: ``RunRecord`` and ``WorkerRecord`` (the rows a store keeps), ``NewWorker`` (a worker as
-created), ``Ask`` and ``ask_of`` (what one worker needs on its machine), ``StopCause``, which
-worker states hold a machine (``HOLDING``) and which have ended (``ENDED``), the decisions a tick
-returns (``Decision``: a closed union) and the observations an executor or a user reports
-(``Observation``: a closed union).
+created), ``Quota`` (what a workspace may hold), ``Ask`` and ``ask_of`` (what one worker needs
+on its machine), ``StopCause``, which worker states hold a machine (``HOLDING``) and which
+have ended (``ENDED``), the decisions a tick returns (``Decision``: a closed union) and the
+observations an executor or a user reports (``Observation``: a closed union).
 
 Must not touch: the indexes over the records (``state``), placement, clocks, I/O. States, final
 states and reasons are the vocabulary's (``reconciler.runspec.vocabulary``), never restated here.
@@ -37,6 +37,7 @@ __all__ = [
     "NewWorker",
     "Observation",
     "PlaceWorker",
+    "Quota",
     "RequeueWorker",
     "RestartRun",
     "RunRecord",
@@ -131,6 +132,18 @@ def ask_of(template: TaskTemplate, gpus: int | None = None) -> Ask:
         min_memory_gb=gr.min_memory_gb if gr else None,
         healthy_only=bool(gr and gr.healthy_only),
     )
+
+
+# ---- a workspace's quota ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    """What a workspace may hold on a cluster at once: GPUs, and runs holding machines (``None``:
+    no limit). The scheduler never places a worker that would take the workspace past either."""
+
+    gpus: int | None = None
+    runs: int | None = None
 
 
 # ---- records (a store's rows) ------------------------------------------------------------------

@@ -31,6 +31,7 @@ from reconciler.runspec.vocabulary import (
     worker_failed_on,
 )
 
+from ..scopes import shown
 from .records import (
     ENDED,
     HOLDING,
@@ -75,7 +76,7 @@ def settle(t: Tick) -> None:
 
 def _failed(t: Tick, w: WorkerRecord, r: RunRecord) -> None:
     """A worker that failed (or was lost): fail its run, restart the run, or restart the worker."""
-    where = worker_failed_on(w.name, w.machine, w.reason)
+    where = worker_failed_on(shown(w.name), w.machine, w.reason)
     if r.on_failure == "FailJob" and not r.service:
         t.emit(MarkWorker(w.name, w.state, w.reason, final=True), r.name)
         t.fail_run(r, where, skip=w.name)
@@ -158,4 +159,4 @@ def time_limits(t: Tick) -> None:
         reason = time_limit_reason(limit)
         t.emit(StopWorker(w.name, StopCause.TIME_LIMIT, WorkerState.FAILED, reason), r.name)
         if not r.is_array and not r.service:
-            t.fail_run(r, worker_failed_on(w.name, w.machine, reason), skip=w.name)
+            t.fail_run(r, worker_failed_on(shown(w.name), w.machine, reason), skip=w.name)

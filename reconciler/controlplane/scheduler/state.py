@@ -2,7 +2,8 @@
 
 Owns: ``ClusterState``: the records by name, the free room of each machine (and machines bucketed by
 free GPUs), the waiting, ready, unsettled and holding workers of each run, the counts of worker
-states, and the timers (retries, backoffs, barriers, time limits) as a heap. ``submit``,
+states, each workspace's quota and what it holds (GPUs, runs holding machines), and the timers
+(retries, backoffs, barriers, time limits) as a heap. ``submit``,
 ``observe`` and ``apply`` are the one place records change, written so that a store can do the
 same with rows (the simulation and the engine call them).
 
@@ -34,6 +35,7 @@ from reconciler.runspec.vocabulary import (
 )
 
 from ..inventory import Inventory
+from ..scopes import shown, workspace_of
 from .records import (
     ENDED,
     HOLDING,
@@ -50,6 +52,7 @@ from .records import (
     NewWorker,
     Observation,
     PlaceWorker,
+    Quota,
     RequeueWorker,
     RestartRun,
     RunRecord,
@@ -73,6 +76,8 @@ class ClusterState:
     inventory: Inventory
     runs: dict[str, RunRecord] = field(default_factory=dict)
     workers: dict[str, WorkerRecord] = field(default_factory=dict)
+    #: Each workspace's quota (``ORG/WORKSPACE``: ``scopes.workspace_of`` a run's key); absent: none.
+    quotas: dict[str, Quota] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.machines = {m.name: m for m in self.inventory}
@@ -99,6 +104,10 @@ class ClusterState:
         self.unsettled: dict[str, None] = {}
         self.ready: dict[str, dict[str, None]] = {}
         self.holding_priorities: Counter[int] = Counter()
+        #: Each run's workspace; what each workspace holds: GPUs, and runs holding a machine.
+        self.ws_of: dict[str, str] = {}
+        self.ws_gpus: Counter[str] = Counter()
+        self.ws_runs: Counter[str] = Counter()
         self.timers: list[tuple[float, int, str, str]] = []
         #: What the inventory alone decides, kept once made: the network groups that could hold
         #: a run (``netgroups.feasible``), per ask, constraint and one-worker-a-machine.
@@ -116,6 +125,7 @@ class ClusterState:
 
     def _add_run(self, r: RunRecord) -> None:
         self.runs[r.name] = r
+        self.ws_of[r.name] = workspace_of(r.name)
         self._seq = max(self._seq, r.seq + 1)
         self.run_workers.setdefault(r.name, [])
         self.pending.setdefault(r.name, {})
@@ -137,10 +147,13 @@ class ClusterState:
             self.pending[w.run][w.name] = None
             if w.not_before is not None:
                 self._timer(w.not_before, "worker", w.name)
+        if w.state in HOLDING and self.holding(w.run) == 1:
+            self.ws_runs[self.ws_of[w.run]] += 1
         if w.state in HOLDING and w.machine is not None:
             self._take(w.machine, w.gpus - w.unhealthy_gpus, w.unhealthy_gpus, w.cpu_cores, w.memory_bytes)
             self.on_machine[w.machine][w.name] = None
             self.holding_priorities[self.runs[w.run].priority] += 1
+            self.ws_gpus[self.ws_of[w.run]] += w.gpus
         if w.state is WorkerState.READY:
             self.ready[w.run][w.name] = None
         if w.state is WorkerState.RUNNING:
@@ -165,9 +178,10 @@ class ClusterState:
         if held:
             self.holding_priorities[r.priority] += held
 
-    def submit(self, run: Run, now: float) -> RunRecord:
-        """Queue a new run (the API's POST /runs); the next tick admits it."""
-        name = run.metadata.name
+    def submit(self, run: Run, now: float, key: str | None = None) -> RunRecord:
+        """Queue a new run (the API's POST /runs) under ``key`` (``scopes.run_key``; left out:
+        its name, the default scope's key); the next tick admits it."""
+        name = key or run.metadata.name
         if name in self.runs:
             raise ValueError(f"run {name} exists")
         record = RunRecord(name=name, run=run, seq=self._seq, submitted_at=now)
@@ -247,6 +261,13 @@ class ClusterState:
         c = self.counts[run]
         return sum(c[s] for s in HOLDING)
 
+    def set_quota(self, workspace: str, quota: Quota | None) -> None:
+        """Set (``None``: lift) a workspace's quota; the next tick holds it (runs holding more keep it)."""
+        if quota is None or quota == Quota():
+            self.quotas.pop(workspace, None)
+        else:
+            self.quotas[workspace] = quota
+
     # -- changing records --------------------------------------------------------------------
 
     def _set_state(self, w: WorkerRecord, state: WorkerState, reason: str) -> None:
@@ -272,14 +293,17 @@ class ClusterState:
         w.reason = reason
 
     def _release(self, w: WorkerRecord, run: RunRecord) -> None:
+        ws = self.ws_of[w.run]
         if w.machine is not None:
             self.on_machine[w.machine].pop(w.name, None)
             self._give(w.machine, w.gpus - w.unhealthy_gpus, w.unhealthy_gpus, w.cpu_cores, w.memory_bytes)
             self.holding_priorities[run.priority] -= 1
             if self.holding_priorities[run.priority] <= 0:
                 del self.holding_priorities[run.priority]
+            self.ws_gpus[ws] -= w.gpus
         if self.holding(w.run) == 0:
             run.placed_at = None
+            self.ws_runs[ws] -= 1
 
     def _count_final(self, w: WorkerRecord) -> None:
         fc = self.final_counts[w.run]
@@ -288,7 +312,7 @@ class ClusterState:
             fc[1] += 1
             run = self.runs[w.run]
             if run.first_failure is None:
-                run.first_failure = worker_failed_on(w.name, w.machine, w.reason)
+                run.first_failure = worker_failed_on(shown(w.name), w.machine, w.reason)
 
     def _end(self, w: WorkerRecord, state: WorkerState, reason: str, now: float) -> None:
         self._set_state(w, state, reason)
@@ -368,7 +392,9 @@ class ClusterState:
 
     def carry_over(self, old: ClusterState) -> None:
         """What the records do not keep, from the state this one is rebuilt from: which machines
-        are lost, and which stopped reporting since when (with their workers' states before)."""
+        are lost, and which stopped reporting since when (with their workers' states before),
+        and the workspaces' quotas."""
+        self.quotas.update(old.quotas)
         for machine in old.down:
             self._lost(machine, 0.0)
         for machine, since in old.unreachable.items():
@@ -413,6 +439,7 @@ class ClusterState:
         run = self.runs[w.run]
         if self.holding(w.run) == 0:
             run.placed_at = now
+            self.ws_runs[self.ws_of[w.run]] += 1
             if run.start == "Gang":
                 self._timer(now + GANG_BARRIER_SECONDS, "barrier", run.name)
         self._set_state(w, WorkerState.PREPARING, f"Preparing on {d.machine}")
@@ -423,6 +450,7 @@ class ClusterState:
         self._take(d.machine, d.gpus - d.unhealthy_gpus, d.unhealthy_gpus, d.cpu_cores, d.memory_bytes)
         self.on_machine[d.machine][w.name] = None
         self.holding_priorities[run.priority] += 1
+        self.ws_gpus[self.ws_of[w.run]] += d.gpus
 
     def _start(self, d: StartWorker, now: float) -> None:
         w = self.workers[d.worker]

@@ -4,9 +4,9 @@ Owns: ``plan_tick`` (the phases, in order: cancellations, settling ended workers
 Stale workers counted as lost, gang barriers, starts, run states, placement), ``schedule`` (one
 tick over plain records, as a store loads them), and ``Tick``, a tick's working state that every
 phase shares: the decisions so far (``emit``), the runs whose fate this tick settled as a whole
-(``frozen``), failing a run (``fail_run``), and the capacity the tick has laid over the state's
-(``view``). Also the two phases that belong to no other concern: cancellations and the runs'
-states and reasons.
+(``frozen``), failing a run (``fail_run``), the capacity the tick has laid over the state's
+(``view``), and what it placed for each workspace (``quotas`` reads it). Also the two phases
+that belong to no other concern: cancellations and the runs' states and reasons.
 
 Must not touch: the records (``plan_tick`` only reads ``state``; ``ClusterState.apply`` carries
 the decisions out), clocks (``now`` is an argument), I/O, randomness.
@@ -14,6 +14,7 @@ the decisions out), clocks (``now`` is an argument), I/O, randomness.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 
 from reconciler.runspec.messages import GANG_BARRIER_SECONDS
@@ -66,12 +67,21 @@ class Tick:
         #: Runs whose fate this tick decided as a whole (cancelled, failed, restarted): no more for them.
         self.frozen: set[str] = set()
         self.marked: set[str] = set()
+        #: What this tick placed, by workspace: GPUs, and runs it started (``quotas``).
+        self.ws_gpus: Counter[str] = Counter()
+        self.ws_started: Counter[str] = Counter()
+        self.ws_started_runs: set[str] = set()
 
     def emit(self, d: Decision, run: str) -> None:
         self.out.append(d)
         self.touched.add(run)
         if isinstance(d, PlaceWorker):
             self.placed.add((run, d.machine))
+            ws = self.s.ws_of[run]
+            self.ws_gpus[ws] += d.gpus
+            if run not in self.ws_started_runs and self.s.holding(run) == 0:
+                self.ws_started_runs.add(run)
+                self.ws_started[ws] += 1
         elif isinstance(d, MarkRun):
             self.marked.add(run)
 

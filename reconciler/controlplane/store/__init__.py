@@ -1,4 +1,4 @@
-"""The control plane's database: runs, workers, events, machines and sources, through sqlmodel.
+"""The control plane's database: runs, workers, events, machines, sources and teams, through sqlmodel.
 
 ``Store(url)`` opens a database (SQLite by default; any SQLAlchemy URL), brings it to this
 astra's schema, and is ready. The parts, each a module of its own:
@@ -6,6 +6,7 @@ astra's schema, and is ready. The parts, each a module of its own:
 * ``tables``: the sqlmodel classes (the columns at the head revision);
 * ``mapping``: rows <-> the scheduler's ``RunRecord``/``WorkerRecord``, and a tick's rows;
 * ``sources``: the reconcile sources' state kept with the cluster (``/sources``);
+* ``teams``: workspaces, tokens (their hashes), quotas and the audit trail;
 * ``migrations``: the alembic revisions run at open, and databases from before alembic;
 * ``database``: the engine, SQLite's settings, URLs; ``errors``: the exceptions;
 * ``facade``: ``Store``, the one object the engine and the API hold.
@@ -24,6 +25,7 @@ from .facade import Store
 from .mapping import TickWrite, run_record, worker_record
 from .migrations import FENCE as SCHEMA_VERSION
 from .tables import (
+    AuditRow,
     EventRow,
     MachineRow,
     RunRow,
@@ -37,6 +39,7 @@ from .tables import (
 __all__ = [
     "HISTORY_KEEP",
     "SCHEMA_VERSION",
+    "AuditRow",
     "EventRow",
     "LockMismatch",
     "MachineRow",

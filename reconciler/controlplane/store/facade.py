@@ -28,6 +28,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from ...migrate import MigrationError
 from ..inventory import Inventory
 from ..scheduler import RunRecord, WorkerRecord
+from ..scopes import DEFAULT, shown
 from .database import make_engine, redact
 from .errors import NameExists, NotFound, Stale, StoreError
 from .mapping import TickWrite, machine_json, run_record, run_values, tick_rows, worker_record
@@ -35,12 +36,13 @@ from .migrations import REVISIONS, prepare
 from .migrations.legacy import fence
 from .migrations.schema4 import RESOURCE_VERSION
 from .sources import KeptSources
-from .tables import EVENTS, MACHINES, RUNS, SEQUENCES, WORKERS
+from .tables import CLUSTER_MACHINES, EVENTS, MACHINES, RUNS, SEQUENCES, WORKERS
+from .teams import KeptTeams
 
 __all__ = ["Store"]
 
 
-class Store(KeptSources):
+class Store(KeptSources, KeptTeams):
     """One database. ``Store(url)`` brings it to this astra's schema (``migrations``) and is ready."""
 
     def __init__(self, url: str) -> None:
@@ -76,17 +78,29 @@ class Store(KeptSources):
 
     # -- machines ----------------------------------------------------------------------------
 
-    def save_inventory(self, inventory: Inventory) -> None:
-        """Replace the machines table with ``inventory`` (one transaction)."""
+    def save_inventory(self, inventory: Inventory, cluster: str = DEFAULT) -> None:
+        """Replace the machines of ``cluster`` with ``inventory`` (one transaction): the default
+        cluster's are the ``machines`` table, the others' ``cluster_machines``."""
         rows = [{"name": m.name, "spec": machine_json(m), "state": "Up"} for m in inventory]
         with self.engine.begin() as conn:
-            conn.execute(delete(MACHINES))
+            if cluster == DEFAULT:
+                conn.execute(delete(MACHINES))
+                if rows:
+                    conn.execute(insert(MACHINES), rows)
+                return
+            c = CLUSTER_MACHINES
+            conn.execute(delete(c).where(c.c.cluster == cluster))
             if rows:
-                conn.execute(insert(MACHINES), rows)
+                conn.execute(insert(c), [{**r, "cluster": cluster} for r in rows])
 
-    def machine_rows(self) -> list[dict[str, Any]]:
+    def machine_rows(self, cluster: str = DEFAULT) -> list[dict[str, Any]]:
+        if cluster == DEFAULT:
+            q = select(MACHINES.c.name, MACHINES.c.spec, MACHINES.c.state).order_by(MACHINES.c.name)
+        else:
+            c = CLUSTER_MACHINES
+            q = select(c.c.name, c.c.spec, c.c.state).where(c.c.cluster == cluster).order_by(c.c.name)
         with self.engine.connect() as conn:
-            rows = conn.execute(select(MACHINES).order_by(MACHINES.c.name)).mappings()
+            rows = conn.execute(q).mappings()
             return [{"name": r["name"], "state": r["state"], **json.loads(r["spec"])} for r in rows]
 
     # -- runs --------------------------------------------------------------------------------
@@ -118,7 +132,7 @@ class Store(KeptSources):
                 rv = _next_value(conn, RESOURCE_VERSION)
                 conn.execute(insert(RUNS).values(**values, resource_version=rv))
         except IntegrityError as exc:
-            raise NameExists(f"a run named {record.name} exists") from exc
+            raise NameExists(f"a run named {shown(record.name)} exists") from exc
         return rv
 
     def update_run(self, name: str, document: dict[str, Any], expected: int | None, now: float) -> int:
@@ -128,10 +142,10 @@ class Store(KeptSources):
         with self.engine.begin() as conn:
             current = conn.execute(select(RUNS.c.resource_version).where(RUNS.c.name == name)).scalar()
             if current is None:
-                raise NotFound(f"no run named {name}")
+                raise NotFound(f"no run named {shown(name)}")
             if expected is not None and expected != current:
                 raise Stale(
-                    f"run {name} changed since it was read: resource_version {expected} is stale "
+                    f"run {shown(name)} changed since it was read: resource_version {expected} is stale "
                     f"(now {current}); read it again",
                     current,
                 )
@@ -151,7 +165,7 @@ class Store(KeptSources):
             gone = conn.execute(delete(RUNS).where(RUNS.c.name == name)).rowcount
             conn.execute(delete(WORKERS).where(WORKERS.c.run == name))
         if not gone:
-            raise NotFound(f"no run named {name}")
+            raise NotFound(f"no run named {shown(name)}")
 
     def run_rows(self) -> list[dict[str, Any]]:
         with self.engine.connect() as conn:

@@ -7,6 +7,9 @@ the source's resource_version (except the lock's, which the entity tag covers). 
 the JSON text from the stored texts, without parsing the specs again; each entry's digest is
 computed once, when it is written, and kept beside its spec.
 
+Each source is kept under its key (``scopes.source_key``: its name, in the default scope); what
+is answered and said names it by its name.
+
 A source's resource_version is its own counter (1 at the first write, +1 per write). Deleting a
 source (``delete_source``) empties it (no inventory, status, history or other keys) but keeps
 its row and moves its counter on, so a name is never reused with an old version (a tag read
@@ -22,11 +25,12 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, insert, or_, select, update
 from sqlalchemy.engine import Engine
 
 from ...runspec.normalize import digest, normalize
 from ...runspec.vocabulary import HISTORY_KEEP
+from ..scopes import SOURCE_MARK, source_name
 from .errors import LockMismatch, NotFound, Stale
 from .tables import SOURCE_RUNS, SOURCES
 
@@ -68,16 +72,22 @@ class KeptSources:
         found = self.get_source_json(name)
         return None if found is None else json.loads(found[0])
 
-    def list_sources_json(self) -> str:
-        """``{"items": [SOURCE, ...]}`` (by name) as JSON text."""
+    def list_sources_json(self, prefix: str = "") -> str:
+        """``{"items": [SOURCE, ...]}`` (by name) as JSON text: the sources of one scope, those
+        whose keys start with ``prefix`` (``scopes.source_prefix``; '': the default scope's)."""
+        s = SOURCES
+        if prefix:
+            mine = s.c.name.startswith(prefix, autoescape=True)
+        else:
+            mine = or_(~s.c.name.startswith(SOURCE_MARK), s.c.name.startswith(SOURCE_MARK * 2))
         with self.engine.connect() as conn:
-            rows = conn.execute(select(SOURCES).order_by(SOURCES.c.name)).mappings().all()
+            rows = conn.execute(select(s).where(mine).order_by(s.c.name)).mappings().all()
             texts = [(r, self._inventory_text(conn, r["name"])) for r in rows]
             items = [_source_text(r, inventory) for r, inventory in texts if not _empty(r, inventory)]
         return '{"items":[' + ",".join(items) + "]}"
 
-    def list_sources(self) -> list[dict[str, Any]]:
-        return json.loads(self.list_sources_json())["items"]
+    def list_sources(self, prefix: str = "") -> list[dict[str, Any]]:
+        return json.loads(self.list_sources_json(prefix))["items"]
 
     def source_runs_json(
         self, name: str, *, specs: bool = True, runs: Iterable[str] | None = None
@@ -97,7 +107,7 @@ class KeptSources:
                 inventory = self._inventory_text(conn, name, specs=specs, runs=runs)
                 if not specs and runs is None:
                     self._digest_texts[name] = (row[0], inventory)
-        head = f'{{"name":{_str(name)},"resource_version":{row[0]},"items":'
+        head = f'{{"name":{_str(source_name(name))},"resource_version":{row[0]},"items":'
         return head + inventory + "}", _tag(row[0], row[1])
 
     def _inventory_text(
@@ -122,10 +132,11 @@ class KeptSources:
         row = self._source_row(conn, name)
         held = json.loads(row["lock"]) if row is not None and row["lock"] else None
         if (need_lock or lock_id is not None) and (held is None or held.get("id") != lock_id):
+            shown = source_name(name)
             if held is None:
-                why = f"source {name} is not locked" + (f": lock {lock_id} is not held" if lock_id else "")
+                why = f"source {shown} is not locked" + (f": lock {lock_id} is not held" if lock_id else "")
             else:
-                why = f"source {name} is locked under {held.get('id')}, not {lock_id or '(no lock given)'}"
+                why = f"source {shown} is locked under {held.get('id')}, not {lock_id or '(no lock given)'}"
             raise LockMismatch(why, held)
         if row is None:
             conn.execute(
@@ -160,8 +171,8 @@ class KeptSources:
             current = row["resource_version"] if row else 0
             if expected is not None and expected != current:
                 raise Stale(
-                    f"source {name} changed since it was read: resource_version {expected} is stale "
-                    f"(now {current}); read it again",
+                    f"source {source_name(name)} changed since it was read: resource_version {expected} "
+                    f"is stale (now {current}); read it again",
                     current,
                 )
             rv = self._write_source(
@@ -202,7 +213,7 @@ class KeptSources:
         with self.engine.begin() as conn:
             rv = self._write_source(conn, name, now, lock_id, need_lock=True)
             if not conn.execute(delete(r).where(r.c.source == name, r.c.run == run)).rowcount:
-                raise NotFound(f"source {name} has no run {run} in its inventory")
+                raise NotFound(f"source {source_name(name)} has no run {run} in its inventory")
         return rv
 
     def put_source_status(self, name: str, status: dict[str, Any], lock_id: str | None, now: float) -> int:
@@ -333,7 +344,7 @@ def entry_digest(spec: Any) -> str | None:
 def _source_text(row: Mapping[Any, Any], inventory: str) -> str:
     """A SOURCE as JSON text from its row's stored texts and its inventory's (no spec parsed again)."""
     head = (
-        f'{{"name":{_str(row["name"])},"resource_version":{row["resource_version"]},'
+        f'{{"name":{_str(source_name(row["name"]))},"resource_version":{row["resource_version"]},'
         f'"lock":{row["lock"] or "null"},"status":{row["status"] or "{}"},"history":{row["history"] or "[]"},'
         f'"inventory":{inventory}'
     )

@@ -18,22 +18,34 @@ from sqlalchemy.orm import registry
 from sqlmodel import Column, Field, SQLModel, Text
 
 __all__ = [
+    "AUDIT",
+    "CLUSTER_MACHINES",
     "EVENTS",
     "MACHINES",
+    "ORGS",
+    "QUOTAS",
     "RUNS",
     "SEQUENCES",
     "SOURCES",
     "SOURCE_RUNS",
+    "TOKENS",
     "WORKERS",
+    "WORKSPACES",
+    "AuditRow",
+    "ClusterMachineRow",
     "EventRow",
     "MachineRow",
+    "OrgRow",
+    "QuotaRow",
     "RunRow",
     "SchemaVersion",
     "SequenceRow",
     "SourceRow",
     "SourceRunRow",
     "StoreTable",
+    "TokenRow",
     "WorkerRow",
+    "WorkspaceRow",
     "metadata",
     "table_of",
 ]
@@ -178,6 +190,83 @@ class SourceRunRow(StoreTable, table=True):
     digest: str | None = None
 
 
+class ClusterMachineRow(StoreTable, table=True):
+    """A machine of a cluster other than the default (``astra server --inventory NAME=FILE``);
+    the default cluster's are in ``machines``, as before clusters had names."""
+
+    __tablename__ = "cluster_machines"
+    cluster: str = Field(primary_key=True)
+    name: str = Field(primary_key=True)
+    spec: str = Field(sa_column=Column(Text, nullable=False))  # JSON of the inventory's Machine
+    state: str
+
+
+# ---- teams: orgs, workspaces, tokens, quotas, the audit trail ----------------------------------
+
+
+class OrgRow(StoreTable, table=True):
+    """An org: ``default`` always (the server's own token is its admin)."""
+
+    __tablename__ = "orgs"
+    name: str = Field(primary_key=True)
+    created_at: float
+
+
+class WorkspaceRow(StoreTable, table=True):
+    """A workspace of an org: ``default`` always; others are made by an admin (a token or a quota
+    given for them)."""
+
+    __tablename__ = "workspaces"
+    org: str = Field(primary_key=True)
+    name: str = Field(primary_key=True)
+    created_at: float
+
+
+class TokenRow(StoreTable, table=True):
+    """A token made by an admin: its name, scope (a workspace, or the whole org when
+    ``workspace`` is null), role, and the SHA-256 of its text (the text itself is never kept)."""
+
+    __tablename__ = "tokens"
+    org: str = Field(primary_key=True)
+    name: str = Field(primary_key=True)
+    workspace: str | None = None
+    role: str
+    hash: str = Field(unique=True)
+    created_at: float
+    created_by: str
+
+
+class QuotaRow(StoreTable, table=True):
+    """A workspace's quota on a cluster: GPUs and runs holding machines (null: no limit)."""
+
+    __tablename__ = "quotas"
+    org: str = Field(primary_key=True)
+    workspace: str = Field(primary_key=True)
+    cluster: str = Field(primary_key=True)
+    gpus: int | None = None
+    runs: int | None = None
+    updated_at: float
+
+
+class AuditRow(StoreTable, table=True):
+    """One write, as the audit trail keeps it: who (the token's name), where, when, and what
+    changed (``detail``, a JSON object). The newest N of each workspace are kept."""
+
+    __tablename__ = "audit_events"
+    __table_args__ = (Index("ix_audit_events_workspace", "org", "workspace", "id"),)
+    id: int | None = Field(default=None, primary_key=True)
+    at: float
+    org: str
+    workspace: str
+    cluster: str | None = None
+    token: str
+    action: str
+    kind: str
+    name: str
+    source: str | None = None
+    detail: str = Field(sa_column=Column(Text, nullable=False))
+
+
 def table_of(model: type[SQLModel]) -> Table:
     """The SQLAlchemy table a sqlmodel class maps (its ``__table__``, which sqlmodel leaves untyped)."""
     return cast(Table, vars(model)["__table__"])
@@ -190,3 +279,9 @@ MACHINES = table_of(MachineRow)
 SEQUENCES = table_of(SequenceRow)
 SOURCES = table_of(SourceRow)
 SOURCE_RUNS = table_of(SourceRunRow)
+CLUSTER_MACHINES = table_of(ClusterMachineRow)
+ORGS = table_of(OrgRow)
+WORKSPACES = table_of(WorkspaceRow)
+TOKENS = table_of(TokenRow)
+QUOTAS = table_of(QuotaRow)
+AUDIT = table_of(AuditRow)
