@@ -18,7 +18,8 @@ no connection, timeout, 502/503/504    ``Unreachable`` (transient: the reconcile
 =====================================  =======================================================
 
 ``ApiSourceStore`` is the client side of the control plane's ``/sources``: one small call per
-write (an inventory entry, the status, an apply record), and a conditional GET
+write (an inventory entry, the status, an apply record; runs created and recorded many at once
+with ``create_runs``, ``POST /runs:batch``), and a conditional GET
 (``If-None-Match``) to read. A source name is percent-encoded whole in the path (``/`` too):
 one path segment.
 
@@ -355,6 +356,20 @@ class ApiSourceStore:
             return
         with contextlib.suppress(NotFound):  # not in the inventory: forgotten already, nothing written
             self._write(name, "DELETE", path, change)
+
+    def create_runs(
+        self, name: str, documents: list[dict[str, Any]], files: dict[str, str], applied_at: float
+    ) -> list[int] | None:
+        """``POST /runs:batch`` (``clusters.batch.create_batch``): the runs created and recorded
+        in ``name``'s inventory in one write, under this store's lock; ``None``: no batch route."""
+        from .batch import create_batch
+
+        self._known.pop(name, None)  # the next read gets the source whole
+        record = {"source": name, "applied_at": applied_at, "files": files}
+        try:
+            return create_batch(self.cluster, documents, record=record, lock=self._held.get(name))
+        except Conflict as exc:
+            raise StateError(f"source '{name}' refused the write ({exc})") from exc
 
     def set_status(self, name: str, status: dict[str, Any]) -> None:
         def change(state: SourceState) -> None:
