@@ -318,8 +318,8 @@ def _steps(
     now: Callable[[], float],
 ) -> Iterator[tuple[Change, tuple[str, str] | ClusterError]]:
     """Each change and what applying it did (an outcome and a message, or the cluster's error),
-    in order. Consecutive creates go ``BATCH_RUNS`` at a time in one call when the store is the
-    cluster's own and offers it (``create_runs``: created and recorded in one write); a create
+    in order. Consecutive creates go ``BATCH_RUNS`` at a time in one call when the store is kept
+    by the cluster (the same address) and offers it (``create_runs``: created and recorded in one write); a create
     the batch did not make is applied on its own, which says why in the single call's words.
     ``Unreachable`` and ``StalePlan`` are raised."""
 
@@ -331,7 +331,8 @@ def _steps(
         except ClusterError as exc:
             return exc
 
-    batch = getattr(store, "create_runs", None) if getattr(store, "cluster", None) is cluster else None
+    kept_by = getattr(getattr(store, "cluster", None), "address", None)  # the store's own cluster
+    batch = getattr(store, "create_runs", None) if kept_by == cluster.address else None
     pending = deque(changes)
     while pending:
         if batch is None or pending[0].action is not Action.create:
