@@ -49,6 +49,7 @@ from typing import Any, assert_never
 
 from .clusters.base import Cluster, ClusterError, Conflict, LiveRun, NotFound, Unreachable
 from .clusters.batch import NOT_ATTEMPTED
+from .collector import gc_paused
 from .load import FileCache
 from .plan import Action, Change, Plan, compare, normalize
 from .reconcile import ReconcileError, Source, StalePlan, check_fresh, plan_source
@@ -156,6 +157,23 @@ def apply_plan(
 ) -> ApplyResult:
     """Apply ``plan`` (see the module docstring). ``only`` limits it to those runs; ``note`` is
     said in the history (a rollback says so by itself)."""
+    with gc_paused():  # many small trees, no cycles: see ``collector``
+        return _apply_plan(plan, cluster, store, now, who, commit, on_entry, keep_going, only, note)
+
+
+def _apply_plan(
+    plan: Plan,
+    cluster: Cluster,
+    store: SourceStore,
+    now: Callable[[], float],
+    who: str,
+    commit: str | None,
+    on_entry: Callable[[Entry], None] | None,
+    keep_going: bool,
+    only: Collection[str] | None,
+    note: str,
+) -> ApplyResult:
+    """``apply_plan``'s work (the steps of the module docstring)."""
     problems = preflight(plan)
     if problems:
         raise ApplyFailed("the plan holds documents the cluster would refuse: " + "; ".join(problems))
@@ -319,9 +337,9 @@ def _steps(
 ) -> Iterator[tuple[Change, tuple[str, str] | ClusterError]]:
     """Each change and what applying it did (an outcome and a message, or the cluster's error),
     in order. Consecutive creates go ``BATCH_RUNS`` at a time in one call when the store is kept
-    by the cluster (the same address) and offers it (``create_runs``: created and recorded in one write); a create
-    the batch did not make is applied on its own, which says why in the single call's words.
-    ``Unreachable`` and ``StalePlan`` are raised."""
+    by the cluster (the same address) and offers it (``create_runs``: created and recorded in
+    one write); a create the batch did not make is applied on its own, which says why in the
+    single call's words. ``Unreachable`` and ``StalePlan`` are raised."""
 
     def one(change: Change) -> tuple[str, str] | ClusterError:
         try:

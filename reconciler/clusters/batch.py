@@ -15,15 +15,18 @@ records each run created with its spec less astra's own annotations, as an apply
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..runspec.normalize import without_own
+from ..state import InventoryEntry, SourceState
 from ..wire import BATCH_MAX, BATCH_PATH, LOCK_HEADER
 from .base import ClusterError, NotFound
 
 if TYPE_CHECKING:
     from .http import HttpCluster
 
-__all__ = ["BODY_BUDGET", "NOT_ATTEMPTED", "create_batch"]
+__all__ = ["BODY_BUDGET", "NOT_ATTEMPTED", "Batch", "create_batch"]
 
 #: The most bytes of documents one batch carries (the server's limit for a body is 16 MiB).
 BODY_BUDGET = 8 * 1024 * 1024
@@ -32,13 +35,35 @@ NOT_ATTEMPTED = 424
 _NOT_SERVED = frozenset({404, 405})
 
 
+@dataclass(frozen=True)
+class Batch:
+    """What a batch did: each document's status, in order, and the source's tag after it (its
+    ``ETag``, when the batch recorded the runs in a source)."""
+
+    statuses: list[int]
+    tag: str | None
+
+    def recorded(
+        self, state: SourceState, documents: list[dict[str, Any]], files: dict[str, str], applied_at: float
+    ) -> SourceState:
+        """``state`` (a source as it was before the batch) changed as the server changed it: each
+        run created in its inventory (as ``apply`` records one), its version moved once if any."""
+        made = [d for d, status in zip(documents, self.statuses, strict=True) if status == 201]
+        if made:
+            state.resource_version += 1
+        for d in made:
+            run = d["metadata"]["name"]
+            state.inventory[run] = InventoryEntry(without_own(d), applied_at, files.get(run))
+        return state
+
+
 def create_batch(
     cluster: HttpCluster,
     documents: list[dict[str, Any]],
     *,
     record: dict[str, Any] | None = None,
     lock: str | None = None,
-) -> list[int] | None:
+) -> Batch | None:
     """Create ``documents`` in order, stopping at the first that is not created; each one's
     status (see the module docstring), or ``None`` when the server has no batch route."""
     texts: list[str] = []
@@ -62,7 +87,7 @@ def create_batch(
     statuses = _statuses(response, len(texts))
     if statuses is None:
         raise ClusterError(f"{cluster.address} answered a batch with something that is not its results")
-    return statuses + [NOT_ATTEMPTED] * (len(documents) - len(texts))
+    return Batch(statuses + [NOT_ATTEMPTED] * (len(documents) - len(texts)), response.headers.get("etag"))
 
 
 def _statuses(response: Any, n: int) -> list[int] | None:

@@ -360,16 +360,22 @@ class ApiSourceStore:
     def create_runs(
         self, name: str, documents: list[dict[str, Any]], files: dict[str, str], applied_at: float
     ) -> list[int] | None:
-        """``POST /runs:batch`` (``clusters.batch.create_batch``): the runs created and recorded
-        in ``name``'s inventory in one write, under this store's lock; ``None``: no batch route."""
+        """``POST /runs:batch`` (``clusters.batch``): the runs created and recorded in ``name``'s
+        inventory in one write, under this store's lock; each document's status (``None``: no
+        batch route). The state kept follows, as after ``_write``, when the tag shows it may."""
         from .batch import create_batch
 
-        self._known.pop(name, None)  # the next read gets the source whole
+        known = self._known.pop(name, None)
         record = {"source": name, "applied_at": applied_at, "files": files}
         try:
-            return create_batch(self.cluster, documents, record=record, lock=self._held.get(name))
+            done = create_batch(self.cluster, documents, record=record, lock=self._held.get(name))
         except Conflict as exc:
             raise StateError(f"source '{name}' refused the write ({exc})") from exc
+        if done is None:
+            return None
+        if known is not None and done.tag == _tag_of(done.recorded(known[1], documents, files, applied_at)):
+            self._known[name] = (done.tag, known[1])
+        return done.statuses
 
     def set_status(self, name: str, status: dict[str, Any]) -> None:
         def change(state: SourceState) -> None:

@@ -6,7 +6,8 @@ earlier document of the batch) is the same 409; the documents that pass are crea
 ``Engine.submit_batch`` in ONE transaction, with their entries in the source's inventory when
 the batch says ``record`` (under the source's apply lock: ``X-Astra-Lock``, else 409
 ``LockHeld`` and nothing created), and the scheduler is woken once. The answer has one item per
-document, in order (``wire.batch.RunBatchResult``). A batch of more than ``BATCH_MAX`` documents
+document, in order (``wire.batch.RunBatchResult``), with the source's ETag after it when it
+records them (as every source write answers it). A batch of more than ``BATCH_MAX`` documents
 is refused whole (422, in words), and so is a body that is no batch; the body's own limits
 (``body``: 16 MiB, 64 levels, a key twice) hold as for every route.
 
@@ -24,6 +25,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import ValidationError
 
+from ...collector import gc_paused
 from ...runspec.normalize import without_own
 from ...wire import BATCH_MAX, BATCH_PATH
 from ...wire import batch as wire_batch
@@ -32,7 +34,7 @@ from ..store import BatchRecord, LockMismatch, NameExists
 from .body import strict_json
 from .context import Api, ApiError, ApiRoute, Scoped, answer, problem, problems_of, read_json
 from .runs import _source_of, checked
-from .sources import LOCK_HELD, LockId
+from .sources import LOCK_HELD, TAG, LockId
 
 __all__ = ["TOO_MANY", "router"]
 
@@ -138,6 +140,13 @@ def _create(api: Scoped, batch: wire_batch.RunBatch, lock_id: str | None) -> wir
     return wire_batch.RunBatchResult(created=len(accepted), items=done)
 
 
+def _paused(api: Scoped, batch: wire_batch.RunBatch, lock_id: str | None) -> wire_batch.RunBatchResult:
+    """``_create`` with the cyclic collector paused (``gc_paused``): a batch makes many small
+    trees and no cycles, and pydantic validates about three times faster without it."""
+    with gc_paused():
+        return _create(api, batch, lock_id)
+
+
 def _lock(held: dict[str, Any] | None) -> wire.Lock | None:
     return None if held is None else wire.Lock.model_validate(held)
 
@@ -151,10 +160,11 @@ def _without_version(doc: dict[str, Any]) -> dict[str, Any]:
 async def create_runs(request: Request, api: Api, lock_id: LockId) -> Response:
     """Create many runs at once: one result per document, as ``POST /runs`` of it would answer."""
     batch = _envelope(await read_json(request))
-    result = await asyncio.to_thread(_create, api, batch, lock_id)
+    result = await asyncio.to_thread(_paused, api, batch, lock_id)
     if result.created:
         api.on_change()
-    return answer(result)
+    tag = api.engine.store.source_tag(api.source_key(batch.record.source)) if batch.record else None
+    return answer(result, headers={"ETag": tag} if tag else None)
 
 
 for runs in ("/runs", "/jobs"):
@@ -165,6 +175,7 @@ for runs in ("/runs", "/jobs"):
         operation_id="create_runs_batch" if runs == "/runs" else "create_jobs_batch",
         response_model=wire_batch.RunBatchResult,
         responses={
+            200: {"headers": TAG},
             **LOCK_HELD,
             422: {"model": wire.Problems, "description": "Not a batch, or more runs than a batch holds."},
         },
