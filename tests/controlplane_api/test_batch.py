@@ -11,6 +11,7 @@ from reconciler.wire import BATCH_MAX
 
 from .conftest import LONG
 from .test_api import tiny
+from .test_teams import teams, ws  # noqa: F401 (teams: a fixture)
 
 BATCH = "/api/runs:batch"
 
@@ -158,3 +159,20 @@ def test_a_batch_wakes_the_scheduler_once(client, plane):
     assert len(woken) == 1  # nothing created: nothing to schedule
     plane.step()
     assert all(r.admitted for r in plane.engine.state.runs.values())
+
+
+def test_a_batch_in_a_workspace_creates_its_runs_there_each_in_its_audit_trail(client, teams):  # noqa: F811
+    r = client.post(
+        f"{ws('team-a')}/runs:batch", json={"runs": [tiny("a"), tiny("train")]}, token=teams["write"]
+    )
+    assert [i["status"] for i in r.json()["items"]] == [201, 409]  # team-a has a train already
+    mine = client.get(f"{ws('team-a')}/runs", token=teams["read"]).json()["items"]
+    assert [x["metadata"]["name"] for x in mine] == ["train", "a"]
+    assert client.get("/api/runs/a").status_code == 404  # not the default workspace's
+    assert (
+        client.post(f"{ws('team-a')}/runs:batch", json={"runs": []}, token=teams["read"]).status_code == 403
+    )
+    events = client.get(f"{ws('team-a')}/events?run=a", token=teams["read"]).json()["items"]
+    assert [(e["token"], e["action"], e["kind"], e["name"]) for e in events] == [
+        ("a-write", "create", "run", "a")
+    ]
