@@ -1,5 +1,5 @@
-"""``python -m bench [--n 10000] [--only validate]``: validate against its floors, a multi-document
-file against separate files, control plane, plan.
+"""``python -m bench [--n 10000] [--only validate] [--big]``: validate against its floors, a
+multi-document file against separate files, control plane, plan, the first apply.
 
 Every figure is a cold process (the page cache warmed first, by reading every file once, and
 astra's bytecode compiled, as for an installed package), repeated and reported as the median;
@@ -38,6 +38,7 @@ PARTS = (
     "profile",
     "controlplane",
     "plan",
+    "apply",
     "git",
 )
 #: validate / yaml-rs floor, at most; check-jsonschema / validate, at least
@@ -141,6 +142,12 @@ def main() -> int:
             report["plan"] = plan.main(
                 folder, args.n, repeat=args.repeat, changes=args.watch_changes, apply_n=args.apply_n
             )
+        if "apply" in only:
+            from . import apply
+
+            print("\nfirst apply (astra apply -f DIR --yes) into an empty astra server:")
+            sizes = sorted({min(1_000, args.n), args.n} | ({100_000} if args.big else set()))
+            report["apply"] = apply.main(folder, files, sizes, astra)
         if "git" in only:
             from . import git
 
@@ -176,6 +183,9 @@ def _arguments() -> argparse.Namespace:
     )
     parser.add_argument(
         "--watch-changes", type=int, default=20, help="plan part: one-file changes under watch (default 20)"
+    )
+    parser.add_argument(
+        "--big", action="store_true", help="apply part: also the first apply of 100,000 runs (minutes)"
     )
     parser.add_argument("--seed", type=int, default=20261129)
     parser.add_argument("--dir", help="generate into this folder (kept) instead of a temporary one")

@@ -1,7 +1,7 @@
 """Benchmark of plan, apply and watch: N specs against a live ``astra server`` that holds them all.
 
 ``main(folder, n)`` starts ``astra server`` on a free loopback port (a temporary ``ASTRA_HOME``
-and SQLite database, and an inventory of one small machine on which no generated run fits, so
+and SQLite database, and an inventory of small machines on which no generated run fits, so
 the scheduler refuses every run at once: the server holds them, and no process is started),
 applies every spec once (``astra apply -f DIR --yes``, timed), then measures, each as a cold
 process, the median of ``repeat`` interleaved rounds, after one round that is not counted (a
@@ -53,17 +53,14 @@ ANCHORS = (
     "Terraform: about 8 min to plan 1,600 resources",
     "Flux: 1,000 Kustomizations reconciled in 4 m 16 s",
 )
-#: One machine with one small GPU, one core and 1 GiB: every generated run asks for more, so
-#: the scheduler refuses each at once (Failed, "never fits") and starts no process.
-INVENTORY = """\
-machines:
-  - name: tiny-01
-    gpus: 1
-    gpu_model: T4
-    gpu_memory_gb: 16
-    cpu_cores: 1
-    memory_bytes: 1Gi
-"""
+#: 16 machines of 8 small GPUs (128 GPUs: the client's check that a machine could hold each run
+#: passes), each with one core and 1 GiB: every generated run asks for more, so the scheduler
+#: refuses each at once (Failed, "never fits") and starts no process.
+INVENTORY = "machines:\n" + "".join(
+    f"  - name: small-{i:02d}\n    gpus: 8\n    gpu_model: T4\n    gpu_memory_gb: 16\n"
+    "    cpu_cores: 1\n    memory_bytes: 1Gi\n"
+    for i in range(16)
+)
 FLOOR_CODE = """\
 import hashlib, os, sys
 n = 0

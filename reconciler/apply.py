@@ -11,6 +11,9 @@
    ``Conflict`` and never an overwrite; records each run in the inventory as soon as it is
    applied (so a killed apply resumes where it stopped: the next plan holds only what is left);
    a create that finds the run already there with the same normalised spec counts as done;
+   consecutive creates go ``BATCH_RUNS`` at a time when the store is the cluster's own and
+   offers ``create_runs`` (``POST /runs:batch``): each batch's runs and their inventory entries
+   are ONE write on the server, so a killed apply leaves whole batches, each recorded;
 5. records the apply in the history (who, when, commit, summary, result; the plan's revision,
    the runs by outcome, a note such as a rollback) and releases the lock, whatever happened.
 
@@ -39,11 +42,14 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections import deque
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
 from .clusters.base import Cluster, ClusterError, Conflict, LiveRun, NotFound, Unreachable
+from .clusters.batch import NOT_ATTEMPTED
+from .collector import gc_paused
 from .load import FileCache
 from .plan import Action, Change, Plan, compare, normalize
 from .reconcile import ReconcileError, Source, StalePlan, check_fresh, plan_source
@@ -51,6 +57,7 @@ from .runspec.normalize import OWN_PREFIX, without_own
 from .state import HistoryEntry, InventoryEntry, SourceStore, git_commit, owner
 
 __all__ = [
+    "BATCH_RUNS",
     "CHANGES_KEPT",
     "ApplyFailed",
     "ApplyResult",
@@ -68,6 +75,8 @@ __all__ = [
 
 #: At most this many runs of each outcome are named in a history entry (the counts are whole).
 CHANGES_KEPT = 50
+#: At most this many creates go in one batch (``POST /runs:batch``; the server takes up to 1,000).
+BATCH_RUNS = 500
 
 
 class ApplyFailed(Exception):
@@ -148,6 +157,23 @@ def apply_plan(
 ) -> ApplyResult:
     """Apply ``plan`` (see the module docstring). ``only`` limits it to those runs; ``note`` is
     said in the history (a rollback says so by itself)."""
+    with gc_paused():  # many small trees, no cycles: see ``collector``
+        return _apply_plan(plan, cluster, store, now, who, commit, on_entry, keep_going, only, note)
+
+
+def _apply_plan(
+    plan: Plan,
+    cluster: Cluster,
+    store: SourceStore,
+    now: Callable[[], float],
+    who: str,
+    commit: str | None,
+    on_entry: Callable[[Entry], None] | None,
+    keep_going: bool,
+    only: Collection[str] | None,
+    note: str,
+) -> ApplyResult:
+    """``apply_plan``'s work (the steps of the module docstring)."""
     problems = preflight(plan)
     if problems:
         raise ApplyFailed("the plan holds documents the cluster would refuse: " + "; ".join(problems))
@@ -158,22 +184,18 @@ def apply_plan(
         if stale:
             raise StalePlan(stale)
         inventory = store.read(plan.source).inventory
-        for change in sorted(plan.changes, key=_order):
-            if only is not None and change.address not in only:
-                continue
-            try:
-                outcome, message = _apply_one(change, cluster, store, plan, inventory, now)
-            except (Unreachable, StalePlan):
-                raise
-            except ClusterError as exc:
-                entry = Entry(change.address, change.action.value, "failed", str(exc))
+        changes = [c for c in sorted(plan.changes, key=_order) if only is None or c.address in only]
+        for change, done in _steps(changes, cluster, store, plan, inventory, now):
+            if isinstance(done, ClusterError):
+                entry = Entry(change.address, change.action.value, "failed", str(done))
                 result.entries.append(entry)
                 if on_entry:
                     on_entry(entry)
                 if not keep_going:
-                    result.error = f"{change.address}: {exc}"
+                    result.error = f"{change.address}: {done}"
                     break
                 continue
+            outcome, message = done
             entry = Entry(change.address, change.action.value, outcome, message)
             result.entries.append(entry)
             if on_entry:
@@ -303,6 +325,55 @@ def stamped(change: Change, plan: Plan) -> dict[str, Any]:
         own["astra.file"] = where.replace(os.sep, "/")
     meta["annotations"] = dict(sorted({**kept, **own}.items()))
     return {**change.after, "metadata": meta}
+
+
+def _steps(
+    changes: list[Change],
+    cluster: Cluster,
+    store: SourceStore,
+    plan: Plan,
+    inventory: dict[str, InventoryEntry],
+    now: Callable[[], float],
+) -> Iterator[tuple[Change, tuple[str, str] | ClusterError]]:
+    """Each change and what applying it did (an outcome and a message, or the cluster's error),
+    in order. Consecutive creates go ``BATCH_RUNS`` at a time in one call when the store is kept
+    by the cluster (the same address) and offers it (``create_runs``: created and recorded in
+    one write); a create the batch did not make is applied on its own, which says why in the
+    single call's words. ``Unreachable`` and ``StalePlan`` are raised."""
+
+    def one(change: Change) -> tuple[str, str] | ClusterError:
+        try:
+            return _apply_one(change, cluster, store, plan, inventory, now)
+        except (Unreachable, StalePlan):
+            raise
+        except ClusterError as exc:
+            return exc
+
+    kept_by = getattr(getattr(store, "cluster", None), "address", None)  # the store's own cluster
+    batch = getattr(store, "create_runs", None) if kept_by == cluster.address else None
+    pending = deque(changes)
+    while pending:
+        if batch is None or pending[0].action is not Action.create:
+            change = pending.popleft()
+            yield change, one(change)
+            continue
+        chunk = [pending.popleft()]
+        while pending and pending[0].action is Action.create and len(chunk) < BATCH_RUNS:
+            chunk.append(pending.popleft())
+        files = {c.address: c.file for c in chunk if c.file is not None}
+        statuses = batch(plan.source, [stamped(c, plan) for c in chunk], files, now())
+        if statuses is None:  # the cluster has no batch route: run by run
+            batch = None
+            pending.extendleft(reversed(chunk))
+            continue
+        for i, (change, status) in enumerate(zip(chunk, statuses, strict=True)):
+            if status == 201:
+                yield change, ("created", "")
+            elif status == NOT_ATTEMPTED:
+                pending.extendleft(reversed(chunk[i:]))
+                break
+            else:
+                yield change, one(change)
 
 
 def _apply_one(

@@ -18,7 +18,8 @@ no connection, timeout, 502/503/504    ``Unreachable`` (transient: the reconcile
 =====================================  =======================================================
 
 ``ApiSourceStore`` is the client side of the control plane's ``/sources``: one small call per
-write (an inventory entry, the status, an apply record), and a conditional GET
+write (an inventory entry, the status, an apply record; runs created and recorded many at once
+with ``create_runs``, ``POST /runs:batch``), and a conditional GET
 (``If-None-Match``) to read. A source name is percent-encoded whole in the path (``/`` too):
 one path segment.
 
@@ -355,6 +356,26 @@ class ApiSourceStore:
             return
         with contextlib.suppress(NotFound):  # not in the inventory: forgotten already, nothing written
             self._write(name, "DELETE", path, change)
+
+    def create_runs(
+        self, name: str, documents: list[dict[str, Any]], files: dict[str, str], applied_at: float
+    ) -> list[int] | None:
+        """``POST /runs:batch`` (``clusters.batch``): the runs created and recorded in ``name``'s
+        inventory in one write, under this store's lock; each document's status (``None``: no
+        batch route). The state kept follows, as after ``_write``, when the tag shows it may."""
+        from .batch import create_batch
+
+        known = self._known.pop(name, None)
+        record = {"source": name, "applied_at": applied_at, "files": files}
+        try:
+            done = create_batch(self.cluster, documents, record=record, lock=self._held.get(name))
+        except Conflict as exc:
+            raise StateError(f"source '{name}' refused the write ({exc})") from exc
+        if done is None:
+            return None
+        if known is not None and done.tag == _tag_of(done.recorded(known[1], documents, files, applied_at)):
+            self._known[name] = (done.tag, known[1])
+        return done.statuses
 
     def set_status(self, name: str, status: dict[str, Any]) -> None:
         def change(state: SourceState) -> None:

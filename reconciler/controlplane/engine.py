@@ -3,7 +3,8 @@
 Owns: ``Engine``, the one object that changes a cluster. It keeps the scheduler's
 ``ClusterState`` in memory (loaded from the store at start), and
 
-* ``submit`` / ``update`` / ``delete`` a run: each one transaction in the store;
+* ``submit`` / ``update`` / ``delete`` a run: each one transaction in the store; ``submit_batch``:
+  many runs (and their inventory entries) in one;
 * ``step(now)``: one tick: the executor's observations, then ``plan_tick`` → ``apply`` → the
   executor, repeated until nothing more happens at this instant, then everything the tick changed
   (new workers, changed workers and runs, an event per decision and observation, the executor's
@@ -68,7 +69,7 @@ from .scheduler import (
     plan_tick,
 )
 from .scopes import DEFAULT, DEFAULT_SCOPE, Scope, run_key, scope_of, shown
-from .store import NameExists, NotFound, Store, TickWrite
+from .store import BatchRecord, NameExists, NotFound, Store, TickWrite
 
 __all__ = ["Engine", "Executor", "RunMeta"]
 
@@ -205,6 +206,38 @@ class Engine:
         self.by_scope.setdefault(scope, {})[name] = None
         self.generation += 1
         return record
+
+    def submit_batch(
+        self,
+        documents: list[dict[str, Any]],
+        now: float,
+        record: BatchRecord | None = None,
+        scope: Scope = DEFAULT_SCOPE,
+    ) -> list[int]:
+        """Queue new runs of ``scope`` (validated documents of distinct names) and, with
+        ``record``, their inventory entries: ONE transaction (``Store.create_runs``); each run's
+        resource_version. ``NameExists`` on a clash, and the store's errors, leave nothing queued."""
+        added: list[tuple[RunRecord, dict[str, Any]]] = []
+        try:
+            for document in documents:
+                run = Run.model_validate(document)
+                name = run_key(scope, run.metadata.name)
+                if name in self.state.runs:
+                    raise NameExists(f"a run named {run.metadata.name} exists")
+                added.append((self.state.submit(run, now, name), _stored(document)))
+            versions = self.store.create_runs(added, now, record)
+        except BaseException:  # whatever failed, the runs queued so far go, and it is raised again
+            gone = {r.name for r, _ in added}
+            s = self.state
+            runs = {n: r for n, r in s.runs.items() if n not in gone}
+            self.state = ClusterState(self.inventory, runs, s.workers)
+            self.state.carry_over(s)
+            raise
+        for (r, stored), rv in zip(added, versions, strict=True):
+            self.meta[r.name] = RunMeta(stored, rv, now, now)
+            self.by_scope.setdefault(scope, {})[r.name] = None
+        self.generation += 1
+        return versions
 
     def update(self, name: str, document: dict[str, Any], expected: int | None, now: float) -> int:
         """Change a run in place (``expected``: the resource_version read); its new resource_version.

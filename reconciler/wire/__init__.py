@@ -24,6 +24,8 @@ from urllib.parse import urlsplit
 
 __all__ = [
     "API",
+    "BATCH_MAX",
+    "BATCH_PATH",
     "LOCK_HEADER",
     "WS_API",
     "api_base",
@@ -33,6 +35,10 @@ __all__ = [
 API = "/api"
 #: A workspace's view of a cluster (``$WS_API`` in the seeds), under a server's root.
 WS_API = "/api/v1/orgs/{org}/workspaces/{workspace}/clusters/{cluster}/api"
+#: Many runs created in one request (``wire.batch``), under a base path; ``/jobs:batch`` too.
+BATCH_PATH = "/runs:batch"
+#: The most run documents one batch may hold.
+BATCH_MAX = 1000
 #: The header a write under a source's apply lock names that lock in.
 LOCK_HEADER = "X-Astra-Lock"
 

@@ -271,7 +271,7 @@ def write_runs(folder: Path, n: int) -> None:
         (folder / f"r{i:03d}.json").write_text(json.dumps(tiny(f"r{i:03d}")))
 
 
-def test_an_apply_of_n_runs_makes_o_n_small_source_calls_and_no_whole_put(wire, tmp_path):
+def test_an_apply_of_n_runs_makes_a_few_small_source_calls_and_no_whole_put(wire, tmp_path):
     cluster, transport = wire
     n = 50
     write_runs(tmp_path / "runs", n)
@@ -282,13 +282,14 @@ def test_an_apply_of_n_runs_makes_o_n_small_source_calls_and_no_whole_put(wire, 
     result = apply_plan(plan, cluster, store, now=lambda: 2.0, who="me@h:1")
     assert result.ok and result.counts == {"created": n}
     calls = [(r.method, r.url.raw_path.decode().split(ENC, 1)[1].split("?")[0]) for r in transport.sources()]
-    puts = [c for c in calls if c == ("PUT", "")]
-    assert puts == []  # never the whole state
-    assert len(calls) <= n + 5  # lock, read, one PUT per run, history, unlock
-    assert calls.count(("PUT", "/runs/r000")) == 1 and ("POST", "/history") in calls
+    # never the whole state: the runs are created and recorded by one batch (POST /runs:batch)
+    assert calls == [("POST", "/lock"), ("GET", ""), ("POST", "/history"), ("DELETE", "/lock")]
+    batches = [r for r in transport.seen if r.url.path.endswith("/runs:batch")]
+    assert len(batches) == 1 and not [r for r in transport.seen if r.url.path.endswith("/api/runs")]
     assert max(len(r.content) for r in transport.sources()) < 2_000  # each write one small entry
     state = store.read(GIT)
     assert len(state.inventory) == n and state.lock is None and len(state.history) == 1
+    assert state.inventory["r007"].file == "runs/r007.json"
 
 
 def test_a_watch_pass_for_one_changed_file_moves_no_whole_state(wire, tmp_path):

@@ -1,6 +1,6 @@
 """``create_app``: the API's routers under both base paths, its error answers, its OpenAPI document.
 
-Owns: how the routers (``runs``, ``workers``, ``cluster``, ``sources``) are put together:
+Owns: how the routers (``runs``, ``batch``, ``workers``, ``cluster``, ``sources``) are put together:
 under ``/api`` and under ``$WS_API`` (``/api/v1/orgs/{org}/workspaces/{workspace}/clusters/
 {cluster}/api``), each behind the bearer token (and, on the long form, the workspace check);
 the exception handlers that turn ``ApiError``, a refused body (``body.BodyRefused``), pydantic's
@@ -34,7 +34,7 @@ from ..auth import Role
 from ..clock import Clock
 from ..engine import Engine
 from ..store import StoreError
-from . import audit, cluster, runs, sources, teams, workers
+from . import audit, batch, cluster, runs, sources, teams, workers
 from .body import BodyRefused
 from .context import (
     AUDIT_KEEP,
@@ -103,7 +103,7 @@ async def in_scope(
 
 
 #: The modules whose routers make the API.
-PARTS = (runs, workers, cluster, sources, teams, audit)
+PARTS = (runs, batch, workers, cluster, sources, teams, audit)
 
 
 def _routers(part: Any) -> list[APIRouter]:

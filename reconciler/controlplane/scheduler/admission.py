@@ -43,8 +43,8 @@ def admit(state: ClusterState, r: RunRecord, memo: Memo | None = None) -> list[D
     on_failure = resolve_on_failure(spec, start)
     name = r.name
     workers: list[NewWorker] = []
-    if spec.array is not None:
-        workers = copies(name, spec)
+    if spec.array is not None:  # its copies are alike: the first one is enough for the verdict
+        workers = copies(name, spec, 1)
     elif spec.task_groups:
         size = sum(g.replicas for g in spec.task_groups)
         rank = 0
@@ -67,6 +67,8 @@ def admit(state: ClusterState, r: RunRecord, memo: Memo | None = None) -> list[D
     why = never_fits(state, r, workers, start, memo)
     if why is not None:
         return [MarkRun(name, RunState.FAILED, why)]
+    if spec.array is not None:
+        workers = copies(name, spec)
     return [AdmitRun(name, start, on_failure, tuple(workers))]
 
 

@@ -19,12 +19,13 @@ from .records import MarkWorker, NewWorker, WorkerRecord, ask_of
 __all__ = ["at_cap", "copies", "failed_reason", "parallel_cap"]
 
 
-def copies(name: str, spec: Spec) -> list[NewWorker]:
-    """The copies of array run ``name``: ranks 0..N-1, each the whole template on one machine."""
+def copies(name: str, spec: Spec, first: int | None = None) -> list[NewWorker]:
+    """The copies of array run ``name``: ranks 0..N-1, each the whole template on one machine
+    (``first``: only that many of them)."""
     assert spec.array is not None and spec.task_template is not None
     ask = ask_of(spec.task_template)
     size = spec.array.size
-    return [NewWorker(f"{name}-{i}", name, i, size, ask) for i in range(size)]
+    return [NewWorker(f"{name}-{i}", name, i, size, ask) for i in range(min(size, first or size))]
 
 
 def parallel_cap(spec: Spec) -> int | None:

@@ -19,6 +19,7 @@ The exceptions (``StoreError`` and the tree under it) are drawn in ``errors``.
 from __future__ import annotations
 
 from ...runspec.vocabulary import HISTORY_KEEP
+from .batch import BatchRecord
 from .database import default_url
 from .errors import LockMismatch, NameExists, NotFound, SchemaTooNew, Stale, StoreError
 from .facade import Store
@@ -40,6 +41,7 @@ __all__ = [
     "HISTORY_KEEP",
     "SCHEMA_VERSION",
     "AuditRow",
+    "BatchRecord",
     "EventRow",
     "LockMismatch",
     "MachineRow",

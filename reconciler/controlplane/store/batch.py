@@ -1,0 +1,95 @@
+"""Many runs created in one transaction (``POST /runs:batch``), recorded in a source's inventory.
+
+Owns ``BatchWrites``, the part of ``Store`` that writes a batch: its runs inserted with one bulk
+statement, each with its own ``resource_version`` (the store's counter moved once by the number
+of runs, so the versions are consecutive and still only grow), and, when a source records them,
+their inventory entries written in the same transaction under the source's apply lock, the
+source's resource_version moved once. Either all of it is written or none of it (a
+``LockMismatch`` or a ``NameExists`` leaves the database as it was).
+
+Must not touch: validation (the API's), the scheduler's records (the engine's), HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from ..scheduler import RunRecord
+from .errors import NameExists
+from .mapping import run_values
+from .migrations.schema4 import RESOURCE_VERSION
+from .sources import KeptSources, source_run_row
+from .tables import RUNS, SEQUENCES, SOURCE_RUNS
+
+__all__ = ["BatchRecord", "BatchWrites"]
+
+
+@dataclass(frozen=True)
+class BatchRecord:
+    """Where a batch's runs are recorded: ``source``'s inventory, under ``lock_id``; each entry
+    is ``{"spec", "applied_at", "file"}``, by run name."""
+
+    source: str
+    lock_id: str | None
+    entries: Mapping[str, Mapping[str, Any]]
+
+
+class BatchWrites(KeptSources):
+    """The batch's part of ``Store``: ``create_runs``, one transaction (a source's lock and
+    version as ``KeptSources`` keeps them)."""
+
+    def create_runs(
+        self,
+        runs: Sequence[tuple[RunRecord, dict[str, Any]]],
+        now: float,
+        record: BatchRecord | None = None,
+    ) -> list[int]:
+        """Insert ``runs`` (each a record and its stored document) and, with ``record``, their
+        inventory entries: one transaction. Each run's resource_version, in order.
+
+        ``NameExists`` when a name is taken; ``LockMismatch`` when ``record``'s lock is not the
+        source's: nothing is written then."""
+        if not runs:
+            return []
+        seq = SEQUENCES
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(
+                    update(seq).where(seq.c.name == RESOURCE_VERSION).values(value=seq.c.value + len(runs))
+                )
+                last = conn.execute(select(seq.c.value).where(seq.c.name == RESOURCE_VERSION)).scalar_one()
+                versions = list(range(last - len(runs) + 1, last + 1))
+                rows = [_run_row(r, doc, now, rv) for (r, doc), rv in zip(runs, versions, strict=True)]
+                conn.execute(insert(RUNS), rows)
+                if record is not None and record.entries:
+                    self._record(conn, record, now)
+        except IntegrityError as exc:
+            raise NameExists(f"a run of this batch exists already: {exc.orig}") from exc
+        return versions
+
+    def _record(self, conn: Any, record: BatchRecord, now: float) -> None:
+        """The entries written over any the source had for those runs; its version moved once."""
+        self._write_source(conn, record.source, now, record.lock_id, need_lock=True)
+        r = SOURCE_RUNS
+        names = list(record.entries)
+        for i in range(0, len(names), 500):  # bound the statement's parameters
+            conn.execute(delete(r).where(r.c.source == record.source, r.c.run.in_(names[i : i + 500])))
+        conn.execute(insert(r), [source_run_row(record.source, n, e) for n, e in record.entries.items()])
+
+
+def _run_row(record: RunRecord, document: dict[str, Any], now: float, rv: int) -> dict[str, Any]:
+    return {
+        "name": record.name,
+        "document": json.dumps(document, separators=(",", ":")),
+        "seq": record.seq,
+        "created_at": now,
+        "updated_at": now,
+        "resource_version": rv,
+        **run_values(record),
+    }
