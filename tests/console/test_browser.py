@@ -21,7 +21,9 @@ import pytest
 
 from tests.controlplane_api.conftest import TOKEN, LiveServer
 
-playwright_sync = pytest.importorskip("playwright.sync_api", reason="a test dependency: pip install -e '.[test]'")
+playwright_sync = pytest.importorskip(
+    "playwright.sync_api", reason="a test dependency: pip install -e '.[test]'"
+)
 expect = playwright_sync.expect
 expect.set_options(timeout=60_000)
 
@@ -178,7 +180,9 @@ def test_a_bad_form_shows_the_seeds_array_messages(signed_in, tmp_path):
     page.fill("#drives", "datasets:data")
     page.click("#start-run")
     expect(page.locator('.error[data-for="array_size"]')).to_have_text("array.size must be from 1 to 10000")
-    expect(page.locator('.error[data-for="drives"]')).to_have_text("must be an absolute path, starting with '/'")
+    expect(page.locator('.error[data-for="drives"]')).to_have_text(
+        "must be an absolute path, starting with '/'"
+    )
     page.fill("#array_size", "100")
     page.fill("#max_parallel", "200")
     page.fill("#drives", "")
@@ -243,3 +247,21 @@ def test_the_sources_page_after_an_apply_and_a_stalled_one(signed_in, live, tmp_
     page.goto(RUNS + "/etl")
     expect(page.locator("#owned")).to_contain_text("source prod applied it from")
     live.api("DELETE", "/runs/etl")
+
+
+def test_astra_console_opens_a_run_logged_in_with_a_one_time_link(browser, live):
+    printed = live.astra("console", "chatty", "--no-browser")
+    assert printed.returncode == 0, printed.stderr
+    link = printed.stdout.strip()
+    assert link.startswith(live.url + "/login/once/")
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(link)
+        expect(page).to_have_url(live.url + RUNS + "/chatty")
+        expect(page.locator("h1")).to_contain_text("chatty")
+        other = context.new_page()  # the same browser, logged in; the link itself is spent
+        other.goto(link)
+        expect(other.locator("#login-error")).to_have_text("That link was used already, or is too old.")
+    finally:
+        context.close()
