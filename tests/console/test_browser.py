@@ -14,7 +14,6 @@ Every wait is playwright's own (a condition polled until its deadline), never a 
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -130,7 +129,7 @@ def test_the_llama_ft_form_with_the_seed_s_values(signed_in, live, tmp_path):
     expect(page.locator("#run-state")).to_have_text("Running")
     expect(page.locator("#readout")).to_have_text("Workers 2 running of 2")
     shot(page, "run", tmp_path)
-    page.goto(f"/o/default/w/default/cluster/default")
+    page.goto("/o/default/w/default/cluster/default")
     expect(page.locator('.gpu[data-run="llama-ft"]')).to_have_count(16)
     shot(page, "cluster", tmp_path)
     page.goto(RUNS + "/llama-ft")
