@@ -37,6 +37,7 @@ PARTS = (
     "startup",
     "profile",
     "controlplane",
+    "console",
     "plan",
     "git",
 )
@@ -135,6 +136,11 @@ def main() -> int:
 
             print()
             report["controlplane"] = controlplane.main()
+        if "console" in only:
+            from . import console
+
+            print()
+            report["console"] = console.main()
         if "plan" in only:
             from . import plan
 

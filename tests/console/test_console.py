@@ -157,6 +157,10 @@ def test_a_run_page_shows_the_workers_tab_with_its_readout(console, plane):
     assert "Array runs at most 8 workers at once" in page
     second = console.http.get(RUNS + "/sweep", params={"page": 1}).text
     assert 'data-worker="sweep-50"' in second and 'data-worker="sweep-49"' not in second
+    beyond = console.http.get(RUNS + "/sweep", params={"page": 7}).text  # held to the last page
+    assert 'data-worker="sweep-99"' in beyond and "page 2 of 2" in beyond
+    events = console.http.get(RUNS + "/sweep/events").text
+    assert "StartWorker" in events and "sweep-7" in events
     log = console.http.get(RUNS + "/sweep/log/sweep-0/text")
     assert log.json()["live"] is True
 

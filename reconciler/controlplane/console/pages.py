@@ -7,7 +7,7 @@ and renders a template with ``reads``'s ``wire`` models. The paths are the seeds
 
 ==========================================  ==========================================
 ``/o/{org}/w/{ws}/jobs/{cluster}``          Runs (``?state=``, repeatable; ``?label=k=v``; ``?page=``)
-``/o/{org}/w/{ws}/jobs/{cluster}/{name}``   a run (``?page=``: of its Workers tab)
+``/o/{org}/w/{ws}/jobs/{cluster}/{name}``   a run (``?page=``: of its Workers tab); ``…/events``
 ``…/{name}/log/{worker}``                   a worker's Log, following it (``…/text?offset=``)
 ``/o/{org}/w/{ws}/jobs/{cluster}/-/new``    New → Run ('-' is no run's name)
 ``/o/{org}/w/{ws}/sources``                 Sources
@@ -114,13 +114,12 @@ async def run_page(request: Request, _who: Who, name: str, page: int = 0) -> Res
         if name not in api.engine.state.runs:
             return None
         run = run_view(api.engine, name, api.runs_url(request), api.scope[1])
-        workers, pages = reads.workers_tab(api.engine, name, page)
+        workers, shown, pages = reads.workers_tab(api.engine, name, page)
         return {
             "run": run,
             "workers": workers,
-            "wpage": min(max(page, 0), pages - 1),
+            "wpage": shown,
             "wpages": pages,
-            "events": reads.run_events(api.engine, name),
             "annotations": run.metadata.annotations or {},
             "document": {"metadata": run.metadata.model_dump(exclude_none=True), "spec": run.spec},
         }
@@ -129,6 +128,23 @@ async def run_page(request: Request, _who: Who, name: str, page: int = 0) -> Res
     if found is None:
         raise NotHere(f"no run named {name}")
     return render(request, "run.html", found)
+
+
+@router.get(BASE + "/{name}/events")
+async def events_page(request: Request, _who: Who, name: str) -> Response:
+    """The run's events in time order (the newest ``reads.EVENTS_SHOWN``)."""
+
+    def read(api: ApiContext) -> tuple[list[Any], int] | None:
+        if name not in api.engine.state.runs:
+            return None
+        return reads.run_events(api.engine, name)
+
+    found = await engine_call(request, read)
+    if found is None:
+        raise NotHere(f"no run named {name}")
+    events, total = found
+    cut = total if total > len(events) else 0
+    return render(request, "events.html", {"name": name, "events": events, "cut": cut})
 
 
 @router.get(BASE + "/{name}/log/{worker}")

@@ -90,18 +90,22 @@ def runs_page(
     )
 
 
-def workers_tab(engine: Engine, run: str, page: int) -> tuple[wire.WorkerPage, int]:
-    """Page ``page`` of the run's workers by rank, and how many pages there are."""
+def workers_tab(engine: Engine, run: str, page: int) -> tuple[wire.WorkerPage, int, int]:
+    """Page ``page`` of the run's workers by rank (held to the pages there are), the page shown
+    and how many pages there are."""
     r = engine.state.runs[run]
+    pages = max(1, -(-sum(engine.state.counts[run].values()) // PER_PAGE))
+    page = min(max(page, 0), pages - 1)
     after = (r.seq, page * PER_PAGE - 1) if page > 0 else None
     found, _ = worker_page(engine, {run}, None, PER_PAGE, after)
-    return found, max(1, -(-found.total // PER_PAGE))
+    return found, page, pages
 
 
-def run_events(engine: Engine, run: str) -> list[wire.Event]:
-    """The run's events in time order (the newest ``EVENTS_SHOWN``)."""
-    rows = engine.store.event_rows(run)[-EVENTS_SHOWN:]
-    return [wire.Event.model_validate(e) for e in rows]
+def run_events(engine: Engine, run: str) -> tuple[list[wire.Event], int]:
+    """The run's events in time order (the newest ``EVENTS_SHOWN``), and how many it has. Its own
+    page: a run's events grow with its workers (an array of 10,000 has tens of thousands)."""
+    rows = engine.store.event_rows(run)
+    return [wire.Event.model_validate(e) for e in rows[-EVENTS_SHOWN:]], len(rows)
 
 
 def log_chunk(engine: Engine, worker: str, offset: int) -> tuple[str, int, bool] | None:
