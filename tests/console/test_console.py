@@ -367,3 +367,9 @@ def test_the_cli_prints_the_run_s_console_url():
     url = "http://127.0.0.1:8750/api/v1/orgs/default/workspaces/default/clusters/default/api/runs/llama-ft"
     assert console_url(url) == "http://127.0.0.1:8750/o/default/w/default/jobs/default/llama-ft"
     assert console_url("http://elsewhere/x") == "http://elsewhere/x"
+
+
+def test_a_form_larger_than_one_mib_is_refused_unread(console):
+    answer = console.http.post("/login", content=b"token=" + b"x" * (2 << 20))
+    assert answer.status_code == 413
+    assert answer.json() == {"detail": "the form is larger than 1 MiB"}

@@ -57,6 +57,8 @@ class ConsoleAccess:
     once: dict[str, float] = field(default_factory=dict)
 
     def open_session(self) -> str:
+        now = time.monotonic()
+        self.sessions = {k: v for k, v in self.sessions.items() if now - v[1] <= SESSION_TTL}
         sid = secrets.token_urlsafe(32)
         self.sessions[sid] = (secrets.token_urlsafe(24), time.monotonic())
         return sid
@@ -121,13 +123,22 @@ async def viewer(request: Request) -> Viewer:
 async def checked_form(request: Request, who: Annotated[Viewer, Depends(viewer)]) -> dict[str, str]:
     """The POST's form fields (``application/x-www-form-urlencoded``, one value each), its CSRF
     token checked for a session's viewer (403 when missing or another)."""
-    body = await request.body()
-    if len(body) > FORM_MAX_BYTES:
-        raise ApiError(413, _detail("the form is larger than 1 MiB"))
-    fields = {k: v[-1] for k, v in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items()}
+    fields = await form_fields(request)
     if who.csrf is not None and not hmac.compare_digest(fields.get("csrf", "").encode(), who.csrf.encode()):
         raise ApiError(403, _detail("the form's CSRF token is missing or stale: reload the page"))
     return fields
+
+
+async def form_fields(request: Request) -> dict[str, str]:
+    """A form's fields (``application/x-www-form-urlencoded``; the last value of each), read
+    up to ``FORM_MAX_BYTES`` (413 past it: the body is not read further)."""
+    body = bytearray()
+    async for part in request.stream():
+        body += part
+        if len(body) > FORM_MAX_BYTES:
+            raise ApiError(413, _detail("the form is larger than 1 MiB"))
+    pairs = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    return {k: v[-1] for k, v in pairs.items()}
 
 
 def bearer(request: Request) -> None:
@@ -174,8 +185,7 @@ async def login_page(request: Request, next: str = "/") -> Response:
 
 @router.post("/login")
 async def login(request: Request) -> Response:
-    body = (await request.body())[:FORM_MAX_BYTES]
-    fields = {k: v[-1] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
+    fields = await form_fields(request)
     given, where = fields.get("token", "").strip(), _local(fields.get("next"))
     if not hmac.compare_digest(given.encode(), api_of(request).token.encode()):
         context = {"next": where, "error": "That is not this server's token."}

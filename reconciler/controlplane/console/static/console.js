@@ -8,8 +8,9 @@ function followRegion(region) {
   async function again() {
     if (!document.hidden) {
       try {
-        const answer = await fetch(location.href, {credentials: "same-origin", cache: "no-store"});
-        if (answer.ok && answer.url === location.href) {
+        const here = location.href.split("#")[0];
+        const answer = await fetch(here, {credentials: "same-origin", cache: "no-store"});
+        if (answer.ok && answer.url === here) {  // not the login page a lapsed session is sent to
           const page = new DOMParser().parseFromString(await answer.text(), "text/html");
           const fresh = page.getElementById(region.id);
           if (fresh) {
