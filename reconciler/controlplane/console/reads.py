@@ -10,7 +10,6 @@ engine's gate (``pages.engine_call``). Changes nothing. Must not touch: HTTP, SQ
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -175,7 +174,3 @@ def queue(engine: Engine, limit: int = 200) -> tuple[list[wire.Worker], list[wir
     unplaced = [n for n, r in s.runs.items() if r.state is RunState.PENDING and not s.run_workers.get(n)]
     runs = [run_view(engine, n, "", "") for n in unplaced[:limit]]
     return waiting.items, runs, waiting.total
-
-
-def pretty(data: Any) -> str:
-    return json.dumps(data, indent=2, sort_keys=False)
