@@ -84,7 +84,7 @@ def test_login_and_logout(page, tmp_path):
     shot(page, "login", tmp_path)
     page.fill("#token", "not-the-token")
     page.click("button[type=submit]")
-    expect(page.locator("#login-error")).to_have_text("That is not this server's token.")
+    expect(page.locator("#login-error")).to_have_text("That is not a token of this server.")
     page.fill("#token", TOKEN)
     page.click("button[type=submit]")
     expect(page.locator("h1")).to_have_text("Runs")

@@ -26,6 +26,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from ..api.context import ApiContext, ApiError
+from ..auth import Identity
 from .render import render
 
 __all__ = [
@@ -53,42 +54,45 @@ FORM_MAX_BYTES = 1 << 20
 class ConsoleAccess:
     """The console's sessions (id → its CSRF token and when last seen) and one-time codes."""
 
-    sessions: dict[str, tuple[str, float]] = field(default_factory=dict)
-    once: dict[str, float] = field(default_factory=dict)
+    sessions: dict[str, tuple[str, float, Identity]] = field(default_factory=dict)
+    once: dict[str, tuple[float, Identity]] = field(default_factory=dict)
 
-    def open_session(self) -> str:
+    def open_session(self, who: Identity) -> str:
         now = time.monotonic()
         self.sessions = {k: v for k, v in self.sessions.items() if now - v[1] <= SESSION_TTL}
         sid = secrets.token_urlsafe(32)
-        self.sessions[sid] = (secrets.token_urlsafe(24), time.monotonic())
+        self.sessions[sid] = (secrets.token_urlsafe(24), now, who)
         return sid
 
-    def csrf_of(self, sid: str | None) -> str | None:
-        """The session's CSRF token (and the session kept alive); ``None``: no such session."""
+    def session(self, sid: str | None) -> tuple[str, Identity] | None:
+        """The session's CSRF token and who logged in (the session kept alive); ``None``: none."""
         held = self.sessions.get(sid or "")
         if held is None or time.monotonic() - held[1] > SESSION_TTL:
             self.sessions.pop(sid or "", None)
             return None
-        self.sessions[sid or ""] = (held[0], time.monotonic())
-        return held[0]
+        self.sessions[sid or ""] = (held[0], time.monotonic(), held[2])
+        return held[0], held[2]
 
-    def new_link_code(self) -> str:
+    def new_link_code(self, who: Identity) -> str:
         now = time.monotonic()
-        self.once = {c: t for c, t in self.once.items() if now - t < ONCE_TTL}
+        self.once = {c: t for c, t in self.once.items() if now - t[0] < ONCE_TTL}
         code = secrets.token_urlsafe(32)
-        self.once[code] = now
+        self.once[code] = (now, who)
         return code
 
-    def use_link_code(self, code: str) -> bool:
+    def use_link_code(self, code: str) -> Identity | None:
+        """Who asked for the link ``code``; ``None`` when it was used already or is too old."""
         made = self.once.pop(code, None)
-        return made is not None and time.monotonic() - made < ONCE_TTL
+        return made[1] if made is not None and time.monotonic() - made[0] < ONCE_TTL else None
 
 
 @dataclass(frozen=True)
 class Viewer:
-    """Who is looking: by session (``csrf`` its token) or by bearer header (``csrf`` None)."""
+    """Who is looking (the token's identity: its scope and role): by session (``csrf`` its
+    token) or by bearer header (``csrf`` None)."""
 
     csrf: str | None
+    who: Identity
 
 
 def access_of(request: Request) -> ConsoleAccess:
@@ -111,13 +115,12 @@ async def viewer(request: Request) -> Viewer:
     """A session cookie's viewer, or the bearer header's (401/403 as the API's when it is wrong);
     without either, ``LoginNeeded``."""
     if "authorization" in request.headers:
-        bearer(request)
-        return Viewer(csrf=None)
-    csrf = access_of(request).csrf_of(request.cookies.get(COOKIE))
-    if csrf is None:
+        return Viewer(csrf=None, who=bearer(request))
+    held = access_of(request).session(request.cookies.get(COOKIE))
+    if held is None:
         raise LoginNeeded(request.url.path + (f"?{request.url.query}" if request.url.query else ""))
-    request.state.csrf, request.state.signed_in = csrf, True
-    return Viewer(csrf=csrf)
+    request.state.csrf, request.state.signed_in = held[0], True
+    return Viewer(csrf=held[0], who=held[1])
 
 
 async def checked_form(request: Request, who: Annotated[Viewer, Depends(viewer)]) -> dict[str, str]:
@@ -141,17 +144,18 @@ async def form_fields(request: Request) -> dict[str, str]:
     return {k: v[-1] for k, v in pairs.items()}
 
 
-def bearer(request: Request) -> None:
-    """The API's rule for ``Authorization: Bearer TOKEN`` (its 401 and words); the page's org,
-    workspace and cluster are held to the server's by the page (``pages.scoped``)."""
-    api = api_of(request)
+def bearer(request: Request) -> Identity:
+    """Who ``Authorization: Bearer TOKEN`` is (the API's 401 and words for a token this server
+    does not know); what it may see is held by the page (``pages.scoped``)."""
     given = request.headers.get("authorization", "")
     scheme, _, value = given.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), api.token.encode()):
-        what = "a wrong token" if given else "no token"
+    who = api_of(request).tokens.identify(value.strip()) if scheme.lower() == "bearer" else None
+    if who is None:
+        what = "an unknown (or revoked) token" if given else "no token"
         raise ApiError(
             401, _detail(f"{what}: send 'Authorization: Bearer TOKEN'"), {"WWW-Authenticate": "Bearer"}
         )
+    return who
 
 
 def _detail(text: str):  # a wire.Detail, imported here only (the models import pydantic)
@@ -167,8 +171,8 @@ def _local(where: str | None) -> str:
     return "/"
 
 
-def _signed_in(request: Request, where: str) -> Response:
-    sid = access_of(request).open_session()
+def _signed_in(request: Request, where: str, who: Identity) -> Response:
+    sid = access_of(request).open_session(who)
     out = RedirectResponse(_local(where), status_code=303)
     secure = request.url.scheme == "https"
     out.set_cookie(COOKIE, sid, httponly=True, samesite="strict", path="/", secure=secure)
@@ -187,18 +191,20 @@ async def login_page(request: Request, next: str = "/") -> Response:
 async def login(request: Request) -> Response:
     fields = await form_fields(request)
     given, where = fields.get("token", "").strip(), _local(fields.get("next"))
-    if not hmac.compare_digest(given.encode(), api_of(request).token.encode()):
-        context = {"next": where, "error": "That is not this server's token."}
+    who = api_of(request).tokens.identify(given) if given else None
+    if who is None:
+        context = {"next": where, "error": "That is not a token of this server."}
         return render(request, "login.html", context, status=401)
-    return _signed_in(request, where)
+    return _signed_in(request, where, who)
 
 
 @router.get("/login/once/{code}")
 async def login_once(request: Request, code: str, next: str = "/") -> Response:
-    if not access_of(request).use_link_code(code):
+    who = access_of(request).use_link_code(code)
+    if who is None:
         context = {"next": _local(next), "error": "That link was used already, or is too old."}
         return render(request, "login.html", context, status=401)
-    return _signed_in(request, next)
+    return _signed_in(request, next, who)
 
 
 @router.post("/logout")
@@ -212,9 +218,9 @@ async def logout(request: Request, fields: Annotated[dict[str, str], Depends(che
 @router.post("/console/links")
 async def one_time_link(request: Request) -> Response:
     """A one-time login link (bearer token only): ``{"url": "/login/once/CODE?next=…"}``."""
-    bearer(request)
+    who = bearer(request)
     where = _local(parse_qs(urlsplit(str(request.url)).query).get("next", ["/"])[-1])
-    code = access_of(request).new_link_code()
+    code = access_of(request).new_link_code(who)
     return JSONResponse({"path": f"/login/once/{code}?next={quote(where, safe='/')}"})
 
 

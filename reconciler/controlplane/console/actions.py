@@ -15,8 +15,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 
-from ..api.context import ApiContext, ApiError
-from ..api.runs import checked
+from ..api.context import ApiError, Scoped
+from ..api.runs import _source_of, checked
 from ..store import NameExists
 from .access import Viewer, checked_form
 from .form import document_of, field_of
@@ -31,12 +31,12 @@ Form = Annotated[dict[str, str], Depends(checked_form)]
 Who = Annotated[Viewer, Depends(scoped)]
 
 
-def _run_url(api: ApiContext, name: str) -> str:
-    org, workspace, cluster = api.scope
-    return BASE.format(org=org, workspace=workspace, cluster=cluster) + "/" + name
+def _runs_url(request: Request) -> str:
+    org, workspace, cluster = request.state.scoped.scope
+    return BASE.format(org=org, workspace=workspace, cluster=cluster)
 
 
-def _submitted(api: ApiContext, doc: Any) -> list[tuple[str, str]]:
+def _submitted(api: Scoped, doc: Any) -> list[tuple[str, str]]:
     """Submit ``doc`` as ``POST /runs`` does: its problems (path, message), none when it started."""
     try:
         good = checked(doc)
@@ -44,11 +44,12 @@ def _submitted(api: ApiContext, doc: Any) -> list[tuple[str, str]]:
         body = refused.body.model_dump()
         return [(p["path"], p["message"]) for p in body] if isinstance(body, list) else [("", str(body))]
     try:
-        api.engine.submit(good, api.clock.now())
+        record = api.engine.submit(good, api.clock.now(), api.scope)
     except NameExists as exc:
         return [("metadata.name", str(exc))]
     api.on_change()
-    api.cache.digest(good["metadata"]["name"])
+    api.cache.digest(record.name)
+    api.audit("create", "run", good["metadata"]["name"], {"spec": good["spec"]}, source=_source_of(good))
     return []
 
 
@@ -73,7 +74,7 @@ async def create(request: Request, _who: Who, form: Form) -> Response:
     if problems:
         return _again(request, values, problems, json_mode)
     name = doc["metadata"]["name"]
-    return RedirectResponse(_run_url(request.app.state.astra, name), status_code=303)
+    return RedirectResponse(_runs_url(request) + "/" + name, status_code=303)
 
 
 def _again(
@@ -92,14 +93,18 @@ def _again(
     return render(request, "new.html", context, status=422)
 
 
-def _cancel(api: ApiContext, name: str, delete: bool) -> bool:
-    if name not in api.engine.state.runs:
+def _cancel(api: Scoped, name: str, delete: bool) -> bool:
+    """Cancel (and ``delete``) the scope's run ``name`` as ``DELETE /runs/{name}`` does, audited."""
+    key = api.key(name)
+    if key not in api.engine.state.runs:
         return False
     now = api.clock.now()
-    api.engine.cancel(name, now)
+    api.engine.cancel(key, now)
+    source = _source_of(api.engine.meta[key].document)
     if delete:
-        api.engine.delete(name, now)
+        api.engine.delete(key, now)
     api.on_change()
+    api.audit("delete" if delete else "cancel", "run", name, source=source)
     return True
 
 
@@ -108,7 +113,7 @@ async def cancel(request: Request, _who: Who, _form: Form, name: str) -> Respons
     """Cancel the run: its processes are stopped now; it stays, Cancelled."""
     if not await engine_call(request, lambda api: _cancel(api, name, delete=False)):
         raise NotHere(f"no run named {name}")
-    return RedirectResponse(_run_url(request.app.state.astra, name), status_code=303)
+    return RedirectResponse(_runs_url(request) + "/" + name, status_code=303)
 
 
 @router.post(BASE + "/{name}/delete")
@@ -116,5 +121,4 @@ async def delete(request: Request, _who: Who, _form: Form, name: str) -> Respons
     """Cancel and delete the run (``DELETE /runs/{name}``); back to the Runs page."""
     if not await engine_call(request, lambda api: _cancel(api, name, delete=True)):
         raise NotHere(f"no run named {name}")
-    org, workspace, cluster = request.app.state.astra.scope
-    return RedirectResponse(BASE.format(org=org, workspace=workspace, cluster=cluster), status_code=303)
+    return RedirectResponse(_runs_url(request), status_code=303)

@@ -14,7 +14,7 @@ and renders a template with ``reads``'s ``wire`` models. The paths are the seeds
 ``/o/{org}/w/{ws}/cluster/{cluster}``       Cluster: the GPU map and the queue
 ==========================================  ==========================================
 
-A path naming another org, workspace or cluster than the server's is a 404 page.
+A page of a workspace the viewer's token may not read, or that is not there, is a 404 page.
 Must not touch: the engine's state (``actions`` writes), SQL, access rules.
 """
 
@@ -28,8 +28,10 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from ...runspec.vocabulary import RunState
-from ..api.context import ApiContext
+from ..api.context import ApiContext, Scoped
 from ..api.views import run_view
+from ..auth import Role
+from ..scopes import DEFAULT, Scope
 from . import reads
 from .access import Viewer, viewer
 from .form import ARRAY_START, FIELDS
@@ -47,23 +49,33 @@ class NotHere(Exception):
     """A page of another org, workspace or cluster, or of no run: answered as a 404 page."""
 
 
-async def engine_call(request: Request, read: Callable[[ApiContext], T]) -> T:
-    """``read(api)`` in a worker thread, holding the engine's gate (as every API route does)."""
+async def engine_call(request: Request, read: Callable[[Scoped], T]) -> T:
+    """``read(view)`` (the page's ``Scoped``, as an API route has it) in a worker thread, holding
+    the engines' gate (as every API route does)."""
     api: ApiContext = request.app.state.astra
     async with api.gate:
-        return await asyncio.to_thread(read, api)
+        return await asyncio.to_thread(read, request.state.scoped)
+
+
+def _scope_of(request: Request, who: Viewer, role: Role) -> Scoped:
+    """The page's view: the scope its path names (a page without a cluster: the default one),
+    held to what the viewer's token may see (``Identity.refusal``'s words) and to what exists."""
+    p = request.path_params
+    scope = Scope(p.get("org", DEFAULT), p.get("workspace", DEFAULT), p.get("cluster", DEFAULT))
+    api: ApiContext = request.app.state.astra
+    refused = who.who.refusal(scope.org, scope.workspace, role)
+    if refused is not None:
+        raise NotHere(refused)
+    engine = api.clusters.get(scope.cluster)
+    if engine is None or (scope.org, scope.workspace) not in api.workspaces:
+        raise NotHere(f"no workspace {scope.workspace} of org {scope.org} on cluster {scope.cluster} here")
+    return Scoped(api, scope, who.who, engine)
 
 
 async def scoped(request: Request, who: Annotated[Viewer, Depends(viewer)]) -> Viewer:
-    """The viewer, on a page of the server's own org, workspace and cluster (else ``NotHere``)."""
-    p = request.path_params
-    org, workspace, cluster = request.app.state.astra.scope
-    if (p.get("org", org), p.get("workspace", workspace), p.get("cluster", cluster)) != (
-        org,
-        workspace,
-        cluster,
-    ):
-        raise NotHere(f"this server serves workspace {workspace} of org {org} on cluster {cluster}")
+    """The viewer, on a page its token may read (else ``NotHere``); the page's ``Scoped`` is
+    kept on the request (``engine_call`` hands it over)."""
+    request.state.scoped = _scope_of(request, who, Role.READ if request.method == "GET" else Role.WRITE)
     return who
 
 
@@ -72,9 +84,12 @@ router = APIRouter(include_in_schema=False)
 
 
 @router.get("/")
-async def home(request: Request, _who: Annotated[Viewer, Depends(viewer)]) -> Response:
-    org, workspace, cluster = request.app.state.astra.scope
-    return RedirectResponse(BASE.format(org=org, workspace=workspace, cluster=cluster), status_code=303)
+async def home(request: Request, who: Annotated[Viewer, Depends(viewer)]) -> Response:
+    """The Runs page of the token's workspace (of ``default`` for a token of a whole org)."""
+    workspace = who.who.workspace or DEFAULT
+    return RedirectResponse(
+        BASE.format(org=who.who.org, workspace=workspace, cluster=DEFAULT), status_code=303
+    )
 
 
 @router.get(BASE)
@@ -88,8 +103,8 @@ async def runs(
     """Every run: state, reason, readout, GPUs, age and source; filtered, one page at a time."""
     states = [s for s in state or [] if s]
 
-    def read(api: ApiContext) -> reads.RunsPage:
-        return reads.runs_page(api.engine, api.runs_url(request), api.scope[1], states, label, page)
+    def read(api: Scoped) -> reads.RunsPage:
+        return reads.runs_page(api, api.runs_url(request), states, label, page)
 
     found = await engine_call(request, read)
     context = {"page": found, "states": [str(s) for s in RunState], "chosen": states, "label": label}
@@ -110,11 +125,12 @@ def new_context(values: dict[str, str], errors: dict[str, list[str]], above: lis
 async def run_page(request: Request, _who: Who, name: str, page: int = 0) -> Response:
     """A run: status and reason, spec, events, actions, and its Workers tab (one page)."""
 
-    def read(api: ApiContext) -> dict[str, Any] | None:
-        if name not in api.engine.state.runs:
+    def read(api: Scoped) -> dict[str, Any] | None:
+        key = api.key(name)
+        if key not in api.engine.state.runs:
             return None
-        run = run_view(api.engine, name, api.runs_url(request), api.scope[1])
-        workers, shown, pages = reads.workers_tab(api.engine, name, page)
+        run = run_view(api.engine, key, api.runs_url(request), api.scope.workspace)
+        workers, shown, pages = reads.workers_tab(api.engine, key, page)
         return {
             "run": run,
             "workers": workers,
@@ -134,10 +150,11 @@ async def run_page(request: Request, _who: Who, name: str, page: int = 0) -> Res
 async def events_page(request: Request, _who: Who, name: str) -> Response:
     """The run's events in time order (the newest ``reads.EVENTS_SHOWN``)."""
 
-    def read(api: ApiContext) -> tuple[list[Any], int] | None:
-        if name not in api.engine.state.runs:
+    def read(api: Scoped) -> tuple[list[Any], int] | None:
+        key = api.key(name)
+        if key not in api.engine.state.runs:
             return None
-        return reads.run_events(api.engine, name)
+        return reads.run_events(api.engine, key)
 
     found = await engine_call(request, read)
     if found is None:
@@ -150,8 +167,8 @@ async def events_page(request: Request, _who: Who, name: str) -> Response:
 @router.get(BASE + "/{name}/log/{worker}")
 async def log_page(request: Request, _who: Who, name: str, worker: str) -> Response:
     """A worker's Log: its output, followed while it runs (``console.js`` polls ``…/text``)."""
-    found = await engine_call(request, lambda api: api.engine.state.workers.get(worker))
-    if found is None or found.run != name:
+    found = await engine_call(request, lambda api: api.engine.state.workers.get(api.key(worker)))
+    if found is None or found.run != request.state.scoped.key(name):
         raise NotHere(f"no worker named {worker} in run {name}")
     return render(request, "log.html", {"name": name, "worker": worker})
 
@@ -159,7 +176,7 @@ async def log_page(request: Request, _who: Who, name: str, worker: str) -> Respo
 @router.get(BASE + "/{name}/log/{worker}/text")
 async def log_text(request: Request, _who: Who, name: str, worker: str, offset: int = 0) -> Response:
     """``{"text", "offset", "live"}``: the output from ``offset`` (JSON: the page sets it as text)."""
-    found = await engine_call(request, lambda api: reads.log_chunk(api.engine, worker, offset))
+    found = await engine_call(request, lambda api: reads.log_chunk(api.engine, api.key(worker), offset))
     if found is None:
         raise NotHere(f"no worker named {worker}")
     text, after, live = found
@@ -169,7 +186,7 @@ async def log_text(request: Request, _who: Who, name: str, worker: str, offset: 
 @router.get("/o/{org}/w/{workspace}/sources")
 async def sources_page(request: Request, _who: Who) -> Response:
     """Each source: status, the revision last applied, when and by whom, its runs, its history."""
-    found = await engine_call(request, lambda api: reads.sources(api.engine))
+    found = await engine_call(request, lambda api: reads.sources(api.engine, api.source_prefix()))
     return render(request, "sources.html", {"sources": found.items})
 
 
@@ -177,9 +194,9 @@ async def sources_page(request: Request, _who: Who) -> Response:
 async def cluster_page(request: Request, _who: Who) -> Response:
     """The GPU map (rack → NVLink domain → machine, each GPU by the run holding it) and the queue."""
 
-    def read(api: ApiContext) -> dict[str, Any]:
-        waiting, unplaced, total = reads.queue(api.engine)
-        return {"racks": reads.gpu_map(api.engine), "waiting": waiting, "unplaced": unplaced, "total": total}
+    def read(api: Scoped) -> dict[str, Any]:
+        waiting, unplaced, total = reads.queue(api)
+        return {"racks": reads.gpu_map(api), "waiting": waiting, "unplaced": unplaced, "total": total}
 
     found = await engine_call(request, read)
     runs = sorted(

@@ -17,6 +17,7 @@ from typing import Any
 
 from ...runspec.vocabulary import RunState, WorkerState
 from ...wire import models as wire
+from ..api.context import Scoped
 from ..api.views import machine_views, run_view, worker_page
 from ..engine import Engine
 from ..scheduler import HOLDING
@@ -63,25 +64,26 @@ def _labelled(document: dict[str, Any], label: str) -> bool:
     return not eq or str(labels[key.strip()]) == value.strip()
 
 
-def runs_page(
-    engine: Engine, runs_url: str, workspace: str, states: list[str], label: str, page: int
-) -> RunsPage:
-    """The runs in ``states`` (none: any) with ``label``, newest first, page ``page`` (from 0):
-    the filters read each run's record only; only the page's runs are made into views."""
+def runs_page(api: Scoped, runs_url: str, states: list[str], label: str, page: int) -> RunsPage:
+    """The scope's runs in ``states`` (none: any) with ``label``, newest first, page ``page``
+    (from 0): the filters read each run's record only; only the page's runs are made into views."""
+    engine = api.engine
     s = engine.state
     wanted = {RunState(x) for x in states if x in RunState.__members__.values()}
+    mine = api.runs()
     names = [
         n
-        for n, r in s.runs.items()
-        if (not wanted or r.state in wanted) and (not label or _labelled(engine.meta[n].document, label))
+        for n in mine
+        if (not wanted or s.runs[n].state in wanted)
+        and (not label or _labelled(engine.meta[n].document, label))
     ]
     names.reverse()
     pages = max(1, -(-len(names) // PER_PAGE))
     page = min(max(page, 0), pages - 1)
     chosen = names[page * PER_PAGE : (page + 1) * PER_PAGE]
-    counts = Counter(str(r.state) for r in s.runs.values())
+    counts = Counter(str(s.runs[n].state) for n in mine)
     return RunsPage(
-        runs=[run_view(engine, n, runs_url, workspace) for n in chosen],
+        runs=[run_view(engine, n, runs_url, api.scope.workspace) for n in chosen],
         total=len(names),
         page=page,
         pages=pages,
@@ -96,7 +98,7 @@ def workers_tab(engine: Engine, run: str, page: int) -> tuple[wire.WorkerPage, i
     pages = max(1, -(-sum(engine.state.counts[run].values()) // PER_PAGE))
     page = min(max(page, 0), pages - 1)
     after = (r.seq, page * PER_PAGE - 1) if page > 0 else None
-    found, _ = worker_page(engine, {run}, None, PER_PAGE, after)
+    found, _ = worker_page(engine, [run], {run}, None, PER_PAGE, after)
     return found, page, pages
 
 
@@ -135,9 +137,9 @@ def log_chunk(engine: Engine, worker: str, offset: int) -> tuple[str, int, bool]
     return data[:cut].decode("utf-8", "replace"), max(0, offset) + cut, live
 
 
-def sources(engine: Engine) -> wire.SourceList:
-    """Every source as ``GET /sources`` answers it."""
-    return wire.SourceList.model_validate_json(engine.store.list_sources_json())
+def sources(engine: Engine, prefix: str) -> wire.SourceList:
+    """The workspace's sources (their keys start with ``prefix``) as ``GET /sources`` answers them."""
+    return wire.SourceList.model_validate_json(engine.store.list_sources_json(prefix))
 
 
 @dataclass
@@ -150,9 +152,12 @@ class GpuMachine:
     unhealthy: int = 0
 
 
-def gpu_map(engine: Engine) -> dict[str, dict[str, list[GpuMachine]]]:
-    """rack → NVLink domain → machines, each GPU coloured by the run holding it."""
-    holding, _ = worker_page(engine, None, set(HOLDING), None, None)
+def gpu_map(api: Scoped) -> dict[str, dict[str, list[GpuMachine]]]:
+    """rack → NVLink domain → machines, each GPU coloured by the workspace's run holding it (a
+    GPU another workspace holds is shown as held, by no run named)."""
+    engine = api.engine
+    mine = api.runs()
+    holding, _ = worker_page(engine, mine, None, set(HOLDING), None, None)
     held: dict[str, list[str | None]] = defaultdict(list)
     for w in holding.items:
         if w.machine:
@@ -166,11 +171,13 @@ def gpu_map(engine: Engine) -> dict[str, dict[str, list[GpuMachine]]]:
     return {k: dict(v) for k, v in sorted(out.items())}
 
 
-def queue(engine: Engine, limit: int = 200) -> tuple[list[wire.Worker], list[wire.Run], int]:
-    """What waits: pending workers (with their reasons), runs not admitted yet, and how many
-    workers wait in all."""
-    waiting, _ = worker_page(engine, None, {WorkerState.PENDING}, limit, None)
+def queue(api: Scoped, limit: int = 200) -> tuple[list[wire.Worker], list[wire.Run], int]:
+    """What of the workspace waits: pending workers (with their reasons), runs not admitted yet,
+    and how many workers wait in all."""
+    engine = api.engine
+    mine = api.runs()
+    waiting, _ = worker_page(engine, mine, None, {WorkerState.PENDING}, limit, None)
     s = engine.state
-    unplaced = [n for n, r in s.runs.items() if r.state is RunState.PENDING and not s.run_workers.get(n)]
+    unplaced = [n for n in mine if s.runs[n].state is RunState.PENDING and not s.run_workers.get(n)]
     runs = [run_view(engine, n, "", "") for n in unplaced[:limit]]
     return waiting.items, runs, waiting.total

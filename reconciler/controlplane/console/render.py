@@ -17,6 +17,8 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from ..scopes import DEFAULT_SCOPE
+
 __all__ = ["ENV", "render"]
 
 ENV = Environment(
@@ -73,7 +75,8 @@ ENV.filters.update(age=age, when=when, bytes=size, yaml=as_yaml, json=lambda d: 
 def render(request: Request, name: str, context: dict[str, Any], *, status: int = 200) -> HTMLResponse:
     """``name`` rendered with ``context``, the scope's paths and the viewer's CSRF token."""
     api = request.app.state.astra
-    org, workspace, cluster = api.scope
+    scoped = getattr(request.state, "scoped", None)
+    org, workspace, cluster = scoped.scope if scoped is not None else DEFAULT_SCOPE
     base = f"/o/{org}/w/{workspace}/jobs/{cluster}"
     page = ENV.get_template(name).render(
         {
