@@ -373,3 +373,29 @@ def test_a_form_larger_than_one_mib_is_refused_unread(console):
     answer = console.http.post("/login", content=b"token=" + b"x" * (2 << 20))
     assert answer.status_code == 413
     assert answer.json() == {"detail": "the form is larger than 1 MiB"}
+
+
+def test_a_workspace_token_sees_its_workspace_only_and_a_read_token_changes_nothing(console, plane):
+    def token(name: str, role: str) -> str:
+        made = console.api("POST", "/tokens", json={"name": name, "role": role, "workspace": "team-a"})
+        assert made.status_code == 201, made.text
+        return made.json()["token"]
+
+    reader, writer = token("a-read", "read"), token("a-write", "write")
+    team_a = "/api/v1/orgs/default/workspaces/team-a/clusters/default/api"
+    assert console.http.post(team_a + "/runs", json=run_doc("train"), headers=BEARER).status_code == 201
+    assert console.api("POST", "/runs", json=run_doc("elsewhere")).status_code == 201
+    mine = "/o/default/w/team-a/jobs/default"
+    assert console.http.post("/login", data={"token": reader, "next": "/"}).status_code == 303
+    assert console.http.get("/").headers["location"] == mine
+    page = console.http.get(mine).text
+    assert 'data-run="train"' in page and 'data-run="elsewhere"' not in page
+    refused = console.http.get(RUNS)  # the default workspace
+    assert refused.status_code == 404 and "this token (a-read) holds" in html.unescape(refused.text)
+    csrf = console.csrf(mine)
+    assert console.http.post(mine + "/train/cancel", data={"csrf": csrf}).status_code == 404
+    console.http.cookies.clear()
+    assert console.http.post("/login", data={"token": writer, "next": mine}).status_code == 303
+    done = console.http.post(mine + "/train/cancel", data={"csrf": console.csrf(mine)})
+    assert done.status_code == 303 and done.headers["location"] == mine + "/train"
+    assert console.api("GET", "/runs/elsewhere").json()["status"]["state"] != "Cancelled"
