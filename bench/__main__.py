@@ -37,6 +37,7 @@ PARTS = (
     "startup",
     "profile",
     "controlplane",
+    "console",
     "plan",
     "apply",
     "git",
@@ -136,6 +137,11 @@ def main() -> int:
 
             print()
             report["controlplane"] = controlplane.main()
+        if "console" in only:
+            from . import console
+
+            print()
+            report["console"] = console.main()
         if "plan" in only:
             from . import plan
 

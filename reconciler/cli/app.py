@@ -119,6 +119,9 @@ def _register() -> None:
 
     app.command("history")(history_cli.history)
     app.command("diff")(history_cli.diff)
+    from .console import console
+
+    app.command("console")(console)
     app.add_typer(server_app, name="server")
     app.add_typer(astraeus_app, name="astraeus")
     app.add_typer(slurm_app, name="slurm")

@@ -96,10 +96,12 @@ def run(
         body = call("POST", "/runs", server=server, token=token, json=doc).json()
     except CommandError as exc:
         raise _fail(str(exc)) from exc
+    from ..wire import console_url
+
     status = body.get("status", {})
     echo(
         f"{body['metadata']['name']} submitted to {status.get('workspace', 'default')}: "
-        f"{status.get('url', '')}"
+        f"{console_url(status.get('url', ''))}"
     )
 
 

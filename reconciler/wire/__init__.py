@@ -26,9 +26,11 @@ __all__ = [
     "API",
     "BATCH_MAX",
     "BATCH_PATH",
+    "CONSOLE_RUNS",
     "LOCK_HEADER",
     "WS_API",
     "api_base",
+    "console_url",
 ]
 
 #: The default org, workspace and cluster's API, under a server's root.
@@ -39,6 +41,9 @@ WS_API = "/api/v1/orgs/{org}/workspaces/{workspace}/clusters/{cluster}/api"
 BATCH_PATH = "/runs:batch"
 #: The most run documents one batch may hold.
 BATCH_MAX = 1000
+#: The console's Runs page of a workspace on a cluster (a run's page: this and its name), the
+#: seeds' console URL.
+CONSOLE_RUNS = "/o/{org}/w/{workspace}/jobs/{cluster}"
 #: The header a write under a source's apply lock names that lock in.
 LOCK_HEADER = "X-Astra-Lock"
 
@@ -52,3 +57,17 @@ def api_base(server: str) -> str:
     under a proxy's ``/api``, whose API is ``http://proxy/api/astra/api``; ``/apis`` is no API."""
     server = server.rstrip("/")
     return server if urlsplit(server).path.rsplit("/", 1)[-1] == "api" else server + API
+
+
+def console_url(run_url: str) -> str:
+    """A run's console page for its API URL (``status.url``: ``ROOT$WS_API/runs/NAME``):
+    ``ROOT/o/ORG/w/WORKSPACE/jobs/CLUSTER/NAME``; a URL of another form is given back as it is."""
+    head, sep, name = run_url.rpartition("/runs/")
+    parts = head.rsplit("/", 9)
+    # ROOT, "api", "v1", "orgs", ORG, "workspaces", WORKSPACE, "clusters", CLUSTER, "api"
+    if not sep or len(parts) != 10 or parts[1:4] != ["api", "v1", "orgs"] or parts[9] != "api":
+        return run_url
+    if parts[5] != "workspaces" or parts[7] != "clusters":
+        return run_url
+    where = CONSOLE_RUNS.format(org=parts[4], workspace=parts[6], cluster=parts[8])
+    return f"{parts[0]}{where}/{name}"

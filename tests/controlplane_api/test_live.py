@@ -64,7 +64,8 @@ def test_the_seeds_cli_examples_print_what_the_seeds_print(live):
         "--master-addr=$MASTER_ADDR --master-port=$MASTER_PORT train.py",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert done.stdout == f"llama-ft submitted to default: {live.url}{LONG}/runs/llama-ft\n"
+    console = "/o/default/w/default/jobs/default"
+    assert done.stdout == f"llama-ft submitted to default: {live.url}{console}/llama-ft\n"
     spec = live.api("GET", "/runs/llama-ft").json()["spec"]
     template = spec["task_template"]
     assert spec["start"] == "Independent" and template["restart_policy"] == "Never"

@@ -175,6 +175,10 @@ def create_app(
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected)
 
+    from ..console import mount  # here: the console reads the API's own modules
+
+    mount(app)
+
     @app.get("/healthz", include_in_schema=False, response_model=wire.Health)
     async def healthz() -> Response:
         return answer(wire.Health(ok=True))

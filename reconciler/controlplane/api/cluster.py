@@ -11,6 +11,7 @@ from fastapi.responses import Response
 
 from ...wire import models as wire
 from .context import Api, ApiRoute, answer
+from .views import machine_views
 
 __all__ = ["router"]
 
@@ -20,17 +21,7 @@ router = APIRouter(tags=["cluster"], route_class=ApiRoute)
 @router.get("/machines", operation_id="list_machines", response_model=wire.MachineList)
 def machines(api: Api) -> Response:
     """Every machine, its state, and the GPUs and CPU cores free on it now."""
-    s = api.engine.state
-    items = []
-    for m in api.engine.store.machine_rows(api.engine.cluster):
-        free = s.free.get(m["name"], [0, 0, 0, 0])
-        state = "Down" if m["name"] in s.down else m["state"]
-        items.append(
-            wire.Machine.model_validate(
-                {**m, "state": state, "free_gpus": free[0] + free[1], "free_cpu_cores": free[2]}
-            )
-        )
-    return answer(wire.MachineList(items=items))
+    return answer(wire.MachineList(items=machine_views(api.engine)))
 
 
 @router.get("/info", operation_id="get_info", response_model=wire.Info)

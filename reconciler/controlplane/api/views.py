@@ -1,7 +1,8 @@
 """The engine's runs and workers as the API answers them: ``wire`` models, made from its records.
 
 Owns: ``run_view`` (a ``wire.Run``), ``worker_view`` (a ``wire.Worker``), ``workers_view`` (a
-``wire.WorkerList``), ``worker_page`` (a page of the workspace's workers: ``wire.WorkerPage``).
+``wire.WorkerList``), ``worker_page`` (a page of the workspace's workers: ``wire.WorkerPage``),
+``machine_views`` (the inventory: ``wire.Machine``).
 Reads the engine's state and run metadata; changes nothing. Runs and workers are named by their
 keys (``scopes``) in the engine; a view shows their plain names, as their workspace knows them.
 Must not touch: HTTP, the store, scheduling rules (the readout's words are the vocabulary's).
@@ -18,7 +19,15 @@ from ..engine import Engine
 from ..scheduler import HOLDING, WorkerRecord, WorkerState, readout
 from ..scopes import shown
 
-__all__ = ["run_metadata", "run_status", "run_view", "worker_page", "worker_view", "workers_view"]
+__all__ = [
+    "machine_views",
+    "run_metadata",
+    "run_status",
+    "run_view",
+    "worker_page",
+    "worker_view",
+    "workers_view",
+]
 
 
 def run_metadata(engine: Engine, name: str) -> wire.RunMetadata:
@@ -150,3 +159,18 @@ def worker_page(
         items=items, total=sum(counts.values()), task_counts=dict(sorted(counts.items())), continue_=None
     )
     return page, last if more else None
+
+
+def machine_views(engine: Engine) -> list[wire.Machine]:
+    """Every machine, its state, and the GPUs and CPU cores free on it now."""
+    s = engine.state
+    items = []
+    for m in engine.store.machine_rows(engine.cluster):
+        free = s.free.get(m["name"], [0, 0, 0, 0])
+        state = "Down" if m["name"] in s.down else m["state"]
+        items.append(
+            wire.Machine.model_validate(
+                {**m, "state": state, "free_gpus": free[0] + free[1], "free_cpu_cores": free[2]}
+            )
+        )
+    return items

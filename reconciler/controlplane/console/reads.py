@@ -1,0 +1,183 @@
+"""What the console's pages show, read from the engine as the REST API's ``wire`` models.
+
+Owns the page-sized reads: ``runs_page`` (the Runs page: filtered, one page of ``wire.Run``),
+``workers_tab`` (one page of a run's workers: ``wire.WorkerPage``), ``run_events``, ``log_chunk``
+(a worker's output from an offset), ``sources`` (``wire.SourceList``), ``gpu_map`` and ``queue``
+(the Cluster page). Each is built from ``api.views`` (the API's own makers of ``wire`` models)
+and the store's answers the API sends, so a page says what the API says. Called under the
+engine's gate (``pages.engine_call``). Changes nothing. Must not touch: HTTP, SQL, rules.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...runspec.vocabulary import RunState, WorkerState
+from ...wire import models as wire
+from ..api.context import Scoped
+from ..api.views import machine_views, run_view, worker_page
+from ..engine import Engine
+from ..scheduler import HOLDING
+
+__all__ = [
+    "LOG_CHUNK",
+    "PER_PAGE",
+    "GpuMachine",
+    "RunsPage",
+    "gpu_map",
+    "log_chunk",
+    "queue",
+    "run_events",
+    "runs_page",
+    "sources",
+    "workers_tab",
+]
+
+#: Rows on one page of the Runs page and of a Workers tab.
+PER_PAGE = 50
+#: The most bytes of a log sent at once.
+LOG_CHUNK = 256 * 1024
+#: The most events a run's page shows (the newest).
+EVENTS_SHOWN = 500
+
+
+@dataclass
+class RunsPage:
+    """One page of the Runs page."""
+
+    runs: list[wire.Run]
+    total: int
+    page: int
+    pages: int
+    counts: dict[str, int]
+
+
+def _labelled(document: dict[str, Any], label: str) -> bool:
+    """Whether the run's labels hold ``key=value`` (or ``key``, any value)."""
+    labels = (document.get("metadata") or {}).get("labels") or {}
+    key, eq, value = label.partition("=")
+    if key.strip() not in labels:
+        return False
+    return not eq or str(labels[key.strip()]) == value.strip()
+
+
+def runs_page(api: Scoped, runs_url: str, states: list[str], label: str, page: int) -> RunsPage:
+    """The scope's runs in ``states`` (none: any) with ``label``, newest first, page ``page``
+    (from 0): the filters read each run's record only; only the page's runs are made into views."""
+    engine = api.engine
+    s = engine.state
+    wanted = {RunState(x) for x in states if x in RunState.__members__.values()}
+    mine = api.runs()
+    names = [
+        n
+        for n in mine
+        if (not wanted or s.runs[n].state in wanted)
+        and (not label or _labelled(engine.meta[n].document, label))
+    ]
+    names.reverse()
+    pages = max(1, -(-len(names) // PER_PAGE))
+    page = min(max(page, 0), pages - 1)
+    chosen = names[page * PER_PAGE : (page + 1) * PER_PAGE]
+    counts = Counter(str(s.runs[n].state) for n in mine)
+    return RunsPage(
+        runs=[run_view(engine, n, runs_url, api.scope.workspace) for n in chosen],
+        total=len(names),
+        page=page,
+        pages=pages,
+        counts=dict(counts),
+    )
+
+
+def workers_tab(engine: Engine, run: str, page: int) -> tuple[wire.WorkerPage, int, int]:
+    """Page ``page`` of the run's workers by rank (held to the pages there are), the page shown
+    and how many pages there are."""
+    r = engine.state.runs[run]
+    pages = max(1, -(-sum(engine.state.counts[run].values()) // PER_PAGE))
+    page = min(max(page, 0), pages - 1)
+    after = (r.seq, page * PER_PAGE - 1) if page > 0 else None
+    found, _ = worker_page(engine, [run], {run}, None, PER_PAGE, after)
+    return found, page, pages
+
+
+def run_events(engine: Engine, run: str) -> tuple[list[wire.Event], int]:
+    """The run's events in time order (the newest ``EVENTS_SHOWN``), and how many it has. Its own
+    page: a run's events grow with its workers (an array of 10,000 has tens of thousands)."""
+    rows = engine.store.event_rows(run)
+    return [wire.Event.model_validate(e) for e in rows[-EVENTS_SHOWN:]], len(rows)
+
+
+def log_chunk(engine: Engine, worker: str, offset: int) -> tuple[str, int, bool] | None:
+    """The worker's output from byte ``offset`` (at most ``LOG_CHUNK``), the offset after it,
+    and whether the worker may write more; ``None``: no such worker. The file is the one the
+    executor named (as ``GET /workers/{worker}/logs`` reads)."""
+    w = engine.state.workers.get(worker)
+    if w is None:
+        return None
+    live = w.state in HOLDING or w.state is WorkerState.PENDING
+    where = (engine.processes.get(w.name) or {}).get("log")
+    if where is None:
+        return "", offset, live
+    try:
+        with Path(where).open("rb") as f:
+            f.seek(max(0, offset))
+            data = f.read(LOG_CHUNK)
+    except FileNotFoundError:
+        return "", offset, live
+    # cut at the last whole UTF-8 character: the next chunk starts with the rest
+    cut = len(data)
+    while cut > 0 and cut > len(data) - 4 and (data[cut - 1] & 0xC0) == 0x80:
+        cut -= 1
+    if cut > 0 and data[cut - 1] >= 0xC0:
+        cut -= 1
+    if cut == 0 and data:
+        cut = len(data)
+    return data[:cut].decode("utf-8", "replace"), max(0, offset) + cut, live
+
+
+def sources(engine: Engine, prefix: str) -> wire.SourceList:
+    """The workspace's sources (their keys start with ``prefix``) as ``GET /sources`` answers them."""
+    return wire.SourceList.model_validate_json(engine.store.list_sources_json(prefix))
+
+
+@dataclass
+class GpuMachine:
+    """One machine of the GPU map: its GPUs, each held by a run (``None``: free), and which are
+    unhealthy (the last ``gpus - healthy_gpus``)."""
+
+    machine: wire.Machine
+    slots: list[str | None] = field(default_factory=list)
+    unhealthy: int = 0
+
+
+def gpu_map(api: Scoped) -> dict[str, dict[str, list[GpuMachine]]]:
+    """rack → NVLink domain → machines, each GPU coloured by the workspace's run holding it (a
+    GPU another workspace holds is shown as held, by no run named)."""
+    engine = api.engine
+    mine = api.runs()
+    holding, _ = worker_page(engine, mine, None, set(HOLDING), None, None)
+    held: dict[str, list[str | None]] = defaultdict(list)
+    for w in holding.items:
+        if w.machine:
+            held[w.machine].extend([w.run] * w.gpus)
+    out: dict[str, dict[str, list[GpuMachine]]] = defaultdict(lambda: defaultdict(list))
+    for m in machine_views(engine):
+        slots: list[str | None] = list(held.get(m.name, []))[: m.gpus]
+        slots += [None] * (m.gpus - len(slots))
+        bad = m.gpus - m.healthy_gpus if m.healthy_gpus is not None else 0
+        out[m.rack or "-"][m.nvlink_domain or "-"].append(GpuMachine(m, slots, bad))
+    return {k: dict(v) for k, v in sorted(out.items())}
+
+
+def queue(api: Scoped, limit: int = 200) -> tuple[list[wire.Worker], list[wire.Run], int]:
+    """What of the workspace waits: pending workers (with their reasons), runs not admitted yet,
+    and how many workers wait in all."""
+    engine = api.engine
+    mine = api.runs()
+    waiting, _ = worker_page(engine, mine, None, {WorkerState.PENDING}, limit, None)
+    s = engine.state
+    unplaced = [n for n in mine if s.runs[n].state is RunState.PENDING and not s.run_workers.get(n)]
+    runs = [run_view(engine, n, "", "") for n in unplaced[:limit]]
+    return waiting.items, runs, waiting.total

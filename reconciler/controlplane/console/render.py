@@ -1,0 +1,100 @@
+"""The console's pages as HTML: one jinja2 environment over the package's templates, escaping all.
+
+Owns ``render`` (a template and its context as a response, with what every page shows: the
+console's paths, the viewer's CSRF token) and the filters the templates use (``age``, ``when``,
+``bytes``, ``yaml``). Autoescape is on for every template: a label, an env value or a log line
+holding ``<script>`` is shown as text. Must not touch: the engine, access rules.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from ..scopes import DEFAULT_SCOPE
+
+__all__ = ["ENV", "render"]
+
+ENV = Environment(
+    loader=PackageLoader("reconciler.controlplane.console", "templates"),
+    autoescape=select_autoescape(default=True, default_for_string=True),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def age(at: float | None, now: float | None = None) -> str:
+    """``3m``, ``2h``, ``4d``: how long ago ``at`` was (``-`` for none)."""
+    if at is None:
+        return "-"
+    seconds = max(0, int((now if now is not None else time.time()) - at))
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "m")):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def when(at: float | None) -> str:
+    if at is None:
+        return "-"
+    return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def size(n: int | None) -> str:
+    if not n:
+        return "-"
+    for unit, step in (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20)):
+        if (n >= step and n % step == 0) or n >= step * 10:
+            return f"{n / step:g}{unit}"
+    return str(n)
+
+
+def as_yaml(data: Any) -> str:
+    """``data`` as block YAML, keys in their order (ruamel's round-trip dumper keeps it)."""
+    import io
+
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="rt")
+    yaml.default_flow_style = False
+    yaml.width = 100_000
+    out = io.StringIO()
+    yaml.dump(data, out)
+    return out.getvalue()
+
+
+ENV.filters.update(age=age, when=when, bytes=size, yaml=as_yaml, json=lambda d: json.dumps(d, indent=2))
+
+
+def render(request: Request, name: str, context: dict[str, Any], *, status: int = 200) -> HTMLResponse:
+    """``name`` rendered with ``context``, the scope's paths and the viewer's CSRF token."""
+    api = request.app.state.astra
+    scoped = getattr(request.state, "scoped", None)
+    org, workspace, cluster = scoped.scope if scoped is not None else DEFAULT_SCOPE
+    base = f"/o/{org}/w/{workspace}/jobs/{cluster}"
+    page = ENV.get_template(name).render(
+        {
+            "org": org,
+            "workspace": workspace,
+            "cluster": cluster,
+            "base": base,
+            "csrf": getattr(request.state, "csrf", None) or "",
+            "signed_in": getattr(request.state, "signed_in", False),
+            "now": api.clock.now(),
+            **context,
+        }
+    )
+    headers = {
+        "Cache-Control": "no-store",
+        "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; "
+        "script-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "same-origin",
+    }
+    return HTMLResponse(page, status_code=status, headers=headers)
