@@ -18,3 +18,6 @@ def register(app: Any) -> None:
     from .describe import describe_app
 
     app.add_typer(describe_app, name="describe")
+    from .logs import logs
+
+    app.command("logs")(logs)
