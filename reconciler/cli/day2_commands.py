@@ -21,3 +21,6 @@ def register(app: Any) -> None:
     from .logs import logs
 
     app.command("logs")(logs)
+    from .delete import delete
+
+    app.command("delete")(delete)
