@@ -24,3 +24,6 @@ def register(app: Any) -> None:
     from .delete import delete
 
     app.command("delete")(delete)
+    from .rerun import rerun
+
+    app.command("rerun")(rerun)

@@ -39,7 +39,7 @@ def delete(
 
         astra delete train eval --yes
     """
-    from .runviews import CommandFailed, annotations, workers_short
+    from .runviews import CommandFailed, run_annotations, workers_short
 
     with failing():
         cluster = open_cluster(server, token)
@@ -50,7 +50,7 @@ def delete(
         runs = [r for r in found if r is not None]
         for r in runs:
             echo(f"- {r.name}  {r.state}, workers {workers_short(r)} running")
-            notes = annotations(r)
+            notes = run_annotations(r)
             if "astra.source" in notes:
                 where = f" from {notes['astra.file']}" if "astra.file" in notes else ""
                 echo(

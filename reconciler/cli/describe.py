@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..runspec.rerun import RERUN_INDICES, RERUN_OF
 from .day2 import ServerOpt, TokenOpt, failing, open_cluster
 from .output import echo
 
@@ -34,9 +35,6 @@ describe_app = typer.Typer(
 LOG_LINES = 10
 #: How many failed workers' logs describe shows at most (an array can fail by thousands).
 LOGS_OF = 5
-#: Annotations a rerun carries (``reconciler.cli.rerun``): the run it reruns, and which indices.
-RERUN_OF = "astra.rerun-of"
-RERUN_INDICES = "astra.rerun-indices"
 
 
 @describe_app.command("run")
@@ -69,10 +67,10 @@ def _when(at: float | None) -> str:
 
 def describe_lines(cluster: Any, name: str, now: float) -> list[str]:
     """What ``astra describe run NAME`` prints."""
-    from .runviews import age, annotations, labels, the_run
+    from .runviews import age, run_annotations, run_labels, the_run
 
     run = the_run(cluster, name)
-    notes = annotations(run)
+    notes = run_annotations(run)
     counts = ", ".join(f"{k} {v}" for k, v in sorted(run.task_counts.items()))
     total = sum(run.task_counts.values())
     out = [
@@ -85,7 +83,7 @@ def describe_lines(cluster: Any, name: str, now: float) -> list[str]:
     ]
     if run.finished_at is not None:
         out.append(f"Finished:  {_when(run.finished_at)}")
-    found = labels(run)
+    found = run_labels(run)
     out.append("Labels:    " + (", ".join(f"{k}={v}" for k, v in sorted(found.items())) or "-"))
     out += _origin(cluster, run, notes)
     out += ["", "Spec (normalised):", *_spec(run.document)]
@@ -107,9 +105,9 @@ def _origin(cluster: Any, run: Any, notes: dict[str, str]) -> list[str]:
         lines = ["Source:    - (not applied by astra: submitted by hand, or by another tool)"]
     if RERUN_OF in notes:
         lines.append(f"Rerun of:  {notes[RERUN_OF]} (its indices {notes.get(RERUN_INDICES, '-')})")
-    from .runviews import annotations
+    from .runviews import run_annotations
 
-    reruns = sorted(r.name for r in cluster.list_runs() if annotations(r).get(RERUN_OF) == run.name)
+    reruns = sorted(r.name for r in cluster.list_runs() if run_annotations(r).get(RERUN_OF) == run.name)
     if reruns:
         lines.append(f"Reruns:    {', '.join(reruns)}")
     return lines

@@ -34,7 +34,7 @@ def logs(
     ] = False,
     attempt: Annotated[
         int | None,
-        typer.Option("--attempt", help="That attempt's output (0 the first; default: the latest)."),
+        typer.Option("--attempt", help="That attempt's output (1 the first; default: the latest)."),
     ] = None,
     tail: Annotated[int | None, typer.Option("--tail", min=0, help="Only the last N lines.")] = None,
     every: Annotated[

@@ -19,11 +19,11 @@ from ..runs import LiveRun
 __all__ = [
     "CommandFailed",
     "age",
-    "annotations",
-    "labels",
     "layout",
     "matches",
     "parse_selector",
+    "run_annotations",
+    "run_labels",
     "run_record",
     "run_row",
     "short_revision",
@@ -50,13 +50,13 @@ def age(since: float | None, now: float) -> str:
     return f"{seconds}s"
 
 
-def annotations(run: LiveRun) -> dict[str, str]:
+def run_annotations(run: LiveRun) -> dict[str, str]:
     meta = run.document.get("metadata") or {}
     found = meta.get("annotations") or {}
     return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
 
 
-def labels(run: LiveRun) -> dict[str, str]:
+def run_labels(run: LiveRun) -> dict[str, str]:
     meta = run.document.get("metadata") or {}
     found = meta.get("labels") or {}
     return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
@@ -81,7 +81,7 @@ def short_revision(revision: str) -> str:
 
 
 def run_row(run: LiveRun, now: float, *, wide: bool = False) -> tuple[str, ...]:
-    notes = annotations(run)
+    notes = run_annotations(run)
     row: tuple[str, ...] = (
         run.name,
         run.state,
@@ -102,7 +102,7 @@ WIDE_COLUMNS = (*RUN_COLUMNS, "FILE", "REVISION")
 
 def run_record(run: LiveRun) -> dict[str, Any]:
     """A run as ``-o json|yaml`` lists it: what the table shows, whole, with times in seconds."""
-    notes = annotations(run)
+    notes = run_annotations(run)
     return {
         "name": run.name,
         "state": run.state,
@@ -112,7 +112,7 @@ def run_record(run: LiveRun) -> dict[str, Any]:
         "task_counts": dict(sorted(run.task_counts.items())),
         "gpus": run.gpus_held,
         "created_at": run.created_at,
-        "labels": labels(run),
+        "labels": run_labels(run),
         "source": notes.get("astra.source"),
         "file": notes.get("astra.file"),
         "revision": notes.get("astra.revision"),
@@ -139,7 +139,7 @@ def parse_selector(given: Sequence[str]) -> dict[str, str]:
 
 
 def matches(run: LiveRun, selector: dict[str, str], states: Sequence[str]) -> bool:
-    have = labels(run)
+    have = run_labels(run)
     if any(have.get(k) != v for k, v in selector.items()):
         return False
     return not states or run.state.lower() in {s.lower() for s in states}

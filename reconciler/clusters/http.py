@@ -217,6 +217,11 @@ class HttpCluster:
         response = self.request("GET", f"/workers/{quote(worker, safe='')}/logs", params={"attempt": attempt})
         return response.text
 
+    def rerun(self, name: str, *, failed: bool = False) -> LiveRun:
+        """``POST /runs/{name}/rerun``: the run that starts (the same, or ``<run>-rerun-<k>``)."""
+        path = f"/runs/{quote(name, safe='')}/rerun"
+        return _live(self._json(self.request("POST", path, json={"failed": failed})))
+
     def capacity(self) -> Capacity | None:
         """What the cluster's machines hold (``GET /machines``); ``None`` when the API does not
         say (an Astraeus API without that route)."""
