@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -206,9 +205,17 @@ def apply(
     wait: Annotated[
         bool,
         typer.Option(
-            "--wait", help="Follow the runs until each runs (Service) or ends (Batch); 1 if any failed."
+            "--wait",
+            help="Follow the runs until each is Ready (a Service: Running for --settle seconds without "
+            "a restart) or ends (Batch); 1 naming each that failed or restarted.",
         ),
     ] = False,
+    settle: Annotated[
+        float,
+        typer.Option(
+            "--settle", min=0, help="With --wait: how long a Service runs without a restart to be Ready."
+        ),
+    ] = 10.0,
     verbose: Verbose = False,
     source: SourceName = None,
     state: StateUrl = None,
@@ -263,7 +270,7 @@ def apply(
                 on_entry=progress.advance,
                 allow_dirty=allow_dirty,
             )
-        raise Exit(_outcome(done, s.cluster, verbose=verbose, wait=wait))
+        raise Exit(_outcome(done, s.cluster, verbose=verbose, wait=wait, settle=settle))
 
 
 def _reviewer(
@@ -360,7 +367,7 @@ def _setup(
     return saved, setup([str(planfile.parent)], source=saved.source, state=state, server=server, token=token)
 
 
-def _outcome(done: Any, cluster: Any, *, verbose: bool, wait: bool) -> int:
+def _outcome(done: Any, cluster: Any, *, verbose: bool, wait: bool, settle: float = 10.0) -> int:
     """Print what ``apply_source`` did; the exit code (``--wait``: once the runs settled)."""
     from ..plan import render_apply
 
@@ -376,7 +383,11 @@ def _outcome(done: Any, cluster: Any, *, verbose: bool, wait: bool) -> int:
     if not done.result.ok:
         return 1
     if wait:
-        return _wait(cluster, [c.address for c in done.plan.changes if c.action.value != "delete"])
+        from .waiting import wait_and_report
+
+        kept = [c for c in done.plan.changes if c.action.value != "delete"]
+        fresh = [c.address for c in kept if c.action.value in ("create", "replace")]
+        return wait_and_report(cluster, [c.address for c in kept], fresh, settle)
     return 0
 
 
@@ -433,37 +444,3 @@ class _Progress:
     def __exit__(self, *exc: Any) -> None:
         if self._bar is not None:
             self._bar.__exit__(*exc)
-
-
-def _wait(cluster: Any, names: list[str]) -> int:
-    """Follow runs with a live table until each has settled; 1 when any failed."""
-    from rich.console import Console
-    from rich.live import Live
-    from rich.table import Table
-
-    from ..apply import wait_for_runs
-
-    def table(runs: dict[str, Any]) -> Table:
-        t = Table("RUN", "STATE", "REASON", "WORKERS", box=None)
-        for name, run in runs.items():
-            if run is None:
-                t.add_row(name, "Gone", "", "")
-                continue
-            counts = " ".join(f"{k}={v}" for k, v in sorted(run.task_counts.items()))
-            t.add_row(name, run.state, run.reason, counts)
-        return t
-
-    console = Console()
-    with Live(table({}), console=console, auto_refresh=False) as live:
-        runs = wait_for_runs(
-            cluster,
-            names,
-            sleep=time.sleep,
-            on_update=lambda r: live.update(table(r), refresh=True),
-            interval=1.0,
-        )
-    bad = sorted(n for n, r in runs.items() if r is not None and r.state in ("Failed", "Cancelled"))
-    if bad:
-        error(f"{len(bad)} of {len(runs)} runs did not succeed: {', '.join(bad)}")
-        return 1
-    return 0

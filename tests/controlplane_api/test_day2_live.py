@@ -54,3 +54,14 @@ def test_logs_follow_prints_a_running_worker_s_output_until_it_ends(live):
     until(lambda: live.api("GET", "/runs/talk").json()["status"]["state"] == "Running", what="talk to run")
     followed = live.astra("logs", "talk", "-f")
     assert (followed.returncode, followed.stdout) == (0, "line 1\nline 2\nline 3\n")
+
+
+def test_apply_wait_on_a_service_that_exits_fails_naming_run_and_reason(live):
+    (live.cwd / "web.yaml").write_text(
+        "metadata: {name: web}\n"
+        "spec:\n  lifetime: Service\n"
+        "  task_template: {image: busybox, command: sh, args: [-c, 'exit 1'], time_limit_seconds: 60}\n"
+    )
+    done = live.astra("apply", "-f", "web.yaml", "--source", "s", "--yes", "--wait", "--settle", "30")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "astra: error: run web is Restarting: Exited with code 1; restart 1" in done.stderr
