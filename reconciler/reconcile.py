@@ -133,6 +133,8 @@ class Source:
     checkout: Checkout | None = None
     #: Whether ``plan_source`` reads the git revision of ``paths``' working tree.
     probe: bool = True
+    #: Runs to plan as replaced though unchanged (``--replace RUN``: ``plan.replace``).
+    replace: tuple[str, ...] = ()
 
 
 def observe(cluster: Cluster, names: Collection[str] | None = None) -> dict[str, LiveRun]:
@@ -473,4 +475,9 @@ def plan_source(
             inventory=None if read is None else read.inventory,
             listed=None if read is None else read.listed,
         )
+        if source.replace:
+            from .plan.replace import force_replace
+
+            full = documents(loaded, source.replace)  # the load cache keeps digests, not documents
+            made = force_replace(made, source.replace, lambda n: full[n].after() if n in full else None)
         return loaded, with_revision(made, checkout, loaded)

@@ -132,6 +132,7 @@ _FAST: dict[str, tuple[dict[str, tuple[str, str]], str | None, dict[str, str]]] 
             "--git-token-file": ("git_token_file", "value"),
             "--revision": ("revision", "value"),
             "--strict": ("strict", "flag"),
+            "--replace": ("replace", "list"),
         },
         "paths",
         {"server": "ASTRA_SERVER", "token": "ASTRA_TOKEN"},

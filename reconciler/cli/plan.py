@@ -105,6 +105,13 @@ Revision = Annotated[
 Strict = Annotated[
     bool, typer.Option("--strict", help="Warnings (a run without a time limit, …) are errors.")
 ]
+Replace = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--replace",
+        help="Plan this run as replaced (stopped, started again) though its file is unchanged; repeatable.",
+    ),
+]
 
 
 def plan(
@@ -142,6 +149,7 @@ def plan(
     git_token_file: GitTokenFile = None,
     revision: Revision = None,
     strict: Strict = False,
+    replace: Replace = None,
 ) -> None:
     """Show what apply would change, and what it costs; change nothing.
 
@@ -157,6 +165,8 @@ def plan(
         astra plan -f runs/ --prune --out plan.json --detailed-exitcode
 
         astra plan --git https://github.com/acme/runs.git --ref main --path runs -o markdown
+
+        astra plan -f runs/ --replace nightly-eval   (rerun it, the plan reviewed)
     """
     raise Exit(
         plan_command(
@@ -180,6 +190,7 @@ def plan(
             revision,
             paths,
             strict,
+            replace,
         )
     )
 
@@ -228,6 +239,7 @@ def apply(
     revision: Revision = None,
     allow_dirty: AllowDirty = False,
     strict: Strict = False,
+    replace: Replace = None,
 ) -> None:
     """Apply the files (-f) or a saved plan (PLANFILE) to the cluster: exactly what the plan shows.
 
@@ -256,7 +268,7 @@ def apply(
     given = Git(git, ref, path, git_token_file, revision)
     with failures():
         saved, s = _setup(
-            planfile, files, source, state, server, token, template, sets, prune, allow_empty, given
+            planfile, files, source, state, server, token, template, sets, prune, allow_empty, given, replace
         )
         with progress:
             done = apply_source(
@@ -340,6 +352,7 @@ def _setup(
     prune: bool,
     allow_empty: bool,
     git: Any = None,
+    replace: list[str] | None = None,
 ) -> tuple[Any, Setup]:
     """The saved plan (``None`` for -f) and the source, cluster and store the options name."""
     from ..plan import plan_from_json
@@ -357,6 +370,7 @@ def _setup(
             prune=prune,
             allow_empty=allow_empty,
             git=git,
+            replace=replace or (),
         )
         return None, made
     try:
