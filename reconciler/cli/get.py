@@ -118,8 +118,18 @@ def render_runs(chosen: list[Any], output: str, now: float, address: str, filter
         return _structured([run_record(r) for r in chosen], output)
     if not chosen:
         return [f"No runs on {address}" + (" match" if filtered else "") + "."]
+    from .colour import enabled, paint_state
+
     wide = output == "wide"
-    return layout(WIDE_COLUMNS if wide else RUN_COLUMNS, (run_row(r, now, wide=wide) for r in chosen))
+    lines = layout(WIDE_COLUMNS if wide else RUN_COLUMNS, (run_row(r, now, wide=wide) for r in chosen))
+    if not enabled():
+        return lines
+    start = lines[0].index("STATE")  # the column's place; its width runs to the next column's
+    width = lines[0].index("REASON") - start
+    return [lines[0]] + [
+        line[:start] + paint_state(r.state, width, True) + line[start + width :]
+        for line, r in zip(lines[1:], chosen, strict=True)
+    ]
 
 
 def _structured(items: list[dict[str, Any]], output: str) -> list[str]:

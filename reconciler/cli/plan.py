@@ -301,7 +301,9 @@ def _reviewer(
 
     def review(made: Plan) -> bool:
         data = plan_to_json(made)
-        sys.stdout.write(revision_lines(data) + render_plan(data, verbose=verbose))
+        from .colour import enabled, paint_plan
+
+        sys.stdout.write(paint_plan(revision_lines(data) + render_plan(data, verbose=verbose), enabled()))
         impossible = impossible_asks(made, cluster())
         if impossible:
             for line in impossible:

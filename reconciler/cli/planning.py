@@ -314,8 +314,9 @@ def plan_command(
             sys.stdout.write(text)
         else:
             from ..plan.render_markdown import revision_lines
+            from .colour import enabled, paint_plan
 
-            sys.stdout.write(revision_lines(data) + render_plan(data, verbose=verbose))
+            sys.stdout.write(paint_plan(revision_lines(data) + render_plan(data, verbose=verbose), enabled()))
             if out is not None:
                 echo(f"Saved the plan to {out}: 'astra apply {out}' carries out exactly this plan.")
         warned = plan_warnings(made)
