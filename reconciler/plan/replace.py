@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from ..runs import PlanError
-from .model import Action, Plan
+from .model import Action, Cost, Plan
 
 __all__ = ["REASON_ASKED", "force_replace"]
 
@@ -24,11 +24,15 @@ REASON_ASKED = "replaced as asked (--replace)"
 
 
 def force_replace(
-    plan: Plan, names: Collection[str], after_of: Callable[[str], dict[str, Any] | None]
+    plan: Plan,
+    names: Collection[str],
+    after_of: Callable[[str], dict[str, Any] | None],
+    cost_of: Callable[[str], Cost | None] = lambda name: None,
 ) -> Plan:
     """``plan`` with each of ``names`` replaced (see the module docstring). ``after_of(name)``:
     the files' normalised document of a run (``None``: the files hold no such run), for a noop
-    that carries none (its digests agreed: ``build._unchanged``)."""
+    that carries none (its digests agreed: ``build._unchanged``); ``cost_of(name)``: what
+    replacing it stops (``plan.cost_of`` of the live run), for a change that says none."""
     if not names:
         return plan
     by_name = {c.address: c for c in plan.changes}
@@ -44,6 +48,9 @@ def force_replace(
         if c.address in wanted and c.action in (Action.noop, Action.update):
             after = c.after if c.after is not None else after_of(c.address)
             before = c.before if c.before is not None else after
-            c = dataclasses.replace(c, action=Action.replace, before=before, after=after, reason=REASON_ASKED)
+            cost = c.cost if c.cost is not None else cost_of(c.address)
+            c = dataclasses.replace(
+                c, action=Action.replace, before=before, after=after, reason=REASON_ASKED, cost=cost
+            )
         changes.append(c)
     return dataclasses.replace(plan, changes=tuple(changes))

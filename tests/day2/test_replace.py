@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import time
 
 
 def test_replace_plans_an_unchanged_run_again_and_apply_carries_it_out(world, cli, snapshot):
     world.run("a")
     world.run("b")
     assert cli("apply", "-f", "runs", "--source", "s", "--yes")[0] == 0
-    world.cluster.start("a", workers=1, gpus=1)
-    world.cluster.finish("a", "Failed", reason="Worker a-0 failed on m0: Exited with code 1")
+    world.cluster.start(
+        "a", workers=2, gpus=8, started_at=time.time() - 2 * 3600 - 60
+    )  # the plan's clock is real
     code, out, _ = cli("plan", "-f", "runs", "--source", "s", "--detailed-exitcode")
     assert code == 0  # unchanged files: nothing to do
     code, out, _ = cli("plan", "-f", "runs", "--source", "s", "--replace", "a", "--detailed-exitcode")
