@@ -71,6 +71,7 @@ def runs(
         astra get runs sweep -o json
     """
     from . import day2
+    from .listing import print_listing
     from .runviews import parse_selector, run_record
 
     with failing():
@@ -83,9 +84,12 @@ def runs(
             if seen != shown:  # a change of the runs, not of their ages
                 if shown is not None:
                     echo()
-                filtered = bool(wanted or states)
-                for line in render_runs(chosen, output.value, day2.clock(), cluster.address, filtered):
-                    echo(line)
+                if output.value in ("json", "yaml"):
+                    print_listing(seen, output.value)
+                else:
+                    filtered = bool(wanted or states)
+                    for line in render_runs(chosen, output.value, day2.clock(), cluster.address, filtered):
+                        echo(line)
                 shown = seen
             if not watch:
                 return
@@ -111,11 +115,9 @@ def select_runs(cluster: Any, names: list[str], selector: dict[str, str], states
 
 
 def render_runs(chosen: list[Any], output: str, now: float, address: str, filtered: bool) -> list[str]:
-    """The lines ``astra get runs`` prints (the table, or the JSON/YAML text)."""
-    from .runviews import RUN_COLUMNS, WIDE_COLUMNS, layout, run_record, run_row
+    """The lines of ``astra get runs``'s table (``output``: table or wide)."""
+    from .runviews import RUN_COLUMNS, WIDE_COLUMNS, layout, run_row
 
-    if output in ("json", "yaml"):
-        return _structured([run_record(r) for r in chosen], output)
     if not chosen:
         return [f"No runs on {address}" + (" match" if filtered else "") + "."]
     from .colour import enabled, paint_state
@@ -130,22 +132,6 @@ def render_runs(chosen: list[Any], output: str, now: float, address: str, filter
         line[:start] + paint_state(r.state, width, True) + line[start + width :]
         for line, r in zip(lines[1:], chosen, strict=True)
     ]
-
-
-def _structured(items: list[dict[str, Any]], output: str) -> list[str]:
-    import io
-    import json
-
-    if output == "json":
-        return json.dumps(items, indent=2, ensure_ascii=False).splitlines()
-    from ruamel.yaml import YAML
-
-    yaml: Any = YAML(typ="safe", pure=True)
-    yaml.default_flow_style = False
-    yaml.sort_base_mapping_type_on_output = False
-    text = io.StringIO()
-    yaml.dump(items, text)
-    return text.getvalue().splitlines()
 
 
 get_app.command(
