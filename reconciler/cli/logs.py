@@ -58,10 +58,16 @@ def logs(
         run, workers = _targets(cluster, target, every)
         prefix = len(workers) > 1 or every
         texts = {w: read_log(cluster, w, attempt) for w in workers}
+        following = follow and attempt is None
+        partial = dict.fromkeys(workers, "")  # followed with prefixes: a line is printed once whole
         for w in workers:
-            _print(_tailed(texts[w], tail), w if prefix else None)
-        if follow and attempt is None:
-            _follow(cluster, run, workers, texts, prefix)
+            shown = _tailed(texts[w], tail)
+            if following and prefix:
+                shown, _, partial[w] = shown.rpartition("\n")
+                shown += "\n" if shown else ""
+            _print(shown, w if prefix else None)
+        if following:
+            _follow(cluster, run, workers, texts, partial if prefix else None)
 
 
 def read_log(cluster: Any, worker: str, attempt: int | None) -> str:
@@ -112,8 +118,11 @@ def _print(text: str, prefix: str | None) -> None:
     sys.stdout.flush()
 
 
-def _follow(cluster: Any, run: str, workers: list[str], texts: dict[str, str], prefix: bool) -> None:
-    """Print what each worker writes, until every one of them has ended (or Ctrl-C)."""
+def _follow(
+    cluster: Any, run: str, workers: list[str], texts: dict[str, str], partial: dict[str, str] | None
+) -> None:
+    """Print what each worker writes, until every one of them has ended (or Ctrl-C); ``partial``
+    (lines prefixed with the worker's name): each worker's line not yet whole."""
     from . import day2
 
     live = set(workers)
@@ -128,9 +137,15 @@ def _follow(cluster: Any, run: str, workers: list[str], texts: dict[str, str], p
             before = texts[name]
             new = text[len(before) :] if text.startswith(before) else text  # a new attempt: from its start
             texts[name] = text
-            _print(new, name if prefix else None)
+            if partial is not None:
+                whole, _, partial[name] = (partial[name] + new).rpartition("\n")
+                _print(whole + "\n" if whole else "", name)
+            else:
+                _print(new, None)
             if _ended(states.get(name)):
                 live.discard(name)
+                if partial is not None and partial[name]:
+                    _print(partial[name], name)
 
 
 def _ended(worker: Any) -> bool:

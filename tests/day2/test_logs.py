@@ -62,3 +62,21 @@ def test_follow_goes_on_through_a_restart_and_starts_the_new_attempt_from_its_be
     later += [fails, again, lambda: world.cluster.finish("job", "Failed")]
     code, out, _ = cli("logs", "job-0", "-f")
     assert (code, out) == (0, "loading\nstep 1\nstep 2\nloading again\n")
+
+
+def test_follow_all_prefixes_whole_lines_only(world, cli, later):
+    two_workers(world)
+    world.cluster.set_log("job-1", "hello from 1\nhalf")
+
+    def rest() -> None:
+        world.cluster.set_log("job-1", "hello from 1\nhalf a line\n")
+        world.cluster.set_log("job-0", "loading\nstep 1\nstep 2\ndone")
+        world.cluster.finish("job")
+
+    later += [rest]
+    code, out, _ = cli("logs", "job", "--all", "-f")
+    assert code == 0
+    assert out.splitlines() == [
+        "job-0 | loading", "job-0 | step 1", "job-0 | step 2", "job-1 | hello from 1",
+        "job-0 | done", "job-1 | half a line",
+    ]  # fmt: skip
