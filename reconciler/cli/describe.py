@@ -35,6 +35,8 @@ describe_app = typer.Typer(
 LOG_LINES = 10
 #: How many failed workers' logs describe shows at most (an array can fail by thousands).
 LOGS_OF = 5
+#: How many of a run's events describe shows, the latest (a run of 10,000 workers has 20,000).
+EVENTS_SHOWN = 50
 
 
 @describe_app.command("run")
@@ -139,6 +141,8 @@ def _events(cluster: Any, name: str, created: float | None) -> list[str]:
     if not events:
         return ["Events:    none yet."]
     base = created if created is not None else events[0].get("at") or 0.0
+    earlier = len(events) - EVENTS_SHOWN
+    events = events[-EVENTS_SHOWN:]
     rows = [
         (
             f"+{max(0, int((e.get('at') or base) - base))}s",
@@ -149,7 +153,9 @@ def _events(cluster: Any, name: str, created: float | None) -> list[str]:
         )
         for e in events
     ]
-    return ["Events:", *("  " + line for line in layout(("AT", "KIND", "WORKER", "STATE", "REASON"), rows))]
+    table = ["  " + line for line in layout(("AT", "KIND", "WORKER", "STATE", "REASON"), rows)]
+    more = [f"  … {earlier} earlier events: GET /runs/{name}/events"] if earlier > 0 else []
+    return ["Events:", *table[:1], *more, *table[1:]]
 
 
 def _workers(workers: list[Any]) -> list[str]:

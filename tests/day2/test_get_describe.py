@@ -120,3 +120,19 @@ def test_describe_tells_the_run_whole(world, cli, snapshot):
 
 def test_describe_an_unknown_run_is_one_line(world, cli):
     assert cli("describe", "run", "ghost") == (1, "", "astra: error: no run ghost on fake://test\n")
+
+
+def test_describe_shows_the_events_in_time_order_and_only_the_latest_of_many(world, cli):
+    world.cluster.create_run({"metadata": {"name": "big"}, "spec": {"task_template": {"image": "x"}}})
+    t0 = world.cluster.get_run("big").created_at
+    events = [
+        {"at": t0 + i, "kind": "StartWorker", "worker": f"big-{i}", "state": "Running", "reason": ""}
+        for i in range(60)
+    ]
+    world.cluster.events = lambda name: list(reversed(events))  # the cluster keeps events
+    out = cli("describe", "run", "big")[1]
+    shown = out.split("Events:\n")[1].split("\n\n")[0].splitlines()
+    assert shown[0].split() == ["AT", "KIND", "WORKER", "STATE", "REASON"]
+    assert shown[1] == "  … 10 earlier events: GET /runs/big/events"
+    assert [line.split()[2] for line in shown[2:]] == [f"big-{i}" for i in range(10, 60)]
+    assert shown[2].split()[0] == "+10s"
