@@ -17,7 +17,6 @@ from typing import Annotated, Any
 
 import typer
 
-from ..runspec.rerun import RERUN_INDICES, RERUN_OF
 from .day2 import ServerOpt, TokenOpt, failing, open_cluster
 from .output import echo
 
@@ -98,6 +97,8 @@ def describe_lines(cluster: Any, name: str, now: float) -> list[str]:
 
 def _origin(cluster: Any, run: Any, notes: dict[str, str]) -> list[str]:
     """Where the run came from, and the reruns that came from it."""
+    from ..runspec.rerun import RERUN_INDICES, RERUN_OF
+
     if "astra.source" in notes:
         where = [f"file {notes['astra.file']}"] if "astra.file" in notes else []
         if "astra.revision" in notes:

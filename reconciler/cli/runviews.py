@@ -12,9 +12,10 @@ typer (the commands are in ``get``, ``describe``, ``logs``, ``delete``, ``rerun`
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..runs import LiveRun
+if TYPE_CHECKING:  # the commands' start-up imports nothing of the layers (README "Speed")
+    from ..runs import LiveRun
 
 __all__ = [
     "CommandFailed",
