@@ -65,3 +65,5 @@ def test_apply_wait_on_a_service_that_exits_fails_naming_run_and_reason(live):
     done = live.astra("apply", "-f", "web.yaml", "--source", "s", "--yes", "--wait", "--settle", "30")
     assert done.returncode == 1, done.stdout + done.stderr
     assert "astra: error: run web is Restarting: Exited with code 1; restart 1" in done.stderr
+    status = live.astra("status").stdout.splitlines()  # the apply itself succeeded
+    assert status[1].split()[:3] == ["s", "Ready", "ReconciliationSucceeded"], status
