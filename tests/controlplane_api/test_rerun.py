@@ -62,3 +62,16 @@ def test_rerun_is_refused_in_one_line_where_it_cannot_be(client, plane):
     )
     assert client.post("/api/runs/ghost/rerun").status_code == 404
     assert client.post("/api/runs/good/rerun", json={"failed": "yes"}).status_code == 422
+
+
+def test_a_rerun_stays_in_its_workspace(client, plane):
+    team = "/api/v1/orgs/default/workspaces/team-a/clusters/default/api"
+    assert client.put("/api/workspaces/team-a/quota", json={"gpus": 8, "runs": 5}).status_code == 200
+    made = client.post(f"{team}/runs", json=tiny("sw", command=SEES, array={"size": 2, "max_parallel": 0}))
+    assert made.status_code == 201, made.text
+    plane.settle_run("default/team-a/default/sw")
+    answer = client.post(f"{team}/runs/sw/rerun", json={"failed": True})
+    assert answer.status_code == 201, answer.text
+    assert answer.json()["metadata"]["name"] == "sw-rerun-1"
+    assert client.get(f"{team}/runs/sw-rerun-1").status_code == 200
+    assert client.get("/api/runs/sw-rerun-1").status_code == 404  # not in the default workspace

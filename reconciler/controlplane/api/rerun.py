@@ -36,7 +36,7 @@ def rerun_run(
     finished (or, with ``failed``, one that is no array, or whose copies all completed)."""
     wanted = wanted or wire.RerunRequest()
     try:
-        record = api.engine.rerun(name, failed=wanted.failed, now=api.clock.now())
+        record = api.engine.rerun(api.key(name), failed=wanted.failed, now=api.clock.now())
     except NotFound as exc:
         raise ApiError(404, wire.Detail(detail=str(exc))) from exc
     except RerunRefused as exc:
@@ -46,6 +46,7 @@ def rerun_run(
     api.on_change()
     api.cache.digest(record.name)
     run = view(api, request, record.name)
+    api.audit("rerun", "run", name, {"failed": wanted.failed, "started": run.metadata.name})
     return answer(run, 201, {"Location": run.status.url})
 
 
