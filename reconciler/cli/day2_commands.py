@@ -14,7 +14,12 @@ __all__ = ["register"]
 def register(app: Any) -> None:
     from .get import get_app
 
-    app.add_typer(get_app, name="get")
+    # one `astra get`: its runs and workers join a group registered already (`get workspaces`)
+    same = next((g.typer_instance for g in app.registered_groups if g.name == "get"), None)
+    if same is None:
+        app.add_typer(get_app, name="get")
+    else:
+        same.registered_commands += get_app.registered_commands
     from .describe import describe_app
 
     app.add_typer(describe_app, name="describe")
