@@ -306,6 +306,10 @@ def apply_source(
         paths = sorted(made.files) if plan is not None and made.files else list(source.paths)
         commit = git_commit(paths)
     result = apply_plan(made, cluster, store, now=now, who=who or owner(), commit=commit, on_entry=on_entry)
+    if result.ok:  # `astra status` says so (the loop's words: reconciler.applied)
+        from .applied import ready_status
+
+        store.set_status(made.source, ready_status(made, now()))
     return SourceApplied(made, result)
 
 

@@ -55,14 +55,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .clusters.base import Cluster, LiveRun, RunSummary, Unreachable, WorkerInfo, summaries
 from .collector import gc_paused
 from .load import FileCache, Loaded, documents, load_source
-from .plan import Plan, build_plan, stopping
+from .plan import Cost, Plan, build_plan, cost_of, stopping
 from .readahead import read_ahead
 from .runs import DesiredItem
 from .runspec.errors import FieldError
@@ -133,6 +133,8 @@ class Source:
     checkout: Checkout | None = None
     #: Whether ``plan_source`` reads the git revision of ``paths``' working tree.
     probe: bool = True
+    #: Runs to plan as replaced though unchanged (``--replace RUN``: ``plan.replace``).
+    replace: tuple[str, ...] = ()
 
 
 def observe(cluster: Cluster, names: Collection[str] | None = None) -> dict[str, LiveRun]:
@@ -473,4 +475,24 @@ def plan_source(
             inventory=None if read is None else read.inventory,
             listed=None if read is None else read.listed,
         )
+        if source.replace:
+            from .plan.replace import force_replace
+
+            full = documents(loaded, source.replace)  # the load cache keeps digests, not documents
+            made = force_replace(
+                made, source.replace, lambda n: full[n].after() if n in full else None, _stops(cluster, now)
+            )
         return loaded, with_revision(made, checkout, loaded)
+
+
+def _stops(cluster: Cluster, now: float) -> Callable[[str], Cost | None]:
+    """What replacing a run stops, read from the cluster (``--replace``'s plan says it as any
+    replace's does)."""
+
+    def cost(name: str) -> Cost | None:
+        live = cluster.get_run(name)
+        if live is None:
+            return None
+        return cost_of(live, None if live.final else cluster.workers(name), now)
+
+    return cost

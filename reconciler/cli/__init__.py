@@ -25,7 +25,12 @@ def main(argv: list[str] | None = None) -> int:
     # (30 ms after a plan of 10,000 runs) for the memory the exit gives back anyway: frozen
     with gc_paused(pause=bool(args) and args[0] in _FAST, exiting=argv is None):
         fast = _fast_call(args)
-        if fast is not None:  # plain arguments, without typer: typer imports pydantic (100+ ms)
+        if args in (["--version"], ["-V"]):  # said without typer's import
+            from .output import version_line
+
+            sys.stdout.write(version_line() + "\n")
+            code = 0
+        elif fast is not None:  # plain arguments, without typer: typer imports pydantic (100+ ms)
             code = _guarded(*fast)
         else:
             from .app import run
@@ -70,10 +75,13 @@ def validate_command(
     if as_json:  # the errors alone (--strict: and the warnings), as the contract's list
         print_json([e.to_json() for e in errors])
     else:
+        from .colour import enabled, paint_problem
+
+        out_on, err_on = enabled(sys.stdout), enabled(sys.stderr)
         for e in errors:
-            echo(e.format())
+            echo(paint_problem(e.format(), out_on))
         for w in warnings:
-            echo(w.format(), err=True)
+            echo(paint_problem(w.format(), err_on, warning=True), err=True)
         bad = len({e.file for e in errors if e.file != "<command line>"})
         if errors:
             noun = "problem" if len(errors) == 1 else "problems"
@@ -132,6 +140,7 @@ _FAST: dict[str, tuple[dict[str, tuple[str, str]], str | None, dict[str, str]]] 
             "--git-token-file": ("git_token_file", "value"),
             "--revision": ("revision", "value"),
             "--strict": ("strict", "flag"),
+            "--replace": ("replace", "list"),
         },
         "paths",
         {"server": "ASTRA_SERVER", "token": "ASTRA_TOKEN"},

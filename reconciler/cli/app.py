@@ -22,11 +22,31 @@ app = typer.Typer(
         "Schema, diffs them against the cluster, shows the plan and applies it."
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion, --show-completion (typer's, for bash, zsh, fish, PowerShell)
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from .output import version_line
+
+        echo(version_line())
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _astra(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", "-V", help="Print astra's version and exit.", callback=_version, is_eager=True
+        ),
+    ] = False,
+) -> None:
+    """astra: declarative runs on an Astraeus GPU cluster."""
 
 
 class Output(StrEnum):
@@ -129,6 +149,9 @@ def _register() -> None:
     from . import teams as teams_cli
 
     teams_cli.register(app)
+    from .day2_commands import register as register_day2
+
+    register_day2(app)
 
 
 _register()

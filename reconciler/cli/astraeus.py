@@ -185,14 +185,16 @@ def logs(
     server: ServerOpt = None,
     token: TokenOpt = None,
 ) -> None:
-    """Print a worker's output."""
+    """Print a worker's output (on Slurm: from its job's output files)."""
     import sys
 
-    from .remote import CommandError, call
+    from ..clusters import ClusterError
+    from .connect import connect
+    from .logs import read_log
+    from .runviews import CommandFailed
 
-    path = f"/workers/{worker}/logs" + (f"?attempt={attempt}" if attempt is not None else "")
     try:
-        text = call("GET", path, server=server, token=token, start=False).text
-    except CommandError as exc:
+        text = read_log(connect(server, token, start=False), worker, attempt)
+    except (ClusterError, CommandFailed) as exc:
         raise _fail(str(exc)) from exc
     sys.stdout.write(text)

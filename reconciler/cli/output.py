@@ -6,7 +6,7 @@ import json
 import sys
 from typing import Any
 
-__all__ = ["echo", "error", "os_error_words", "print_json"]
+__all__ = ["echo", "error", "os_error_words", "print_json", "version_line"]
 
 
 def echo(text: str = "", *, err: bool = False) -> None:
@@ -29,3 +29,14 @@ def os_error_words(exc: OSError) -> str:
     if exc.filename is None:
         return what
     return f"{exc.filename}: {what}" + (f" (and {exc.filename2})" if exc.filename2 is not None else "")
+
+
+def version_line() -> str:
+    """``astra 0.1.0``: the installed distribution's version (the package's own when not installed)."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("astra-reconciler")
+    except metadata.PackageNotFoundError:
+        from .. import __version__ as version
+    return f"astra {version}"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -106,6 +105,13 @@ Revision = Annotated[
 Strict = Annotated[
     bool, typer.Option("--strict", help="Warnings (a run without a time limit, …) are errors.")
 ]
+Replace = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--replace",
+        help="Plan this run as replaced (stopped, started again) though its file is unchanged; repeatable.",
+    ),
+]
 
 
 def plan(
@@ -143,6 +149,7 @@ def plan(
     git_token_file: GitTokenFile = None,
     revision: Revision = None,
     strict: Strict = False,
+    replace: Replace = None,
 ) -> None:
     """Show what apply would change, and what it costs; change nothing.
 
@@ -158,6 +165,8 @@ def plan(
         astra plan -f runs/ --prune --out plan.json --detailed-exitcode
 
         astra plan --git https://github.com/acme/runs.git --ref main --path runs -o markdown
+
+        astra plan -f runs/ --replace nightly-eval   (rerun it, the plan reviewed)
     """
     raise Exit(
         plan_command(
@@ -181,6 +190,7 @@ def plan(
             revision,
             paths,
             strict,
+            replace,
         )
     )
 
@@ -206,9 +216,17 @@ def apply(
     wait: Annotated[
         bool,
         typer.Option(
-            "--wait", help="Follow the runs until each runs (Service) or ends (Batch); 1 if any failed."
+            "--wait",
+            help="Follow the runs until each is Ready (a Service: Running for --settle seconds without "
+            "a restart) or ends (Batch); 1 naming each that failed or restarted.",
         ),
     ] = False,
+    settle: Annotated[
+        float,
+        typer.Option(
+            "--settle", min=0, help="With --wait: how long a Service runs without a restart to be Ready."
+        ),
+    ] = 10.0,
     verbose: Verbose = False,
     source: SourceName = None,
     state: StateUrl = None,
@@ -221,6 +239,7 @@ def apply(
     revision: Revision = None,
     allow_dirty: AllowDirty = False,
     strict: Strict = False,
+    replace: Replace = None,
 ) -> None:
     """Apply the files (-f) or a saved plan (PLANFILE) to the cluster: exactly what the plan shows.
 
@@ -249,7 +268,7 @@ def apply(
     given = Git(git, ref, path, git_token_file, revision)
     with failures():
         saved, s = _setup(
-            planfile, files, source, state, server, token, template, sets, prune, allow_empty, given
+            planfile, files, source, state, server, token, template, sets, prune, allow_empty, given, replace
         )
         with progress:
             done = apply_source(
@@ -263,7 +282,7 @@ def apply(
                 on_entry=progress.advance,
                 allow_dirty=allow_dirty,
             )
-        raise Exit(_outcome(done, s.cluster, verbose=verbose, wait=wait))
+        raise Exit(_outcome(done, s.cluster, verbose=verbose, wait=wait, settle=settle))
 
 
 def _reviewer(
@@ -282,7 +301,9 @@ def _reviewer(
 
     def review(made: Plan) -> bool:
         data = plan_to_json(made)
-        sys.stdout.write(revision_lines(data) + render_plan(data, verbose=verbose))
+        from .colour import enabled, paint_plan
+
+        sys.stdout.write(paint_plan(revision_lines(data) + render_plan(data, verbose=verbose), enabled()))
         impossible = impossible_asks(made, cluster())
         if impossible:
             for line in impossible:
@@ -333,6 +354,7 @@ def _setup(
     prune: bool,
     allow_empty: bool,
     git: Any = None,
+    replace: list[str] | None = None,
 ) -> tuple[Any, Setup]:
     """The saved plan (``None`` for -f) and the source, cluster and store the options name."""
     from ..plan import plan_from_json
@@ -350,6 +372,7 @@ def _setup(
             prune=prune,
             allow_empty=allow_empty,
             git=git,
+            replace=replace or (),
         )
         return None, made
     try:
@@ -360,7 +383,7 @@ def _setup(
     return saved, setup([str(planfile.parent)], source=saved.source, state=state, server=server, token=token)
 
 
-def _outcome(done: Any, cluster: Any, *, verbose: bool, wait: bool) -> int:
+def _outcome(done: Any, cluster: Any, *, verbose: bool, wait: bool, settle: float = 10.0) -> int:
     """Print what ``apply_source`` did; the exit code (``--wait``: once the runs settled)."""
     from ..plan import render_apply
 
@@ -376,7 +399,11 @@ def _outcome(done: Any, cluster: Any, *, verbose: bool, wait: bool) -> int:
     if not done.result.ok:
         return 1
     if wait:
-        return _wait(cluster, [c.address for c in done.plan.changes if c.action.value != "delete"])
+        from .waiting import wait_and_report
+
+        kept = [c for c in done.plan.changes if c.action.value != "delete"]
+        fresh = [c.address for c in kept if c.action.value in ("create", "replace")]
+        return wait_and_report(cluster, [c.address for c in kept], fresh, settle)
     return 0
 
 
@@ -433,37 +460,3 @@ class _Progress:
     def __exit__(self, *exc: Any) -> None:
         if self._bar is not None:
             self._bar.__exit__(*exc)
-
-
-def _wait(cluster: Any, names: list[str]) -> int:
-    """Follow runs with a live table until each has settled; 1 when any failed."""
-    from rich.console import Console
-    from rich.live import Live
-    from rich.table import Table
-
-    from ..apply import wait_for_runs
-
-    def table(runs: dict[str, Any]) -> Table:
-        t = Table("RUN", "STATE", "REASON", "WORKERS", box=None)
-        for name, run in runs.items():
-            if run is None:
-                t.add_row(name, "Gone", "", "")
-                continue
-            counts = " ".join(f"{k}={v}" for k, v in sorted(run.task_counts.items()))
-            t.add_row(name, run.state, run.reason, counts)
-        return t
-
-    console = Console()
-    with Live(table({}), console=console, auto_refresh=False) as live:
-        runs = wait_for_runs(
-            cluster,
-            names,
-            sleep=time.sleep,
-            on_update=lambda r: live.update(table(r), refresh=True),
-            interval=1.0,
-        )
-    bad = sorted(n for n, r in runs.items() if r is not None and r.state in ("Failed", "Cancelled"))
-    if bad:
-        error(f"{len(bad)} of {len(runs)} runs did not succeed: {', '.join(bad)}")
-        return 1
-    return 0

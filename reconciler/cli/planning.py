@@ -120,6 +120,7 @@ def setup(
     allow_empty: bool = False,
     git: Git | None = None,
     start: bool = True,
+    replace: list[str] | tuple[str, ...] = (),
 ) -> Setup:
     """The source, the cluster (with retries) and the store the options name (``start=False``, a
     command that only reads: the local server is not started; with ``--state`` it needs no
@@ -147,7 +148,16 @@ def setup(
         paths = list(checkout.shown) if checkout is not None else paths
     else:
         name = source or default_source_name(paths)
-    src = Source(name, tuple(paths), template, tuple(sets or ()), prune, allow_empty, checkout=checkout)
+    src = Source(
+        name,
+        tuple(paths),
+        template,
+        tuple(sets or ()),
+        prune,
+        allow_empty,
+        checkout=checkout,
+        replace=tuple(replace),
+    )
     return Setup(src, None if cluster is None else retrying(cluster), open_store(state, cluster))
 
 
@@ -257,9 +267,11 @@ def plan_command(
     revision: str | None = None,
     paths: list[Path] | list[str] | None = None,
     strict: bool = False,
+    replace: list[str] | None = None,
 ) -> int:
     """``astra plan`` (its help is the typer command's, in ``reconciler.cli.plan``); the exit code.
-    ``paths``: run specs given as plain arguments, as with ``-f``; ``strict``: warnings are errors."""
+    ``paths``: run specs given as plain arguments, as with ``-f``; ``strict``: warnings are errors;
+    ``replace``: runs planned as replaced though unchanged (``--replace RUN``)."""
     from ..collector import gc_paused
     from ..plan import plan_to_json, render_plan
 
@@ -279,6 +291,7 @@ def plan_command(
                 prune=prune,
                 allow_empty=allow_empty,
                 git=given,
+                replace=replace or (),
             )
             impossible = impossible_asks(made, s.cluster)
         data = plan_to_json(made)
@@ -301,8 +314,9 @@ def plan_command(
             sys.stdout.write(text)
         else:
             from ..plan.render_markdown import revision_lines
+            from .colour import enabled, paint_plan
 
-            sys.stdout.write(revision_lines(data) + render_plan(data, verbose=verbose))
+            sys.stdout.write(paint_plan(revision_lines(data) + render_plan(data, verbose=verbose), enabled()))
             if out is not None:
                 echo(f"Saved the plan to {out}: 'astra apply {out}' carries out exactly this plan.")
         warned = plan_warnings(made)

@@ -11,7 +11,8 @@ It behaves as the control plane's API does where the reconciler can tell:
   version; an update with a stale version is a ``Conflict``;
 * it keeps sources' state in memory (``source_store()``), as the control plane keeps ``/sources``.
 
-What a test controls: run states and workers (``start``, ``finish``, ``set_state``), changes made
+What a test controls: run states and workers (``start``, ``finish``, ``set_state``), logs
+(``set_log``), changes made
 out of band (``edit``, ``remove``: drift), failures (``fail_next`` raises ``Unreachable`` for the
 next calls; ``crash_after`` raises ``SimulatedCrash`` after k successful calls of one kind, as
 if the process applying were killed there), and ``calls``: every call made, in order.
@@ -158,6 +159,10 @@ class FakeCluster:
         if workers:
             run.workers = list(workers)
         self._next_for(run)
+
+    def set_log(self, worker: str, text: str) -> None:
+        """What ``logs(worker)`` answers from now on."""
+        self._logs[worker] = text
 
     def edit(self, name: str, change: Callable[[dict[str, Any]], None]) -> None:
         """Change a run out of band (someone else's PUT): ``change`` edits the stored document."""

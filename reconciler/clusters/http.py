@@ -205,6 +205,23 @@ class HttpCluster:
             return data.get("logs", "") if isinstance(data, dict) else str(data)
         return response.text
 
+    def events(self, name: str) -> list[dict[str, Any]]:
+        """The run's events, in order (``GET /runs/{name}/events``): what ``astra describe`` shows."""
+        data = self._json(self.request("GET", f"/runs/{quote(name, safe='')}/events"))
+        return [e for e in _items(data, "items") if isinstance(e, dict)]
+
+    def worker_logs(self, worker: str, attempt: int | None = None) -> str:
+        """A worker's output: of its latest attempt, or of ``attempt`` (``?attempt=N``)."""
+        if attempt is None:
+            return self.logs(worker)
+        response = self.request("GET", f"/workers/{quote(worker, safe='')}/logs", params={"attempt": attempt})
+        return response.text
+
+    def rerun(self, name: str, *, failed: bool = False) -> LiveRun:
+        """``POST /runs/{name}/rerun``: the run that starts (the same, or ``<run>-rerun-<k>``)."""
+        path = f"/runs/{quote(name, safe='')}/rerun"
+        return _live(self._json(self.request("POST", path, json={"failed": failed})))
+
     def capacity(self) -> Capacity | None:
         """What the cluster's machines hold (``GET /machines``); ``None`` when the API does not
         say (an Astraeus API without that route)."""

@@ -277,6 +277,13 @@ class Engine:
         self._rebuild(without=name)
         self.generation += 1
 
+    def rerun(self, name: str, *, failed: bool, now: float) -> RunRecord:
+        """A finished run runs again: whole, or (``failed``) its failed copies in a new array
+        (``reconciler.controlplane.rerun``, where the rules are)."""
+        from .rerun import rerun
+
+        return rerun(self, name, failed=failed, now=now)
+
     def observe(self, event: Observation, now: float) -> None:
         """Record an observation from outside the executor (a cancel); the next step acts on it."""
         self.state.observe(event, now)

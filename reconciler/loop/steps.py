@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
+from ..applied import summary
 from ..apply import ApplyResult, apply_plan
 from ..clusters.base import Cluster, ClusterError
 from ..load import FileCache, Loaded, load_source, refresh
@@ -65,6 +66,9 @@ from ..state import Locked, SourceState, SourceStore, StateError
 __all__ = ["BACKOFF_BASE", "BACKOFF_MAX", "JITTER", "Origin", "Reason", "Reconciler", "RemoteOrigin", "State"]
 
 BACKOFF_BASE = 2.0
+#: How many problems of broken files a status message says (``astra validate`` says them all).
+PROBLEMS_SAID = 20
+
 BACKOFF_MAX = 300.0
 JITTER = 0.1
 
@@ -253,7 +257,7 @@ class Reconciler:
             self.stalled_revision = None
             self.observe_failures = 0
             self.retry_at = None
-            status = self._status(State.ready, Reason.succeeded, _summary(plan))
+            status = self._status(State.ready, Reason.succeeded, summary(plan))
         except _Terminal as exc:
             self.stalled_revision = self.loaded.revision if self.loaded is not None else None
             status = self._status(State.stalled, exc.reason, str(exc), step)
@@ -308,10 +312,19 @@ class Reconciler:
         if not errors:
             return
         noun = "problem" if len(errors) == 1 else "problems"
-        text = f"{len(errors)} {noun}; the first: {errors[0].format()}"
+        shown = "; ".join(e.format() for e in errors[:PROBLEMS_SAID])
+        more = (
+            f"; and {len(errors) - PROBLEMS_SAID} more (astra validate)"
+            if len(errors) > PROBLEMS_SAID
+            else ""
+        )
+        text = f"{len(errors)} {noun}: {shown}{more}"
         if any(e.type in (ErrorType.syntax, ErrorType.file) for e in errors):
             raise _Terminal(Reason.load_failed, text)
-        if any(e.path.steps[:1] == ("template",) or "template" in e.message for e in errors):
+        # a template's fault: the run's template block, or a template file (or --set) it names;
+        # a run spec's own problem (a missing task_template too) is a validation's
+        runs_files = set(self.loaded.files)
+        if any(e.path.steps[:1] == ("template",) or e.file not in runs_files for e in errors):
             raise _Terminal(Reason.render_failed, text)
         raise _Terminal(Reason.validation_failed, text)
 
@@ -408,11 +421,3 @@ class Reconciler:
 
 def _name_in(changed: str, loaded: Loaded) -> str | None:
     return display_name(changed, loaded)
-
-
-def _summary(plan: Plan) -> str:
-    s = plan.summary
-    return (
-        f"applied: {s['create']} created, {s['update']} updated, {s['replace']} replaced, "
-        f"{s['delete']} deleted, {s['noop']} unchanged"
-    )

@@ -65,6 +65,7 @@ __all__ = [
     "Problem",
     "Problems",
     "RequestBody",
+    "RerunRequest",
     "Run",
     "RunDocument",
     "RunList",
@@ -372,6 +373,14 @@ class LockHeld(Detail):
     """409: a source's lock stands in the way: the holder's lock, or null when none is held."""
 
     lock: Lock | None
+
+
+class RerunRequest(RequestBody):
+    """``POST /runs/{name}/rerun``: ``failed`` false (or the body left out): the finished run runs
+    again whole, under its name; true: a new array ``<run>-rerun-<k>`` of only the copies that did
+    not complete, each seeing its original index (``reconciler.runspec.rerun``)."""
+
+    failed: bool = False
 
 
 class LockRequest(RequestBody):

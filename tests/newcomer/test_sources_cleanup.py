@@ -113,7 +113,7 @@ def test_a_mistyped_path_leaves_no_source_and_a_stale_one_is_deleted(cli, tmp_pa
     assert code == 0, err
     code, out, _ = cli("source", "list")
     assert out.splitlines()[0].split() == ["NAME", "RUNS", "STATE", "LOCK", "LAST", "APPLY"]
-    assert out.splitlines()[1].split()[:4] == ["mine", "1", "-", "-"]
+    assert out.splitlines()[1].split()[:4] == ["mine", "1", "Ready", "-"]  # an apply says it is Ready
     code, _, err = cli("source", "delete", "mine")
     assert code == 1 and "owns 1 run (a)" in err
     assert cli("source", "delete", "mine", "--keep-runs") == (0, "source mine deleted\n", "")

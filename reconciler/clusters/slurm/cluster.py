@@ -155,6 +155,12 @@ class SlurmCluster:
             raise NotFound(f"no worker {worker} on {self.address}")
         return text
 
+    def rerun(self, name: str, *, failed: bool = False) -> LiveRun:
+        """A finished run runs again: whole, or its failed copies in a new array (``rerun``)."""
+        from .rerun import rerun
+
+        return rerun(self, name, failed=failed)
+
     # ---- what the partition offers ---------------------------------------------------------------
 
     def node_gpus(self) -> int | None:

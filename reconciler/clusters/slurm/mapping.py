@@ -32,6 +32,7 @@ from reconciler.runspec.errors import FieldError
 from reconciler.runspec.messages import MASTER_PORT
 from reconciler.runspec.models import Run, Spec, resolve_on_failure, resolve_start
 from reconciler.runspec.paths import FieldPath
+from reconciler.runspec.rerun import array_map
 from reconciler.runspec.vocabulary import changed_paths, forces_replace, validate_update
 
 from .groups import group_submission
@@ -249,8 +250,16 @@ def _script(run: Run, kind: Kind, size: int, opts: list[str], log_dir: str, imag
     if kind == "array":
         # CONTRACT §6: the copy's index and the array's size under Astraeus' names; the copy is
         # rank <index> of <size>. SLURM_ARRAY_* are unset: the seeds say they are not set.
+        # A rerun's copy (runspec.rerun): the original index and size, from the map it carries.
+        mapped = array_map(run.metadata.annotations)
+        index = 'ASTRA_INDEX="$SLURM_ARRAY_TASK_ID"'
+        if mapped is not None:
+            size = mapped.size
+            index = f"ASTRA_MAP=({' '.join(map(str, mapped.indices))}); " + (
+                'ASTRA_INDEX="${ASTRA_MAP[$SLURM_ARRAY_TASK_ID]}"; unset ASTRA_MAP'
+            )
         lines += [
-            'ASTRA_INDEX="$SLURM_ARRAY_TASK_ID"',
+            index,
             f"export ASTRAEUS_ARRAY_TASK_ID=$ASTRA_INDEX ASTRAEUS_ARRAY_SIZE={size}",
             f"export ASTRAEUS_REPLICA_INDEX=$ASTRA_INDEX RANK=$ASTRA_INDEX WORLD_SIZE={size}",
             f"export SLURM_PROCID=$ASTRA_INDEX SLURM_NTASKS={size}",

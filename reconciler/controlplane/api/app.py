@@ -34,7 +34,7 @@ from ..auth import Role
 from ..clock import Clock
 from ..engine import Engine
 from ..store import StoreError
-from . import audit, batch, cluster, runs, sources, teams, workers
+from . import audit, batch, cluster, rerun, runs, sources, teams, workers
 from .body import BodyRefused
 from .context import (
     AUDIT_KEEP,
@@ -103,7 +103,7 @@ async def in_scope(
 
 
 #: The modules whose routers make the API.
-PARTS = (runs, batch, workers, cluster, sources, teams, audit)
+PARTS = (runs, batch, rerun, workers, cluster, sources, teams, audit)
 
 
 def _routers(part: Any) -> list[APIRouter]:

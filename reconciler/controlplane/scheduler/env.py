@@ -1,7 +1,8 @@
 """Inside a worker: the environment Astraeus sets for it (CONTRACT §6).
 
 Owns: ``worker_env``: the template's own ``env`` with the rank and size variables over it
-(``RANK``, ``WORLD_SIZE`` and their Slurm names), an array copy's index and size, and, for a
+(``RANK``, ``WORLD_SIZE`` and their Slurm names), an array copy's index and size (a rerun's
+copy: the original index and size, ``runspec.rerun``), and, for a
 worker of a run spread over several workers, where its leader listens (``MASTER_ADDR``,
 ``MASTER_PORT``). Array copies get no ``MASTER_ADDR``: they are independent.
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from reconciler.runspec.messages import MASTER_PORT
 from reconciler.runspec.models import Run
+from reconciler.runspec.rerun import array_map
 
 from .records import NewWorker, WorkerRecord
 
@@ -28,6 +30,10 @@ def worker_env(run: Run, worker: WorkerRecord | NewWorker, leader_address: str |
     rank, size = str(worker.rank), str(worker.world_size)
     env.update({"RANK": rank, "WORLD_SIZE": size, "SLURM_PROCID": rank, "SLURM_NTASKS": size})
     if spec.array is not None:
+        mapped = array_map(run.metadata.annotations)  # a rerun's copy: its original index and size
+        if mapped is not None:
+            rank, size = str(mapped.index(worker.rank)), str(mapped.size)
+            env.update({"RANK": rank, "WORLD_SIZE": size, "SLURM_PROCID": rank, "SLURM_NTASKS": size})
         env.update(
             {"ASTRAEUS_ARRAY_TASK_ID": rank, "ASTRAEUS_ARRAY_SIZE": size, "ASTRAEUS_REPLICA_INDEX": rank}
         )

@@ -1,0 +1,59 @@
+"""What the day-2 commands (``get``, ``describe``, ``logs``, ``delete``, ``rerun``) share: the
+cluster options, the cluster they talk to, and one line (exit 1) for whatever goes wrong.
+
+Must not touch: what any command shows (``runviews``), the clusters' insides.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+import typer
+
+from .output import error
+from .runviews import CommandFailed
+
+__all__ = ["ServerOpt", "TokenOpt", "clock", "failing", "open_cluster", "sleep"]
+
+ServerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--server",
+        envvar="ASTRA_SERVER",
+        help="The cluster: http(s)://… an Astraeus API, slurm://[PARTITION] (default: the local one).",
+    ),
+]
+TokenOpt = Annotated[str | None, typer.Option("--token", envvar="ASTRA_TOKEN", help="The bearer token.")]
+
+
+def clock() -> float:
+    """Now, in seconds since the epoch (tests replace it: the simulated clock)."""
+    return time.time()
+
+
+def sleep(seconds: float) -> None:
+    """Wait between two looks at the cluster (tests replace it: the simulated clock moves on)."""
+    time.sleep(seconds)
+
+
+def open_cluster(server: str | None, token: str | None, *, start: bool = False) -> Any:
+    """The cluster ``--server`` names (``reconciler.cli.connect``); a command that only reads
+    never starts the local one."""
+    from . import connect as chosen  # looked up at the call: tests put a fake cluster there
+
+    return chosen.connect(server, token, start=start)
+
+
+@contextmanager
+def failing() -> Iterator[None]:
+    """The cluster's errors and ``CommandFailed`` as one line and exit 1."""
+    from ..clusters.base import ClusterError
+
+    try:
+        yield
+    except (ClusterError, CommandFailed) as exc:
+        error(str(exc))
+        raise typer.Exit(1) from exc

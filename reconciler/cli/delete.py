@@ -1,0 +1,82 @@
+"""``astra delete RUN...``: cancel runs and delete them, after saying what that means.
+
+It asks first (only ``yes`` goes on; ``--yes`` skips the question; without a terminal to ask on,
+``--yes`` is needed). A run that a source applied (astra's ``astra.source`` annotation) is named
+with its source and file: the next ``astra apply`` or watch pass of that source creates it
+again unless its file goes too. Every run named must exist before any is deleted.
+
+Must not touch: the sources' state (the inventory forgets a deleted run at its next apply, as for
+any run deleted out of band), the clusters' insides.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from .day2 import ServerOpt, TokenOpt, failing, open_cluster
+from .output import echo, error
+
+__all__ = ["delete"]
+
+
+def delete(
+    names: Annotated[list[str], typer.Argument(help="The runs to delete.", show_default=False)],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking.")] = False,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Cancel runs (their workers are stopped now) and delete them.
+
+    A run a source applied comes back at the source's next apply or watch pass, unless its file
+    goes too: the command says which source and file.
+
+    Examples:
+
+        astra delete sweep-rerun-1
+
+        astra delete train eval --yes
+    """
+    from .runviews import CommandFailed, run_annotations, workers_short
+
+    with failing():
+        cluster = open_cluster(server, token)
+        found = [cluster.get_run(n) for n in dict.fromkeys(names)]
+        missing = [n for n, r in zip(dict.fromkeys(names), found, strict=True) if r is None]
+        if missing:
+            raise CommandFailed(f"no run {', '.join(missing)} on {cluster.address}: nothing was deleted")
+        runs = [r for r in found if r is not None]
+        for r in runs:
+            echo(f"- {r.name}  {r.state}, workers {workers_short(r)} running")
+            notes = run_annotations(r)
+            if "astra.source" in notes:
+                where = f" from {notes['astra.file']}" if "astra.file" in notes else ""
+                echo(
+                    f"  applied by source {notes['astra.source']}{where}: the next 'astra apply' or watch "
+                    f"pass of that source creates it again, unless {notes.get('astra.file', 'its file')} "
+                    "goes too"
+                )
+        if not yes and not _confirm(len(runs), cluster.address):
+            raise typer.Exit(1)
+        for r in runs:
+            cluster.delete_run(r.name)
+            echo(f"{r.name}: deleted")
+
+
+def _confirm(count: int, address: str) -> bool:
+    """Whether the user types 'yes' (said why not, when not)."""
+    if not sys.stdin.isatty():
+        error("no terminal to ask on: give --yes to delete without asking")
+        return False
+    what = "this run" if count == 1 else f"these {count} runs"
+    echo(f"Delete {what} from {address}? Only 'yes' goes on.")
+    try:
+        answer = input("Enter a value: ").strip().lower()
+    except EOFError:
+        answer = ""
+    if answer != "yes":
+        error("nothing was deleted: the answer was not 'yes'")
+        return False
+    return True

@@ -1,0 +1,190 @@
+"""``astra describe run NAME``: one run told whole, for a person.
+
+In order: who it is (state, reason, the workers' readout, GPUs, age, labels), where it came
+from (the source, file and revision that applied it, from astra's ``astra.*`` annotations; the
+run it reruns, or the reruns made of it), its normalised spec, its events in time order (the
+clusters that keep them: the control plane's ``GET /runs/{name}/events``), its workers grouped
+by state, and the last lines of each failed worker's log.
+
+Must not touch: the clusters' insides (the ``Cluster`` protocol, and ``events`` where a cluster
+has it), the clock (``day2.clock``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any
+
+import typer
+
+from .day2 import ServerOpt, TokenOpt, failing, open_cluster
+from .output import echo
+
+__all__ = ["describe_app", "describe_lines"]
+
+describe_app = typer.Typer(
+    name="describe",
+    help="Tell one run whole: status, source, spec, events, workers, failed workers' last lines.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+#: How many of a failed worker's last log lines describe shows.
+LOG_LINES = 10
+#: How many failed workers' logs describe shows at most (an array can fail by thousands).
+LOGS_OF = 5
+#: How many of a run's events describe shows, the latest (a run of 10,000 workers has 20,000).
+EVENTS_SHOWN = 50
+
+
+@describe_app.command("run")
+def run(
+    name: Annotated[str, typer.Argument(help="The run.")],
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Describe a run: status and reason, the source, file and revision that applied it, its
+    normalised spec, its events in time order, its workers by state, and the last lines of the
+    log of each failed worker.
+
+    Example:
+
+        astra describe run sweep
+    """
+    from . import day2
+
+    with failing():
+        cluster = open_cluster(server, token)
+        for line in describe_lines(cluster, name, day2.clock()):
+            echo(line)
+
+
+def _when(at: float | None) -> str:
+    if at is None:
+        return "-"
+    return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def describe_lines(cluster: Any, name: str, now: float) -> list[str]:
+    """What ``astra describe run NAME`` prints."""
+    from .runviews import age, run_annotations, run_labels, the_run
+
+    run = the_run(cluster, name)
+    notes = run_annotations(run)
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(run.task_counts.items()))
+    total = sum(run.task_counts.values())
+    out = [
+        f"Name:      {run.name}",
+        f"State:     {run.state}",
+        f"Reason:    {run.reason or '-'}",
+        f"Workers:   Workers {run.workers_running} running of {total}" + (f" ({counts})" if counts else ""),
+        f"GPUs:      {run.gpus_held} held",
+        f"Created:   {_when(run.created_at)} ({age(run.created_at, now)} ago)",
+    ]
+    if run.finished_at is not None:
+        out.append(f"Finished:  {_when(run.finished_at)}")
+    found = run_labels(run)
+    out.append("Labels:    " + (", ".join(f"{k}={v}" for k, v in sorted(found.items())) or "-"))
+    out += _origin(cluster, run, notes)
+    out += ["", "Spec (normalised):", *_spec(run.document)]
+    out += ["", *_events(cluster, name, run.created_at)]
+    workers = cluster.workers(name)
+    out += ["", *_workers(workers)]
+    out += _failed_logs(cluster, workers)
+    return out
+
+
+def _origin(cluster: Any, run: Any, notes: dict[str, str]) -> list[str]:
+    """Where the run came from, and the reruns that came from it."""
+    from ..runspec.rerun import RERUN_INDICES, RERUN_OF
+
+    if "astra.source" in notes:
+        where = [f"file {notes['astra.file']}"] if "astra.file" in notes else []
+        if "astra.revision" in notes:
+            where.append(f"revision {notes['astra.revision']}")
+        lines = [f"Source:    {notes['astra.source']}" + (f" ({', '.join(where)})" if where else "")]
+    else:
+        lines = ["Source:    - (not applied by astra: submitted by hand, or by another tool)"]
+    if RERUN_OF in notes:
+        lines.append(f"Rerun of:  {notes[RERUN_OF]} (its indices {notes.get(RERUN_INDICES, '-')})")
+    from .runviews import run_annotations
+
+    reruns = sorted(r.name for r in cluster.list_runs() if run_annotations(r).get(RERUN_OF) == run.name)
+    if reruns:
+        lines.append(f"Reruns:    {', '.join(reruns)}")
+    return lines
+
+
+def _spec(document: dict[str, Any]) -> list[str]:
+    import io
+
+    from ruamel.yaml import YAML
+
+    from ..runspec.normalize import normalize, without_own
+
+    shown = without_own(normalize(document))
+    yaml: Any = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    yaml.sort_base_mapping_type_on_output = False
+    text = io.StringIO()
+    yaml.dump(shown.get("spec", {}), text)
+    return ["  " + line for line in text.getvalue().splitlines()]
+
+
+def _events(cluster: Any, name: str, created: float | None) -> list[str]:
+    from .runviews import layout
+
+    reader = getattr(cluster, "events", None)
+    if not callable(reader):
+        return [f"Events:    {cluster.address} keeps none; the workers below say where each one is."]
+    events = sorted(reader(name), key=lambda e: e.get("at") or 0.0)
+    if not events:
+        return ["Events:    none yet."]
+    base = created if created is not None else events[0].get("at") or 0.0
+    earlier = len(events) - EVENTS_SHOWN
+    events = events[-EVENTS_SHOWN:]
+    rows = [
+        (
+            f"+{max(0, int((e.get('at') or base) - base))}s",
+            str(e.get("kind") or ""),
+            str(e.get("worker") or "-"),
+            str(e.get("state") or "-"),
+            str(e.get("reason") or ""),
+        )
+        for e in events
+    ]
+    table = ["  " + line for line in layout(("AT", "KIND", "WORKER", "STATE", "REASON"), rows)]
+    more = [f"  … {earlier} earlier events: GET /runs/{name}/events"] if earlier > 0 else []
+    return ["Events:", *table[:1], *more, *table[1:]]
+
+
+def _workers(workers: list[Any]) -> list[str]:
+    if not workers:
+        return ["Workers:   none yet."]
+    by_state: dict[str, list[str]] = {}
+    for w in sorted(workers, key=lambda w: w.rank):
+        by_state.setdefault(w.state, []).append(w.name)
+    lines = ["Workers by state:"]
+    for state, names in sorted(by_state.items()):
+        shown = ", ".join(names[:20]) + (f", … ({len(names) - 20} more)" if len(names) > 20 else "")
+        lines.append(f"  {state} ({len(names)}): {shown}")
+    return lines
+
+
+def _failed_logs(cluster: Any, workers: list[Any]) -> list[str]:
+    from ..clusters.base import ClusterError
+
+    failed = [w for w in sorted(workers, key=lambda w: w.rank) if w.state == "Failed"]
+    lines: list[str] = []
+    for w in failed[:LOGS_OF]:
+        try:
+            text = cluster.logs(w.name)
+        except ClusterError as exc:  # said in its place: the rest of the description stands
+            text = f"(its log cannot be read: {exc})"
+        tail = text.splitlines()[-LOG_LINES:]
+        lines += ["", f"Last lines of {w.name} ({w.reason or 'failed'}):"]
+        lines += ["  " + line for line in tail] or ["  (no output)"]
+    if len(failed) > LOGS_OF:
+        lines += ["", f"… and {len(failed) - LOGS_OF} more failed workers: astra logs WORKER"]
+    return lines

@@ -1,0 +1,155 @@
+"""``astra logs WORKER|RUN``: a worker's output; ``-f`` follows it until the worker ends.
+
+A run's name means its leader (the worker of rank 0), or with ``--all`` every worker, each line
+prefixed with the worker's name. ``--tail N`` keeps the last N lines; ``--attempt N`` reads that
+attempt's output where the cluster keeps it (the control plane does; Slurm keeps the latest
+attempt's output files only, and says so in one line). On Slurm the output comes from the jobs'
+output files (``SlurmCluster.logs``).
+
+Must not touch: the clusters' insides (``Cluster.logs``, and ``worker_logs`` where a cluster
+reads attempts), the clock (``day2.sleep``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from .day2 import ServerOpt, TokenOpt, failing, open_cluster
+from .output import echo
+
+__all__ = ["FOLLOW_EVERY", "logs", "read_log"]
+
+#: How long ``-f`` waits between two reads.
+FOLLOW_EVERY = 1.0
+#: Worker states after which no more output comes (unless the worker restarts: see ``_ended``).
+_ENDED = frozenset({"Completed", "Failed", "Stopped", "Down"})
+
+
+def logs(
+    target: Annotated[str, typer.Argument(help="A worker (sweep-17), or a run: its leader, or --all.")],
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing new output until the worker ends.")
+    ] = False,
+    attempt: Annotated[
+        int | None,
+        typer.Option("--attempt", help="That attempt's output (1 the first; default: the latest)."),
+    ] = None,
+    tail: Annotated[int | None, typer.Option("--tail", min=0, help="Only the last N lines.")] = None,
+    every: Annotated[
+        bool, typer.Option("--all", help="For a run: every worker, each line prefixed with its name.")
+    ] = False,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Print a worker's output, or a run's (its leader's; --all: every worker's).
+
+    Examples:
+
+        astra logs sweep-17 --tail 20
+
+        astra logs llama-ft -f
+
+        astra logs sweep --all
+    """
+    with failing():
+        cluster = open_cluster(server, token)
+        run, workers = _targets(cluster, target, every)
+        prefix = len(workers) > 1 or every
+        texts = {w: read_log(cluster, w, attempt) for w in workers}
+        following = follow and attempt is None
+        partial = dict.fromkeys(workers, "")  # followed with prefixes: a line is printed once whole
+        for w in workers:
+            shown = _tailed(texts[w], tail)
+            if following and prefix:
+                shown, _, partial[w] = shown.rpartition("\n")
+                shown += "\n" if shown else ""
+            _print(shown, w if prefix else None)
+        if following:
+            _follow(cluster, run, workers, texts, partial if prefix else None)
+
+
+def read_log(cluster: Any, worker: str, attempt: int | None) -> str:
+    """The worker's output: its latest attempt's, or ``attempt``'s where the cluster keeps it."""
+    from .runviews import CommandFailed
+
+    if attempt is None:
+        return str(cluster.logs(worker))
+    reader = getattr(cluster, "worker_logs", None)
+    if not callable(reader):
+        raise CommandFailed(f"{cluster.address} keeps the latest attempt's output only: leave out --attempt")
+    return str(reader(worker, attempt))
+
+
+def _targets(cluster: Any, target: str, every: bool) -> tuple[str, list[str]]:
+    """The run, and the workers whose output to print."""
+    from .runviews import CommandFailed
+
+    if cluster.get_run(target) is not None:
+        workers = sorted(cluster.workers(target), key=lambda w: (w.rank, w.name))
+        if not workers:
+            raise CommandFailed(f"run {target} has no workers yet")
+        return target, [w.name for w in (workers if every else workers[:1])]
+    if every:
+        raise CommandFailed(f"--all takes a run, and there is no run {target} on {cluster.address}")
+    names = sorted((r.name for r in cluster.list_runs()), key=len, reverse=True)
+    run = next((n for n in names if target.startswith(f"{n}-")), None)
+    if run is None or target not in {w.name for w in cluster.workers(run)}:
+        raise CommandFailed(f"no run or worker {target} on {cluster.address}")
+    return run, [target]
+
+
+def _tailed(text: str, tail: int | None) -> str:
+    if tail is None:
+        return text
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[-tail:]) if tail else ""
+
+
+def _print(text: str, prefix: str | None) -> None:
+    import sys
+
+    if prefix is None:
+        sys.stdout.write(text)
+    else:
+        for line in text.splitlines():
+            echo(f"{prefix} | {line}")
+    sys.stdout.flush()
+
+
+def _follow(
+    cluster: Any, run: str, workers: list[str], texts: dict[str, str], partial: dict[str, str] | None
+) -> None:
+    """Print what each worker writes, until every one of them has ended (or Ctrl-C); ``partial``
+    (lines prefixed with the worker's name): each worker's line not yet whole."""
+    from . import day2
+
+    live = set(workers)
+    while live:
+        try:
+            day2.sleep(FOLLOW_EVERY)
+        except KeyboardInterrupt:
+            return
+        states = {w.name: w for w in cluster.workers(run)} if cluster.get_run(run) is not None else {}
+        for name in sorted(live):
+            text = str(cluster.logs(name))
+            before = texts[name]
+            new = text[len(before) :] if text.startswith(before) else text  # a new attempt: from its start
+            texts[name] = text
+            if partial is not None:
+                whole, _, partial[name] = (partial[name] + new).rpartition("\n")
+                _print(whole + "\n" if whole else "", name)
+            else:
+                _print(new, None)
+            if _ended(states.get(name)):
+                live.discard(name)
+                if partial is not None and partial[name]:
+                    _print(partial[name], name)
+
+
+def _ended(worker: Any) -> bool:
+    """No more output will come: the worker is gone, or ended and is not to be restarted."""
+    if worker is None:
+        return True
+    return worker.state in _ENDED and "; restart" not in (worker.reason or "")

@@ -1,0 +1,154 @@
+"""How the day-2 commands show runs: rows of ``astra get runs``, ages, selectors, tables.
+
+Owns: turning a ``LiveRun`` into the row a person reads (``NAME STATE REASON WORKERS GPUS AGE
+SOURCE``; ``-o wide`` adds ``FILE REVISION``) and into the record ``-o json|yaml`` prints, the
+short age (``45s``, ``3m``, ``2h``, ``4d``), label selectors (``-l team=nlp``), the columns'
+layout, and finding a run that a command names (one line when there is none).
+
+Must not touch: clusters beyond the ``Cluster`` protocol's reads, the clock (``now`` comes in),
+typer (the commands are in ``get``, ``describe``, ``logs``, ``delete``, ``rerun``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the commands' start-up imports nothing of the layers (README "Speed")
+    from ..runs import LiveRun
+
+__all__ = [
+    "CommandFailed",
+    "age",
+    "layout",
+    "matches",
+    "parse_selector",
+    "run_annotations",
+    "run_labels",
+    "run_record",
+    "run_row",
+    "short_revision",
+    "the_run",
+    "workers_short",
+]
+
+#: The table's reason column is cut here (``-o wide`` and ``describe`` show it whole).
+REASON_WIDTH = 60
+
+
+class CommandFailed(Exception):
+    """A day-2 command cannot go on: the message is the one line the user sees (exit 1)."""
+
+
+def age(since: float | None, now: float) -> str:
+    """``45s``, ``3m``, ``2h``, ``4d`` (kubectl's short age); ``-`` when not known."""
+    if since is None:
+        return "-"
+    seconds = max(0, int(now - since))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def run_annotations(run: LiveRun) -> dict[str, str]:
+    meta = run.document.get("metadata") or {}
+    found = meta.get("annotations") or {}
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+
+def run_labels(run: LiveRun) -> dict[str, str]:
+    meta = run.document.get("metadata") or {}
+    found = meta.get("labels") or {}
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+
+def workers_short(run: LiveRun) -> str:
+    """The readout ``Workers 8 running of 100`` in its short form: ``8/100``."""
+    return f"{run.workers_running}/{sum(run.task_counts.values())}"
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def short_revision(revision: str) -> str:
+    """``main@sha1:dbe6b3abe26b9b93…`` as ``main@dbe6b3abe26b``; anything else as it is."""
+    ref, at, rest = revision.rpartition("@")
+    algo, colon, digest = rest.partition(":")
+    if at and colon and algo.startswith("sha"):
+        return f"{ref}@{digest[:12]}"
+    return revision
+
+
+def run_row(run: LiveRun, now: float, *, wide: bool = False) -> tuple[str, ...]:
+    notes = run_annotations(run)
+    row: tuple[str, ...] = (
+        run.name,
+        run.state,
+        (run.reason if wide else _cut(run.reason, REASON_WIDTH)) or "-",
+        workers_short(run),
+        str(run.gpus_held),
+        age(run.created_at, now),
+        notes.get("astra.source", "-"),
+    )
+    if wide:
+        row += (notes.get("astra.file", "-"), short_revision(notes.get("astra.revision", "-")))
+    return row
+
+
+RUN_COLUMNS = ("NAME", "STATE", "REASON", "WORKERS", "GPUS", "AGE", "SOURCE")
+WIDE_COLUMNS = (*RUN_COLUMNS, "FILE", "REVISION")
+
+
+def run_record(run: LiveRun) -> dict[str, Any]:
+    """A run as ``-o json|yaml`` lists it: what the table shows, whole, with times in seconds."""
+    notes = run_annotations(run)
+    return {
+        "name": run.name,
+        "state": run.state,
+        "reason": run.reason,
+        "workers_running": run.workers_running,
+        "workers": sum(run.task_counts.values()),
+        "task_counts": dict(sorted(run.task_counts.items())),
+        "gpus": run.gpus_held,
+        "created_at": run.created_at,
+        "labels": run_labels(run),
+        "source": notes.get("astra.source"),
+        "file": notes.get("astra.file"),
+        "revision": notes.get("astra.revision"),
+    }
+
+
+def layout(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    """Left-aligned columns, three spaces apart, the last one unpadded."""
+    table = [tuple(header), *(tuple(r) for r in rows)]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    return ["   ".join(v.ljust(widths[i]) for i, v in enumerate(r)).rstrip() for r in table]
+
+
+def parse_selector(given: Sequence[str]) -> dict[str, str]:
+    """``-l team=nlp -l tier=prod`` or ``-l team=nlp,tier=prod``: every label must match."""
+    wanted: dict[str, str] = {}
+    for item in given:
+        for part in filter(None, (p.strip() for p in item.split(","))):
+            key, eq, value = part.partition("=")
+            if not eq or not key:
+                raise CommandFailed(f"a label selector is key=value, not '{part}'")
+            wanted[key] = value
+    return wanted
+
+
+def matches(run: LiveRun, selector: dict[str, str], states: Sequence[str]) -> bool:
+    have = run_labels(run)
+    if any(have.get(k) != v for k, v in selector.items()):
+        return False
+    return not states or run.state.lower() in {s.lower() for s in states}
+
+
+def the_run(cluster: Any, name: str) -> LiveRun:
+    """The run ``name`` on ``cluster``; ``CommandFailed`` naming the cluster when there is none."""
+    found = cluster.get_run(name)
+    if found is None:
+        raise CommandFailed(f"no run {name} on {cluster.address}")
+    return found

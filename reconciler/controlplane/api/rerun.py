@@ -1,0 +1,64 @@
+"""``POST /runs/{name}/rerun`` (= ``/jobs/{name}/rerun``): a finished run runs again.
+
+Body ``{"failed": bool}`` (``wire.RerunRequest``; left out: whole). It composes: read the body,
+call ``Engine.rerun`` (the rules are ``reconciler.controlplane.rerun``'s), answer the run that
+starts (201, ``Location`` its URL): the same run (whole), or the new array ``<run>-rerun-<k>``.
+Must not touch: scheduling rules, SQL, processes.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Request
+from fastapi.responses import Response
+
+from ...runspec.errors import InvalidSpec
+from ...wire import models as wire
+from ..rerun import RerunRefused
+from ..store import NotFound
+from .context import Api, ApiError, ApiRoute, answer
+from .runs import RUNS, RunName, problems, view
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["runs"], route_class=ApiRoute)
+
+
+def rerun_run(
+    request: Request,
+    api: Api,
+    name: RunName,
+    wanted: Annotated[wire.RerunRequest | None, Body()] = None,
+) -> Response:
+    """Run a finished run again: whole (under its name), or with ``failed`` a new array of only
+    the copies that did not complete, each seeing its original index. 409 for a run that has not
+    finished (or, with ``failed``, one that is no array, or whose copies all completed)."""
+    wanted = wanted or wire.RerunRequest()
+    try:
+        record = api.engine.rerun(api.key(name), failed=wanted.failed, now=api.clock.now())
+    except NotFound as exc:
+        raise ApiError(404, wire.Detail(detail=str(exc))) from exc
+    except RerunRefused as exc:
+        raise ApiError(409, wire.Detail(detail=str(exc))) from exc
+    except InvalidSpec as exc:
+        raise ApiError(422, problems(exc.errors)) from exc
+    api.on_change()
+    api.cache.digest(record.name)
+    run = view(api, request, record.name)
+    api.audit("rerun", "run", name, {"failed": wanted.failed, "started": run.metadata.name})
+    return answer(run, 201, {"Location": run.status.url})
+
+
+for word, runs in RUNS:
+    router.add_api_route(
+        runs + "/{name}/rerun",
+        rerun_run,
+        methods=["POST"],
+        status_code=201,
+        operation_id=f"rerun_{word}",
+        response_model=wire.Run,
+        responses={
+            s: {"model": m} for s, m in ((404, wire.Detail), (409, wire.Detail), (422, wire.Problems))
+        },
+    )
