@@ -12,6 +12,7 @@ from reconciler.controlplane.console.form import document_of, field_of
 from reconciler.runspec.validate import validate_data
 from reconciler.wire import console_url
 from tests.controlplane_api.conftest import TOKEN, until
+from tests.controlplane_api.test_api import tiny
 
 from .conftest import BEARER, RUNS
 
@@ -399,3 +400,27 @@ def test_a_workspace_token_sees_its_workspace_only_and_a_read_token_changes_noth
     done = console.http.post(mine + "/train/cancel", data={"csrf": console.csrf(mine)})
     assert done.status_code == 303 and done.headers["location"] == mine + "/train"
     assert console.api("GET", "/runs/elsewhere").json()["status"]["state"] != "Cancelled"
+
+
+def test_a_finished_array_s_page_reruns_its_failed_copies_and_a_running_run_is_refused(console, plane):
+    doc = tiny("sw", command="exit $((RANK % 2))", array={"size": 4, "max_parallel": 4})
+    assert console.api("POST", "/runs", json=doc).status_code == 201
+    plane.settle_run("sw")
+    console.login()
+    page = console.http.get(RUNS + "/sw").text
+    assert 'id="rerun"' in page and 'id="rerun-failed"' in page
+    done = console.http.post(RUNS + "/sw/rerun", data={"failed": "true", "csrf": console.csrf()})
+    assert done.status_code == 303 and done.headers["location"] == RUNS + "/sw-rerun-1"
+    rerun = console.api("GET", "/runs/sw-rerun-1").json()
+    assert rerun["spec"]["array"]["size"] == 2
+    assert rerun["metadata"]["annotations"]["astra.rerun-indices"] == "1,3"
+    running = console.http.get(RUNS + "/sw-rerun-1").text
+    assert 'id="rerun"' not in running  # only a finished run runs again
+    refused = console.http.post(RUNS + "/sw-rerun-1/rerun", data={"csrf": console.csrf()})
+    assert refused.status_code == 409
+    assert "only a finished run runs again" in html.unescape(refused.text)
+    events = console.api("GET", "/events", params={"run": "sw"}).json()
+    assert any(
+        e.get("action") == "rerun"
+        for e in (events.get("items", events) if isinstance(events, dict) else events)
+    )

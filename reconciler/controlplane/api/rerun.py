@@ -17,12 +17,24 @@ from ...runspec.errors import InvalidSpec
 from ...wire import models as wire
 from ..rerun import RerunRefused
 from ..store import NotFound
-from .context import Api, ApiError, ApiRoute, answer
+from .context import Api, ApiError, ApiRoute, Scoped, answer
 from .runs import RUNS, RunName, problems, view
 
-__all__ = ["router"]
+__all__ = ["rerun", "router"]
 
 router = APIRouter(tags=["runs"], route_class=ApiRoute)
+
+
+def rerun(api: Scoped, name: str, failed: bool) -> tuple[str, str]:
+    """Run the scope's finished run ``name`` again (``Engine.rerun``), audited; the key and the
+    name of the run that starts. Raises ``NotFound``, ``RerunRefused`` or ``InvalidSpec`` with their words.
+    The console's Rerun buttons take this same step."""
+    record = api.engine.rerun(api.key(name), failed=failed, now=api.clock.now())
+    api.on_change()
+    api.cache.digest(record.name)
+    started = api.engine.meta[record.name].document["metadata"]["name"]
+    api.audit("rerun", "run", name, {"failed": failed, "started": started})
+    return record.name, started
 
 
 def rerun_run(
@@ -36,17 +48,14 @@ def rerun_run(
     finished (or, with ``failed``, one that is no array, or whose copies all completed)."""
     wanted = wanted or wire.RerunRequest()
     try:
-        record = api.engine.rerun(api.key(name), failed=wanted.failed, now=api.clock.now())
+        key, _ = rerun(api, name, wanted.failed)
     except NotFound as exc:
         raise ApiError(404, wire.Detail(detail=str(exc))) from exc
     except RerunRefused as exc:
         raise ApiError(409, wire.Detail(detail=str(exc))) from exc
     except InvalidSpec as exc:
         raise ApiError(422, problems(exc.errors)) from exc
-    api.on_change()
-    api.cache.digest(record.name)
-    run = view(api, request, record.name)
-    api.audit("rerun", "run", name, {"failed": wanted.failed, "started": run.metadata.name})
+    run = view(api, request, key)
     return answer(run, 201, {"Location": run.status.url})
 
 

@@ -16,8 +16,10 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 
 from ..api.context import ApiError, Scoped
+from ..api.rerun import rerun as rerun_step
 from ..api.runs import _source_of, checked
-from ..store import NameExists
+from ..rerun import RerunRefused
+from ..store import NameExists, NotFound
 from .access import Viewer, checked_form
 from .form import document_of, field_of
 from .pages import BASE, NotHere, engine_call, new_context, scoped
@@ -122,3 +124,23 @@ async def delete(request: Request, _who: Who, _form: Form, name: str) -> Respons
     if not await engine_call(request, lambda api: _cancel(api, name, delete=True)):
         raise NotHere(f"no run named {name}")
     return RedirectResponse(_runs_url(request), status_code=303)
+
+
+def _rerun(api: Scoped, name: str, failed: bool) -> tuple[str | None, str | None]:
+    """``POST /runs/{name}/rerun``'s step (``api.rerun.rerun``): the run that starts, or why not."""
+    try:
+        return rerun_step(api, name, failed)[1], None
+    except NotFound as exc:
+        raise NotHere(str(exc)) from exc
+    except RerunRefused as exc:
+        return None, str(exc)
+
+
+@router.post(BASE + "/{name}/rerun")
+async def rerun(request: Request, _who: Who, form: Form, name: str) -> Response:
+    """Run a finished run again (``failed=true``: only the copies that did not complete, in a new
+    array); a refusal in the API's words (its 409), on a page of its own."""
+    started, refused = await engine_call(request, lambda api: _rerun(api, name, form.get("failed") == "true"))
+    if started is None:
+        return render(request, "missing.html", {"message": refused}, status=409)
+    return RedirectResponse(_runs_url(request) + "/" + started, status_code=303)
