@@ -231,17 +231,23 @@ def test_the_sources_page_after_an_apply_and_a_stalled_one(signed_in, live, tmp_
     assert applied.returncode == 0, applied.stderr
     page.goto("/o/default/w/default/sources")
     source = page.locator('[data-source="prod"]')
-    expect(source.locator("h2")).to_have_text("prod last apply: applied")  # no watch: no status of its own
+    expect(source.locator("h2")).to_have_text("prod Ready")  # an apply writes the source's status
     expect(source).to_contain_text("runs/etl.yaml")
     expect(source.locator(".history tbody tr")).to_have_count(1)
     expect(source.locator(".history tbody tr")).to_contain_text("created: etl")
     expect(source.locator(".revision")).to_contain_text("sha256:")
-    # a watch's apply that failed: the status it writes (as `astra watch` does after each pass)
-    stalled = {"state": "Stalled", "reason": "ApplyFailed", "message": "etl: <b>409</b> conflict"}
-    assert live.api("PUT", "/sources/prod/status", json=stalled).status_code == 200
+    # a watch pass over a broken file: the status it writes is the source's, said as it is
+    (folder / "broken.yaml").write_text(
+        'metadata: {name: broken}\nspec:\n  task_template: {image: busybox}\n  "<b>x</b>": 1\n'
+    )
+    watched = live.astra("watch", "runs", "--source", "prod", "--once")
+    assert "Stalled" in watched.stdout + watched.stderr, watched.stdout + watched.stderr
     page.reload()
     expect(source.locator("h2")).to_have_text("prod Stalled")
-    expect(source.locator(".reason")).to_have_text("ApplyFailed: etl: <b>409</b> conflict")
+    expect(source.locator(".reason")).to_contain_text("ValidationFailed")
+    expect(source.locator(".reason")).to_contain_text("broken.yaml")
+    expect(source.locator(".reason")).to_contain_text("unknown field '<b>x</b>'")  # a file's words are text
+    (folder / "broken.yaml").unlink()
     shot(page, "sources", tmp_path)
     page.goto(RUNS + "/etl")
     expect(page.locator("#owned")).to_contain_text("source prod applied it from")
