@@ -159,3 +159,21 @@ def test_without_a_sandbox_a_run_with_drives_waits_with_its_reason_and_others_ru
         live.stop()
     said = (live.home / "test-server.log").read_text()
     assert said.count(f"no sandbox for workers: {missing} was not found") == 1
+
+
+def test_a_host_whose_user_namespaces_are_off_is_found_out_at_start(tmp_path):
+    from reconciler.controlplane.sandbox import find_sandbox
+
+    refusing = tmp_path / "bwrap"  # what bwrap says where unprivileged user namespaces are off
+    refusing.write_text("#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n")
+    refusing.chmod(0o755)
+    sandbox, said = find_sandbox(environ={"ASTRA_BWRAP": str(refusing)})
+    assert sandbox is None
+    assert said == (
+        f"no sandbox for workers: {refusing} failed (bwrap: No permissions to creating new namespace); "
+        "are unprivileged user namespaces on (sysctl kernel.unprivileged_userns_clone=1)?"
+    )
+    assert find_sandbox(environ={"ASTRA_BWRAP": ""}) == (
+        None,
+        "no sandbox for workers: ASTRA_BWRAP is empty; install bubblewrap (apt-get install bubblewrap)",
+    )

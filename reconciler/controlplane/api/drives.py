@@ -130,6 +130,10 @@ def list_drives(api: Api) -> Response:
 )
 def create_drive(request: Request, api: Api, body: DriveCreate) -> Response:
     """Create a drive: an existing folder (``path``), or one the server makes under its home."""
+    workspace = api.scope.workspace_key
+    if api.engine.store.drive_row(body.name, workspace) is not None:
+        said = f"drive {body.name!r} exists in {workspace_words(workspace)}"
+        raise ApiError(409, wire.Detail(detail=said))
     if body.path is not None:
         folder = os.path.normpath(body.path)
         if not os.path.isdir(folder):
@@ -145,7 +149,7 @@ def create_drive(request: Request, api: Api, body: DriveCreate) -> Response:
             raise problem("path", f"cannot make {made}: {exc.strerror or exc}") from exc
         folder = str(made)
     try:
-        row = api.engine.store.create_drive(body.name, folder, api.clock.now(), api.scope.workspace_key)
+        row = api.engine.store.create_drive(body.name, folder, api.clock.now(), workspace)
     except NameExists as exc:
         raise ApiError(409, wire.Detail(detail=str(exc))) from exc
     api.audit("create", "drive", body.name, {"path": folder})
