@@ -52,6 +52,8 @@ NO_SANDBOX_REASON = DRIVES_NEED_SANDBOX
 
 #: The links (or folders) of a merged-/usr root the sandbox makes from the host's.
 _ROOT_LINKS = ("bin", "lib", "lib64", "sbin")
+#: Where Debian's bubblewrap is, whatever the server's ``PATH``.
+_SYSTEM_BIN = ("/usr/bin", "/bin")
 #: Seconds the start-up check may take (a bwrap that hangs is no sandbox).
 _CHECK_TIMEOUT = 10.0
 
@@ -71,13 +73,16 @@ class Sandbox:
 
     bwrap: str
     hidden: tuple[str, ...] = ()
+    #: a user namespace of its own (``--unshare-user``): what an unprivileged user needs;
+    #: ``None``: when this process is not root
+    user_namespace: bool | None = None
 
     def argv(
         self, command: list[str], *, cwd: str, env: Mapping[str, str], mounts: Iterable[Mount] = ()
     ) -> list[str]:
         """The command line that runs ``command`` in the sandbox, in ``cwd``, with ``env`` alone."""
         args = [self.bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
-        if os.geteuid() != 0:
+        if self.user_namespace or (self.user_namespace is None and os.geteuid() != 0):
             args.append("--unshare-user")
         args += ["--tmpfs", "/", "--ro-bind", "/usr", "/usr"]
         for name in _ROOT_LINKS:
@@ -106,13 +111,15 @@ def find_sandbox(
 ) -> tuple[Sandbox | None, str]:
     """A sandbox that works here, or ``None`` and why not (a sentence for the server's start).
 
-    ``bwrap`` is the one ``ASTRA_BWRAP`` names (empty: none), else the one on ``PATH``; it is
+    ``bwrap`` is the one ``ASTRA_BWRAP`` names (empty: none), else the one on ``PATH`` (or in
+    ``/usr/bin``); it is
     tried once (``true`` in a PID namespace), so a host whose user namespaces are off says so
     here."""
     env = os.environ if environ is None else environ
     named = env.get(BWRAP_VARIABLE)
     wanted = "bwrap" if named is None else named
-    found = shutil.which(wanted) if wanted else None
+    where = os.pathsep.join([env.get("PATH", ""), *(_SYSTEM_BIN if named is None else ())])
+    found = shutil.which(wanted, path=where) if wanted else None
     if found is None:
         what = f"{BWRAP_VARIABLE} is empty" if not wanted else f"{wanted} was not found"
         return None, f"no sandbox for workers: {what}; install bubblewrap (apt-get install bubblewrap)"

@@ -11,7 +11,10 @@ drives waits with its reason, and a run without drives runs as before.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -177,3 +180,48 @@ def test_a_host_whose_user_namespaces_are_off_is_found_out_at_start(tmp_path):
         None,
         "no sandbox for workers: ASTRA_BWRAP is empty; install bubblewrap (apt-get install bubblewrap)",
     )
+
+
+@pytest.fixture
+def shared_tmp():
+    """A folder another user can reach (pytest's own are root's alone, 0700)."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as made:
+        Path(made).chmod(0o755)
+        yield Path(made)
+
+
+def test_as_an_unprivileged_user_the_sandbox_mounts_drives_and_shows_only_its_own_processes(shared_tmp):
+    """The same command line bubblewrap runs for a server of an unprivileged user (``nobody``,
+    with a user namespace of its own), run as that user."""
+    from reconciler.controlplane.sandbox import Mount, Sandbox
+
+    bwrap = shutil.which("bwrap")
+    assert bwrap is not None, "bubblewrap is not installed: run scripts/sandbox-local-up.sh"
+    nobody = 65534
+    work, ro, rw = (shared_tmp / n for n in ("work", "ro", "rw"))
+    for folder in (work, ro, rw):
+        folder.mkdir()
+        os.chown(folder, nobody, nobody)
+    script = "; ".join(
+        [
+            "id -u",
+            "echo x > /ro/x || echo refused",
+            "echo y > /rw/y && echo wrote",
+            "ls /proc | grep -c '^[0-9]'",
+        ]
+    )
+    argv = Sandbox(bwrap, user_namespace=True).argv(
+        ["sh", "-c", script],
+        cwd=str(work),
+        env={"PATH": "/usr/bin:/bin"},
+        mounts=[Mount(str(ro), "/ro", read_only=True), Mount(str(rw), "/rw", read_only=False)],
+    )
+    as_nobody = ["setpriv", f"--reuid={nobody}", f"--regid={nobody}", "--clear-groups", *argv]
+    done = subprocess.run(as_nobody, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    uid, refused, wrote, pids = done.stdout.split("\n")[:4]
+    assert (uid, refused, wrote) == (str(nobody), "refused", "wrote")
+    assert "Read-only file system" in done.stderr
+    assert int(pids) <= 4
+    assert (rw / "y").read_text() == "y\n" and (rw / "y").stat().st_uid == nobody
+    assert not (ro / "x").exists()
