@@ -231,14 +231,14 @@ class ProcessExecutor:
                 return 126, f"drive {ref.name!r} {where}"
             mounts.append(Mount(folder, ref.mount_path, ref.mode == "ReadOnly"))
         command = argv[0]
-        found = (
-            os.path.exists(os.path.join(self.cwd, command))
-            if "/" in command
-            else shutil.which(command, path=env.get("PATH", "")) is not None
-        )
-        if not found:
+        if "/" in command:
+            there = os.path.join(self.cwd, command)
+            found = there if os.path.exists(there) else None
+        else:
+            found = shutil.which(command, path=env.get("PATH", ""))
+        if found is None:
             return 127, f"Could not start {command!r}: No such file or directory"
-        return self.sandbox.argv(argv, cwd=self.cwd, env=env, mounts=mounts)
+        return self.sandbox.argv(argv, cwd=self.cwd, env=env, mounts=mounts, found=found)
 
     def _launch(self, job: _Spawn) -> None:
         """Start one queued worker; one that cannot be started ends Failed, in words.

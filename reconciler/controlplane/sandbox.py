@@ -13,8 +13,10 @@ runs one worker in it (``Sandbox.argv``). What the worker sees (docs/sandbox.md)
   ``/tmp``;
 * the command's working folder (the server's, as without a sandbox) read-write, at its own path;
   astra's home (database, token, logs) hidden under an empty folder when it lies inside it;
-* each folder of ``PATH`` that exists outside ``/usr``, read-only, so that a command found on the
-  host is found inside (a virtualenv's ``bin``, ``/usr/local/bin`` is under ``/usr``);
+* the installation of each folder of ``PATH`` outside ``/usr`` and of the command itself
+  (``installation``: the folder above a ``bin``, as a virtualenv's or pyenv's root; the folder
+  alone where the one above is ``/``, the home folder, or holds astra's home or the working
+  folder), read-only, so that a command found on the host is found and runs inside;
 * each drive at its ``mount_path``: read-only for ``mode: ReadOnly`` (a write fails with EROFS),
   read-write else.
 
@@ -41,6 +43,7 @@ __all__ = [
     "Mount",
     "Sandbox",
     "find_sandbox",
+    "installation",
     "no_sandbox_warning",
 ]
 
@@ -78,9 +81,16 @@ class Sandbox:
     user_namespace: bool | None = None
 
     def argv(
-        self, command: list[str], *, cwd: str, env: Mapping[str, str], mounts: Iterable[Mount] = ()
+        self,
+        command: list[str],
+        *,
+        cwd: str,
+        env: Mapping[str, str],
+        mounts: Iterable[Mount] = (),
+        found: str | None = None,
     ) -> list[str]:
-        """The command line that runs ``command`` in the sandbox, in ``cwd``, with ``env`` alone."""
+        """The command line that runs ``command`` in the sandbox, in ``cwd``, with ``env`` alone;
+        ``found``: where the host found ``command[0]`` (its installation is shown read-only)."""
         args = [self.bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
         if self.user_namespace or (self.user_namespace is None and os.geteuid() != 0):
             args.append("--unshare-user")
@@ -92,7 +102,11 @@ class Sandbox:
             elif host.is_dir():
                 args += ["--ro-bind", str(host), str(host)]
         args += ["--ro-bind", "/etc", "/etc", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-        for folder in _path_folders(env.get("PATH", ""), self.hidden):
+        home = env.get("HOME")
+        shown = [installation(f, cwd, home, self.hidden) for f in _path_folders(env.get("PATH", ""))]
+        if found:
+            shown.append(installation(str(Path(found).resolve().parent), cwd, home, self.hidden))
+        for folder in dict.fromkeys(f for f in shown if f is not None):
             args += ["--ro-bind", folder, folder]
         args += ["--bind", cwd, cwd]
         for hidden in self.hidden:
@@ -146,21 +160,29 @@ def no_sandbox_warning(why: str) -> str:
     )
 
 
+def installation(folder: str, cwd: str, home: str | None, hidden: Iterable[str]) -> str | None:
+    """The installation a folder of commands belongs to, to show read-only (``None``: none to
+    show): the folder above it (``PREFIX`` of ``PREFIX/bin``: a virtualenv, pyenv's root for its
+    shims, whose commands need their prefix's files), or the folder alone where the one above is
+    ``/``, the home folder, or holds astra's home or the working folder. Nothing for a folder
+    under ``/usr`` (shown whole), in the working folder, ``/``, or in or around astra's home."""
+    real = Path(folder).resolve()
+    here = str(real)
+    hide = tuple(hidden)
+    if here == "/" or _inside(here, "/usr") or _inside(here, cwd):
+        return None
+    if any(_inside(here, h) or _inside(h, here) for h in hide):
+        return None
+    top = str(real.parent)
+    wide = top in ("/", home) or _inside(cwd, top) or any(_inside(h, top) for h in hide)
+    return here if wide else top
+
+
 def _inside(path: str, folder: str) -> bool:
     """Whether ``path`` is ``folder`` or lies under it."""
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def _path_folders(path: str, hidden: Iterable[str]) -> list[str]:
-    """The folders of ``PATH`` a worker needs bound: existing, outside ``/usr``, not astra's home."""
-    out: list[str] = []
-    hide = tuple(hidden)
-    for entry in path.split(os.pathsep):
-        if not entry or not os.path.isabs(entry) or not os.path.isdir(entry):
-            continue
-        real = str(Path(entry).resolve())
-        if _inside(real, "/usr") or any(_inside(real, h) or _inside(h, real) for h in hide):
-            continue
-        if entry not in out:
-            out.append(entry)
-    return out
+def _path_folders(path: str) -> list[str]:
+    """The folders of ``PATH`` that exist (absolute ones: a relative one means the working folder)."""
+    return [e for e in path.split(os.pathsep) if e and os.path.isabs(e) and os.path.isdir(e)]
