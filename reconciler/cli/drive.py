@@ -9,11 +9,11 @@ host), else the server makes one under its home (``drives/NAME``).
 from __future__ import annotations
 
 import os
-from enum import StrEnum
 from typing import Annotated
 
 import typer
 
+from .listing import ListFormat, ListOutput, print_listing
 from .output import echo, error
 
 __all__ = ["drive_app"]
@@ -31,12 +31,6 @@ ServerOpt = Annotated[
     typer.Option("--server", envvar="ASTRA_SERVER", help="The Astraeus API (default: the local one)."),
 ]
 TokenOpt = Annotated[str | None, typer.Option("--token", envvar="ASTRA_TOKEN", help="The bearer token.")]
-
-
-class ListFormat(StrEnum):
-    table = "table"
-    json = "json"
-    yaml = "yaml"
 
 
 def _call(method: str, path: str, *, server: str | None, token: str | None, **kw):
@@ -75,18 +69,14 @@ def create(
 
 @drive_app.command("list")
 def list_drives(
-    output: Annotated[
-        ListFormat, typer.Option("--output", "-o", help="table, json or yaml.")
-    ] = ListFormat.table,
+    output: ListOutput = ListFormat.table,
     server: ServerOpt = None,
     token: TokenOpt = None,
 ) -> None:
     """List the drives: NAME PATH USED-BY. Never starts the local server."""
     items = _call("GET", "/drives", server=server, token=token, start=False).json()["items"]
     if output is not ListFormat.table:
-        from .remote import print_listing
-
-        print_listing(items, output.value)
+        print_listing(items, output)
         return
     rows = [(d["name"], d["path"], ",".join(d["used_by"]) or "-") for d in items]
     widths = [max(len(r[i]) for r in [("NAME", "PATH", "USED-BY"), *rows]) for i in range(2)]
