@@ -126,9 +126,8 @@ def find_sandbox(
     """A sandbox that works here, or ``None`` and why not (a sentence for the server's start).
 
     ``bwrap`` is the one ``ASTRA_BWRAP`` names (empty: none), else the one on ``PATH`` (or in
-    ``/usr/bin``); it is
-    tried once (``true`` in a PID namespace), so a host whose user namespaces are off says so
-    here."""
+    ``/usr/bin``); it is tried once (``true`` in a PID namespace), so a host whose user
+    namespaces are off says so here."""
     env = os.environ if environ is None else environ
     named = env.get(BWRAP_VARIABLE)
     wanted = "bwrap" if named is None else named
