@@ -38,9 +38,11 @@ def job(name: str, script: str, *drives: dict, **spec) -> dict:
     return {"metadata": {"name": name}, "spec": {"task_template": template, **spec}}
 
 
-def ended(live: LiveServer, name: str) -> dict:
+def ended(live: LiveServer, name: str, base: str = "") -> dict:
+    """Run ``name`` once ended (``base``: a workspace's path under ``/api``, else the default's)."""
+
     def done():
-        run = live.api("GET", f"/runs/{name}").json()
+        run = live.api("GET", f"{base}/runs/{name}").json()
         return run if run["status"]["state"] in ("Completed", "Failed") else None
 
     return until(done, what=f"run {name} to end")
@@ -140,6 +142,34 @@ def test_the_laptop_sweep_with_drives_writes_its_results_and_leaves_datasets_as_
         "datasets_read_only": True,
     }
     assert sorted(p.name for p in datasets.rglob("*")) == ["code", "sweep.py"]
+
+
+def test_another_cluster_s_workers_have_the_sandbox_and_their_workspace_s_drives(tmp_path):
+    if shutil.which("bwrap") is None:
+        pytest.fail("bubblewrap is not installed: run scripts/sandbox-local-up.sh (task sandbox:up)")
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    big = tmp_path / "big.yaml"
+    big.write_text("machines:\n  - {name: big-1, gpus: 16, cpu_cores: 64, memory_bytes: 512Gi}\n")
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
+    live = LiveServer(cwd / ".astra", cwd, env=env, args=("--inventory", f"gpu2={big}")).start()
+    try:
+        assert live.api("PUT", "/workspaces/team-a/quota", json={"gpus": 16}).status_code == 200
+        team = "/v1/orgs/default/workspaces/team-a/clusters/gpu2/api"
+        # the default workspace's drive of the same name is another folder, never mounted here
+        assert live.astra("drive", "create", "results").returncode == 0
+        made = live.api("POST", f"{team}/drives", json={"name": "results"})
+        assert made.status_code == 201, made.text
+        folder = Path(made.json()["path"])
+        assert folder == live.home / "drives" / "default.team-a" / "results"
+        ref = {"name": "results", "mount_path": "/results"}
+        script = "echo $RANK > /results/out.txt"
+        assert live.api("POST", f"{team}/runs", json=job("write", script, ref)).status_code == 201
+        assert ended(live, "write", team)["status"]["state"] == "Completed"
+        assert (folder / "out.txt").read_text() == "0\n"
+        assert list((live.home / "drives" / "results").iterdir()) == []
+    finally:
+        live.stop()
 
 
 def test_without_a_sandbox_a_run_with_drives_waits_with_its_reason_and_others_run(tmp_path):
