@@ -103,6 +103,8 @@ class Engine:
         self, store: Store, inventory: Inventory, executor: Executor, now: float, cluster: str = DEFAULT
     ) -> None:
         self.store, self.inventory, self.executor, self.cluster = store, inventory, executor, cluster
+        #: why drives cannot be mounted by this executor (``ProcessExecutor.no_sandbox``), or None
+        self.no_sandbox: str | None = getattr(executor, "no_sandbox", None)
         store.save_inventory(inventory, cluster)
         runs, workers, procs = store.load()
         runs = [r for r in runs if scope_of(r.name).cluster == cluster]
@@ -127,7 +129,9 @@ class Engine:
         self.processes: dict[str, dict[str, Any]] = procs
         self._pending_observations: list[Observation] = []
         self.recovered = self._recover(runs, workers, procs, now)
-        self.state = ClusterState(inventory, {r.name: r for r in runs}, {w.name: w for w in workers})
+        self.state = ClusterState(
+            inventory, {r.name: r for r in runs}, {w.name: w for w in workers}, no_sandbox=self.no_sandbox
+        )
         for q in store.quota_rows(cluster):
             self.state.set_quota(f"{q['org']}/{q['workspace']}", Quota(q["gpus"], q["runs"]))
         self.decisions = 0
@@ -295,7 +299,7 @@ class Engine:
         s = self.state
         runs = {n: r for n, r in s.runs.items() if n != without}
         workers = {n: w for n, w in s.workers.items() if w.run != without}
-        self.state = ClusterState(self.inventory, runs, workers)
+        self.state = ClusterState(self.inventory, runs, workers, no_sandbox=self.no_sandbox)
         self.state.carry_over(s)
 
     # -- the tick ----------------------------------------------------------------------------

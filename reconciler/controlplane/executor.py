@@ -17,6 +17,11 @@ Owns: turning the scheduler's decisions into processes and their ends into obser
   its token, not a Slurm variable of the shell that started it. Output (stdout and stderr) goes
   to ``HOME/logs/<run>/<worker>.<attempt>.log`` (``<run>`` its key: ``ORG/WORKSPACE/CLUSTER/NAME``
   outside the default workspace).
+  With a ``sandbox`` (``sandbox.Sandbox``: the server gives one where bubblewrap works), the
+  process is the sandbox's, which runs the command with that environment, and each drive of
+  ``datavolume_refs`` bind-mounted at its ``mount_path`` (its folder from ``drives``: the
+  run's workspace's drive of that name, whatever the cluster). Without
+  one, a worker with drives is never started (the scheduler holds its run: ``no_sandbox``).
 * ``StopWorker`` (cancel, time limit, preemption, a failed run): SIGTERM to the whole process
   group, SIGKILL to it ``grace`` seconds later. When a worker's main process ends, whatever it
   left in its group is killed too, as a container's end would.
@@ -32,14 +37,19 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reconciler.runspec.models import TaskTemplate
+
 from ..processes import process_alive, process_start_time  # re-exported: the executor's API
+from .sandbox import NO_SANDBOX_REASON, Mount, Sandbox
 from .scheduler import (
     ClusterState,
     Decision,
@@ -52,7 +62,7 @@ from .scheduler import (
     WorkerReady,
     worker_env,
 )
-from .scopes import shown
+from .scopes import shown, workspace_of
 
 __all__ = ["HOST_VARIABLES", "LEADER_ADDRESS", "ProcessExecutor", "process_alive", "process_start_time"]
 
@@ -99,6 +109,8 @@ class ProcessExecutor:
         cwd: str | os.PathLike[str] | None = None,
         grace: float = DEFAULT_GRACE,
         host_env: dict[str, str] | None = None,
+        sandbox: Sandbox | None = None,
+        drives: Callable[[str, str], str | None] | None = None,
     ) -> None:
         self.home = Path(home)
         self.logs = self.home / "logs"
@@ -106,6 +118,12 @@ class ProcessExecutor:
         self.grace = grace
         source = os.environ if host_env is None else host_env
         self.host_env = {k: source[k] for k in HOST_VARIABLES if k in source}
+        self.sandbox = sandbox
+        #: a drive's folder on this host by its workspace (``ORG/WORKSPACE``) and name (``None``:
+        #: the workspace has no such drive)
+        self.drives = drives or (lambda _workspace, _name: None)
+        #: why a worker with drives cannot run here (the scheduler holds its run), or None
+        self.no_sandbox: str | None = None if sandbox is not None else NO_SANDBOX_REASON
         self.running: dict[str, _Proc] = {}
         #: Workers released to start whose process ``spawn`` has not started yet, in order.
         self.queued: dict[str, _Spawn] = {}
@@ -188,7 +206,39 @@ class ProcessExecutor:
             self._not_started(name, log, 127, NO_COMMAND)
             return
         argv = [template.command, *(template.args or [])]
-        self.queued[name] = _Spawn(name, argv, self.environment(state, name), log)
+        env = self.environment(state, name)
+        if self.sandbox is not None or template.datavolume_refs:
+            boxed = self._sandboxed(argv, env, template, workspace_of(w.run))
+            if isinstance(boxed, tuple):
+                self._not_started(name, log, *boxed)
+                return
+            argv = boxed
+        self.queued[name] = _Spawn(name, argv, env, log)
+
+    def _sandboxed(
+        self, argv: list[str], env: dict[str, str], template: TaskTemplate, workspace: str
+    ) -> list[str] | tuple[int, str]:
+        """The sandbox's command line for ``argv`` with the template's drives; or why it cannot
+        start (an exit code and a reason): no sandbox, a drive gone, a command not found (the
+        sandbox would say so only as its own exit 1: the host's look-up says it as a shell does)."""
+        if self.sandbox is None:
+            return 126, NO_SANDBOX_REASON
+        mounts = []
+        for ref in template.datavolume_refs or ():
+            folder = self.drives(workspace, ref.name)
+            if folder is None or not os.path.isdir(folder):
+                where = "does not exist" if folder is None else f"has no folder ({folder})"
+                return 126, f"drive {ref.name!r} {where}"
+            mounts.append(Mount(folder, ref.mount_path, ref.mode == "ReadOnly"))
+        command = argv[0]
+        if "/" in command:
+            there = os.path.join(self.cwd, command)
+            found = there if os.path.exists(there) else None
+        else:
+            found = shutil.which(command, path=env.get("PATH", ""))
+        if found is None:
+            return 127, f"Could not start {command!r}: No such file or directory"
+        return self.sandbox.argv(argv, cwd=self.cwd, env=env, mounts=mounts, found=found)
 
     def _launch(self, job: _Spawn) -> None:
         """Start one queued worker; one that cannot be started ends Failed, in words.

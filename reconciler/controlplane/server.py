@@ -278,13 +278,21 @@ async def _main(
     _Server = _server_class()
     from .engine import Engine
     from .executor import ProcessExecutor
+    from .sandbox import find_sandbox, no_sandbox_warning
     from .store import Store, default_url
 
     clock = SystemClock()
     store = Store(db or default_url(home))
+    sandbox, said = find_sandbox(hidden=[home])
+    print(said if sandbox is not None else no_sandbox_warning(said), flush=True)
+
+    def drive_folder(workspace: str, name: str) -> str | None:
+        row = store.drive_row(name, workspace)
+        return None if row is None else row["path"]
+
     members = {}
-    for name, machines in inventories.items():
-        made = ProcessExecutor(home)
+    for name, machines in inventories.items():  # each cluster's executor, in the one sandbox
+        made = ProcessExecutor(home, sandbox=sandbox, drives=drive_folder)
         members[name] = (Engine(store, machines, made, clock.now(), name), made)
     engine, executor = members[DEFAULT]
     fleet = Fleet(members)
@@ -299,7 +307,13 @@ async def _main(
 
     others = {name: e for name, (e, _) in members.items() if name != DEFAULT}
     app = create_app(
-        engine, token, clock, on_change=wake_up, audit_keep=audit_keep or AUDIT_KEEP, clusters=others
+        engine,
+        token,
+        clock,
+        on_change=wake_up,
+        audit_keep=audit_keep or AUDIT_KEEP,
+        clusters=others,
+        drives_root=home / "drives",
     )
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host

@@ -26,6 +26,7 @@ __all__ = [
     "BACKOFF_START_SECONDS",
     "CANCELLED_BY_USER",
     "CONTAINER_RUNNING",
+    "DRIVES_NEED_SANDBOX",
     "FINAL_RUN_STATES",
     "HISTORY_KEEP",
     "IN_PLACE_FIELDS",
@@ -103,6 +104,9 @@ FINAL_RUN_STATES: frozenset[str] = frozenset({RunState.COMPLETED, RunState.FAILE
 QUEUED = "Waiting in the queue"
 CONTAINER_RUNNING = "Container running"
 CANCELLED_BY_USER = "Cancelled by a user"
+#: A run with drives waits with this where no sandbox can be made to mount them (bwrap missing,
+#: user namespaces off): it never runs with its drives missing.
+DRIVES_NEED_SANDBOX = "Drives need a sandbox: install bubblewrap"
 
 #: A Stale worker (its machine stopped reporting) is counted as lost, Down, after this long.
 STALE_TIMEOUT_SECONDS = 5 * 60

@@ -16,11 +16,11 @@ At a glance (``→`` an answer)::
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
-from .models import EPOCH, Answer, Integral, RequestBody
+from .models import EPOCH, Answer, RequestBody, _integral
 
 __all__ = [
     "EVERY",
@@ -46,6 +46,10 @@ EVERY = "*"
 TOKEN_WORKSPACE = r"^(\*|[a-z]([-a-z0-9]*[a-z0-9])?)$"
 #: The most GPUs (or runs) a quota names: far above any cluster, within every JSON reader.
 QUOTA_MAX = 1_000_000
+#: A quota's count: an ``Integral`` from 0 to ``QUOTA_MAX``, its bounds before the validator (as
+#: ``models.Counter``'s): after it, or on the optional field, the schema carries them as words
+#: JSON Schema does not know (``ge``), and a client would hold a negative quota valid.
+QuotaCount = Annotated[int, Field(ge=0, le=QUOTA_MAX), BeforeValidator(_integral)]
 
 
 class Role(StrEnum):
@@ -114,8 +118,8 @@ class Quota(Answer):
 class QuotaWrite(RequestBody):
     """A workspace's quota on this cluster: left out or null, no limit."""
 
-    gpus: Integral | None = Field(None, ge=0, le=QUOTA_MAX)
-    runs: Integral | None = Field(None, ge=0, le=QUOTA_MAX)
+    gpus: QuotaCount | None = None
+    runs: QuotaCount | None = None
 
 
 class Usage(Answer):

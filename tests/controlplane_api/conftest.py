@@ -128,8 +128,16 @@ class Client:
         return self.request("DELETE", path, **kw)
 
 
+#: The drives the seeds' sweep mounts: the workspace of the API's tests has them.
+SEED_DRIVES = ("datasets", "results")
+
+
 @pytest.fixture
 def client(plane):
+    for name in SEED_DRIVES:
+        folder = plane.home / "drives" / name
+        folder.mkdir(parents=True)
+        plane.store.create_drive(name, str(folder), plane.clock.now())
     return Client(plane)
 
 

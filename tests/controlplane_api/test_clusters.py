@@ -11,6 +11,7 @@ from reconciler.controlplane.engine import Engine
 from reconciler.controlplane.executor import ProcessExecutor
 from reconciler.controlplane.fleet import cluster_files
 from reconciler.controlplane.inventory import load_inventory
+from reconciler.runspec.vocabulary import DRIVES_NEED_SANDBOX
 
 from .conftest import TOKEN, Client, LiveServer
 from .test_api import tiny
@@ -61,6 +62,23 @@ def test_a_quota_is_per_cluster(two):
     assert client.put(f"{on('gpu2')}/workspaces/default/quota", json={"gpus": 4}).status_code == 200
     assert client.get(f"{on('gpu2')}/workspaces/default").json()["quota"]["gpus"] == 4
     assert client.get("/api/workspaces/default").json()["quota"]["gpus"] is None
+
+
+def test_a_drive_is_its_workspace_s_on_every_cluster_and_each_cluster_holds_it_without_a_sandbox(two, plane):
+    client, gpu2 = two
+    assert client.post("/api/drives", json={"name": "results", "path": str(plane.home)}).status_code == 201
+    assert [d["name"] for d in client.get(f"{on('gpu2')}/drives").json()["items"]] == ["results"]
+    run = tiny("sweep")
+    run["spec"]["task_template"]["datavolume_refs"] = [{"name": "results", "mount_path": "/results"}]
+    assert client.post(f"{on('gpu2')}/runs", json=run).status_code == 201
+    gpu2.step(plane.clock.now())
+    # gpu2's executor has no sandbox (its own, as every cluster's): the run waits, with the reason
+    status = client.get(f"{on('gpu2')}/runs/sweep").json()["status"]
+    assert (status["state"], status["reason"]) == ("Pending", DRIVES_NEED_SANDBOX)
+    assert client.get("/api/drives/results").json()["used_by"] == ["sweep on cluster gpu2"]
+    assert client.get(f"{on('gpu2')}/drives/results").json()["used_by"] == ["sweep"]
+    refused = client.delete("/api/drives/results")
+    assert refused.status_code == 409 and "sweep on cluster gpu2" in refused.json()["detail"]
 
 
 def test_a_cluster_the_server_has_not_is_403_naming_those_it_has(two):

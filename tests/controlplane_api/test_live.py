@@ -47,6 +47,8 @@ def shell(live, command: str) -> str:
 def test_the_seeds_curl_commands_work_verbatim(live):
     shutil.copy(SEEDS / "llama-ft.json", live.cwd / "run.json")
     shutil.copy(SEEDS / "sweep.json", live.cwd / "sweep.json")
+    for drive in ("datasets", "results"):  # the drives the seeds' sweep mounts, as the README makes them
+        assert live.astra("drive", "create", drive).returncode == 0
     created = json.loads(shell(live, CURL_RUN))
     assert created["metadata"]["name"] == "llama-ft" and created["status"]["state"] == "Pending"
     assert shell(live, CURL_SWEEP) == '{\n  "size": 100,\n  "max_parallel": 8\n}\n'
@@ -113,7 +115,7 @@ def test_an_unknown_sbatch_directive_is_a_clear_error_naming_it(live):
 
 
 def test_a_20_copy_array_runs_as_processes_within_its_cap(live, tmp_path):
-    out = tmp_path / "envs"
+    out = live.cwd / "envs"  # in the working folder: a worker's sandbox shows no other (docs/sandbox.md)
     out.mkdir()
     doc = {
         "metadata": {"name": "e2e"},

@@ -27,15 +27,17 @@ def make_token(client, name: str, role: str, workspace: str | None) -> str:
 
 
 @pytest.fixture
-def teams(client):
-    """Workspaces team-a and team-b, a read, write and admin token of team-a, a run and a source
-    in each."""
+def teams(client, plane):
+    """Workspaces team-a and team-b, a read, write and admin token of team-a, a run, a source and
+    a drive (``data``, made by the server under its home) in each."""
+    client.app.state.drives_root = plane.home / "drives"
     tokens = {role: make_token(client, f"a-{role}", role, "team-a") for role in ("read", "write", "admin")}
     make_token(client, "b-write", "write", "team-b")
     for team in ("team-a", "team-b"):
         assert client.post(f"{ws(team)}/runs", json=tiny("train"), token=TOKEN).status_code == 201
         source = {"status": {"state": "ok"}}
         assert client.put(f"{ws(team)}/sources/repo", json=source, token=TOKEN).status_code == 200
+        assert client.post(f"{ws(team)}/drives", json={"name": "data"}, token=TOKEN).status_code == 201
     return tokens
 
 
@@ -54,10 +56,14 @@ CALLS = {
     "put source": ("PUT", "/sources/repo", {"resource_version": 1, "status": {"state": "done"}}),
     "list tokens": ("GET", "/tokens", None),
     "create token": ("POST", "/tokens", {"name": "new-one", "role": "read"}),
+    "list drives": ("GET", "/drives", None),
+    "get drive": ("GET", "/drives/data", None),
+    "create drive": ("POST", "/drives", {"name": "scratch"}),
+    "delete drive": ("DELETE", "/drives/data", None),
 }
 READS = {"list runs", "get run", "run events", "list workers", "list sources", "get source"}
-READS |= {"audit events", "workspaces"}
-WRITES = {"create run", "delete run", "put source"}
+READS |= {"audit events", "workspaces", "list drives", "get drive"}
+WRITES = {"create run", "delete run", "put source", "create drive", "delete drive"}
 ADMIN = {"list tokens", "create token"}
 OK = {"GET": 200, "POST": 201, "DELETE": 200, "PUT": 200}
 
@@ -234,3 +240,48 @@ def test_the_audit_trail_keeps_the_newest_n_per_workspace(plane):
     for i in range(5):
         assert client.post("/api/runs", json=tiny(f"r{i}")).status_code == 201
     assert [e["name"] for e in client.get("/api/events").json()["items"]] == ["r2", "r3", "r4"]
+
+
+def test_each_workspace_has_its_own_drives_by_the_same_names(client, plane, teams):
+    write, base = teams["write"], ws("team-a")
+    results = {"name": "results", "mount_path": "/results"}
+    run = tiny("sweep")
+    run["spec"]["task_template"]["datavolume_refs"] = [results]
+    # the default workspace has a drive 'results' (the client fixture's): team-a has none
+    r = client.post(f"{base}/runs", json=run, token=write)
+    assert (r.status_code, r.json()) == (
+        422,
+        [
+            {
+                "path": "spec.task_template.datavolume_refs[0].name",
+                "message": "drive 'results' does not exist in workspace team-a",
+            }
+        ],
+    )
+    made = client.post(f"{base}/drives", json={"name": "results"}, token=write)
+    assert made.status_code == 201, made.text
+    folder = plane.home / "drives" / "default.team-a" / "results"
+    assert (made.json()["workspace"], made.json()["path"]) == ("team-a", str(folder))
+    assert folder.is_dir()
+    assert client.post(f"{base}/runs", json=run, token=write).status_code == 201
+    mine = client.get(f"{base}/drives", token=teams["read"]).json()["items"]
+    assert [(d["name"], d["used_by"]) for d in mine] == [("data", []), ("results", ["sweep"])]
+    assert [d["name"] for d in client.get(f"{ws('team-b')}/drives", token=TOKEN).json()["items"]] == ["data"]
+    default = {d["name"]: d for d in client.get("/api/drives").json()["items"]}
+    assert default["results"]["used_by"] == [] and default["results"]["path"] != str(folder)
+    refused = client.delete(f"{base}/drives/results", token=write)
+    assert refused.status_code == 409 and "in use by run sweep" in refused.json()["detail"]
+    assert client.delete(f"{base}/runs/sweep", token=write).status_code == 200
+    assert client.delete(f"{base}/drives/results", token=write).status_code == 200
+    r = client.get(f"{ws('team-b')}/drives/results", token=TOKEN)
+    assert (r.status_code, r.json()) == (
+        404,
+        {"detail": "drive 'results' does not exist in workspace team-b"},
+    )
+    events = client.get(f"{base}/events", token=teams["read"]).json()["items"]
+    drives = [(e["token"], e["action"], e["name"], e["detail"]) for e in events if e["kind"] == "drive"]
+    assert drives == [
+        ("server", "create", "data", {"path": str(folder.parent / "data")}),
+        ("a-write", "create", "results", {"path": str(folder)}),
+        ("a-write", "delete", "results", {"path": str(folder)}),
+    ]

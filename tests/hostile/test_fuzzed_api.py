@@ -21,6 +21,9 @@ Two facts the document cannot state, each held here by other means:
   its words, and nothing else; to a valid one in a PUT, only the in-place rule's words.
 * **Token names.** ``POST /tokens`` with a name the org's tokens have is a 409 (as a run's
   name taken): its only refusal of valid data, in its words.
+* **Drives.** A run document valid by the schema may name a drive the workspace does not have:
+  its 422 names each such drive (``drive 'x' does not exist in workspace default``). ``POST
+  /drives`` takes an existing folder of the server's host: a path that is none is a 422 in words.
 * **Page tokens.** ``GET /workers?continue=`` takes only a token the server gave (any string by
   the schema): a valid request's only 422 is that one, in its words.
 
@@ -30,6 +33,8 @@ placed (and one asking for nothing could only run a command that is not there).
 """
 
 from __future__ import annotations
+
+import re
 
 import httpx
 import pytest
@@ -50,6 +55,10 @@ RUN_WRITES = {("POST", "/runs"), ("POST", "/jobs"), ("PUT", "/runs/{name}"), ("P
 PAGED = {("GET", "/workers"), ("GET", "/tasks")}
 #: Makes a token: a name taken is a 409.
 TOKEN_WRITE = ("POST", "/tokens")
+#: The drives' create, whose folder must exist on the server's host (no schema can say so).
+DRIVE_CREATE = ("POST", "/drives")
+#: A run naming a drive the workspace does not have (the fuzzed server has none).
+DRIVE_MISSING = re.compile(r"drive '.*' does not exist in workspace default", re.S)
 TEMPLATE_REFUSED = (
     "template",
     "the cluster takes final run specs: render the template first (astra template render, or astra apply)",
@@ -102,7 +111,7 @@ def base_url(fuzzed_server):
 @settings(deadline=None, suppress_health_check=list(HealthCheck))
 def test_every_operation_holds_to_every_check(case, base_url):
     key = (case.method.upper(), case.path)
-    own = key in RUN_WRITES or key in PAGED or key == TOKEN_WRITE
+    own = key in RUN_WRITES or key in PAGED or key in (TOKEN_WRITE, DRIVE_CREATE)
     response = case.call_and_validate(
         base_url=base_url, excluded_checks=[positive_data_acceptance] if own else None
     )
@@ -115,8 +124,15 @@ def test_every_operation_holds_to_every_check(case, base_url):
         negative = case.meta is not None and case.meta.generation.mode.is_negative
         refused = f"continue {case.query.get('continue')!r} is not a token this server gave"
         assert negative or response.json() == {"detail": refused}, case.as_curl_command()
+    elif key == DRIVE_CREATE:
+        negative = case.meta is not None and case.meta.generation.mode.is_negative
+        words = {p["message"] for p in response.json()}
+        assert negative or all(
+            w.endswith("is not a folder of the cluster's host: make it first") for w in words
+        )
     elif key in RUN_WRITES and isinstance(case.body, dict):
         answered = {(p["path"], p["message"]) for p in response.json()}
+        answered -= {(p, m) for p, m in answered if DRIVE_MISSING.fullmatch(m)}
         found = {(str(e.path), e.message) for e in validate_data(case.body)}
         if found or case.method.upper() == "POST":
             assert found <= answered, case.as_curl_command()

@@ -1,6 +1,6 @@
 """``create_app``: the API's routers under both base paths, its error answers, its OpenAPI document.
 
-Owns: how the routers (``runs``, ``batch``, ``workers``, ``cluster``, ``sources``) are put together:
+Owns: how the routers (``runs``, ``batch``, ``workers``, ``cluster``, ``sources``, ``drives``) are put together:
 under ``/api`` and under ``$WS_API`` (``/api/v1/orgs/{org}/workspaces/{workspace}/clusters/
 {cluster}/api``), each behind the bearer token (and, on the long form, the workspace check);
 the exception handlers that turn ``ApiError``, a refused body (``body.BodyRefused``), pydantic's
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path as FilePath
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Path, Request
@@ -34,7 +35,7 @@ from ..auth import Role
 from ..clock import Clock
 from ..engine import Engine
 from ..store import StoreError
-from . import audit, batch, cluster, rerun, runs, sources, teams, workers
+from . import audit, batch, cluster, drives, rerun, runs, sources, teams, workers
 from .body import BodyRefused
 from .context import (
     AUDIT_KEEP,
@@ -103,7 +104,7 @@ async def in_scope(
 
 
 #: The modules whose routers make the API.
-PARTS = (runs, batch, rerun, workers, cluster, sources, teams, audit)
+PARTS = (runs, batch, rerun, workers, cluster, sources, drives, teams, audit)
 
 
 def _routers(part: Any) -> list[APIRouter]:
@@ -152,11 +153,14 @@ def create_app(
     executor_name: str = "process",
     clusters: dict[str, Engine] | None = None,
     audit_keep: int = AUDIT_KEEP,
+    drives_root: FilePath | None = None,
 ) -> FastAPI:
     """The API over ``engine`` (the default cluster's; ``clusters``: the others', by name);
     ``on_change`` is called after a write (to wake the scheduler); each workspace's audit trail
-    keeps its newest ``audit_keep`` events. ``token`` is the admin of org ``default``."""
+    keeps its newest ``audit_keep`` events; ``drives_root``: where a drive given no folder is
+    made (``HOME/drives``). ``token`` is the admin of org ``default``."""
     app = _App(title=TITLE, description=DESCRIPTION, version=VERSION, docs_url=None, redoc_url=None)
+    app.state.drives_root = drives_root
     app.state.astra = ApiContext(
         engine, token, clock, on_change, executor_name, clusters=clusters or {}, audit_keep=audit_keep
     )

@@ -3,7 +3,8 @@
 Owns: the placement phase of a tick: runs served by priority, then submission; admission of new
 runs; a run whose shape is chosen now; a Gang's (or MinAvailable's first) workers placed together;
 other workers one by one, within an array's cap, a group's ``start_after`` and the run's network
-constraint; and the reason a run (and its next waiting worker) waits. Backfill and preemption
+constraint; and the reason a run (and its next waiting worker) waits (a run with drives, where
+no sandbox can mount them, waits with ``ClusterState.no_sandbox``). Backfill and preemption
 are ``priorities``'; where workers fit is ``placement``'s.
 
 Must not touch: the records (decisions go through ``Tick.emit``), clocks, I/O.
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from reconciler.runspec.vocabulary import FINAL_RUN_STATES, RunState, WorkerState
 
 from ..inventory import Machine
-from .admission import admit
+from .admission import admit, templates_of
 from .arrays import at_cap, parallel_cap
 from .gangs import group_wait, groups_running
 from .netgroups import NetGroup, containing, region, union
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Held",
     "allowed",
+    "has_drives",
     "one_fit",
     "place_each",
     "place_run",
@@ -69,6 +71,9 @@ def placement(t: Tick) -> None:
             continue
         if not s.pending[rname] and s.run_workers[rname]:
             continue
+        if s.no_sandbox is not None and has_drives(r):
+            set_run_reason(t, r, s.no_sandbox)
+            continue
         if t.blocker is not None and not may_backfill(t, r):
             set_run_reason(t, r, f"Waiting behind {run_named(t.blocker.name, rname)}, queued ahead of it")
             continue
@@ -79,6 +84,11 @@ def placement(t: Tick) -> None:
             set_run_reason(t, r, blocked)
             if t.blocker is None:
                 t.blocker = r
+
+
+def has_drives(r: RunRecord) -> bool:
+    """Whether a worker of ``r`` mounts a drive (``datavolume_refs``)."""
+    return any(tt.datavolume_refs for tt in templates_of(r.run))
 
 
 def set_run_reason(t: Tick, r: RunRecord, reason: str, *, head: bool = True) -> None:

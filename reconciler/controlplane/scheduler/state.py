@@ -78,6 +78,9 @@ class ClusterState:
     workers: dict[str, WorkerRecord] = field(default_factory=dict)
     #: Each workspace's quota (``ORG/WORKSPACE``: ``scopes.workspace_of`` a run's key); absent: none.
     quotas: dict[str, Quota] = field(default_factory=dict)
+    #: Why no worker can have its drives mounted here (no sandbox), or ``None``: a run with
+    #: drives then waits with this reason (``queue.placement``), never started without them.
+    no_sandbox: str | None = None
 
     def __post_init__(self) -> None:
         self.machines = {m.name: m for m in self.inventory}

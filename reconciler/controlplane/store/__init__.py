@@ -7,6 +7,7 @@ astra's schema, and is ready. The parts, each a module of its own:
 * ``mapping``: rows <-> the scheduler's ``RunRecord``/``WorkerRecord``, and a tick's rows;
 * ``sources``: the reconcile sources' state kept with the cluster (``/sources``);
 * ``teams``: workspaces, tokens (their hashes), quotas and the audit trail;
+* ``drives``: a workspace's named folders (``/drives``);
 * ``migrations``: the alembic revisions run at open, and databases from before alembic;
 * ``database``: the engine, SQLite's settings, URLs; ``errors``: the exceptions;
 * ``facade``: ``Store``, the one object the engine and the API hold.
@@ -27,6 +28,7 @@ from .mapping import TickWrite, run_record, worker_record
 from .migrations import FENCE as SCHEMA_VERSION
 from .tables import (
     AuditRow,
+    DriveRow,
     EventRow,
     MachineRow,
     RunRow,
@@ -42,6 +44,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "AuditRow",
     "BatchRecord",
+    "DriveRow",
     "EventRow",
     "LockMismatch",
     "MachineRow",

@@ -31,6 +31,7 @@ from ..scheduler import RunRecord, WorkerRecord
 from ..scopes import DEFAULT, shown
 from .batch import BatchWrites
 from .database import make_engine, redact
+from .drives import KeptDrives
 from .errors import NameExists, NotFound, Stale, StoreError
 from .mapping import TickWrite, machine_json, run_record, run_values, tick_rows, worker_record
 from .migrations import REVISIONS, prepare
@@ -43,7 +44,7 @@ from .teams import KeptTeams
 __all__ = ["Store"]
 
 
-class Store(BatchWrites, KeptSources, KeptTeams):
+class Store(BatchWrites, KeptSources, KeptTeams, KeptDrives):
     """One database. ``Store(url)`` brings it to this astra's schema (``migrations``) and is ready."""
 
     def __init__(self, url: str) -> None:

@@ -20,6 +20,7 @@ from sqlmodel import Column, Field, SQLModel, Text
 __all__ = [
     "AUDIT",
     "CLUSTER_MACHINES",
+    "DRIVES",
     "EVENTS",
     "MACHINES",
     "ORGS",
@@ -33,6 +34,7 @@ __all__ = [
     "WORKSPACES",
     "AuditRow",
     "ClusterMachineRow",
+    "DriveRow",
     "EventRow",
     "MachineRow",
     "OrgRow",
@@ -267,6 +269,18 @@ class AuditRow(StoreTable, table=True):
     detail: str = Field(sa_column=Column(Text, nullable=False))
 
 
+class DriveRow(StoreTable, table=True):
+    """A drive: a named folder of an org's workspace on this host, mounted into the workers of
+    that workspace's runs that name it (whatever their cluster: the clusters share the host)."""
+
+    __tablename__ = "drives"
+    org: str = Field(default="default", primary_key=True)
+    workspace: str = Field(default="default", primary_key=True)
+    name: str = Field(primary_key=True)
+    path: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: float
+
+
 def table_of(model: type[SQLModel]) -> Table:
     """The SQLAlchemy table a sqlmodel class maps (its ``__table__``, which sqlmodel leaves untyped)."""
     return cast(Table, vars(model)["__table__"])
@@ -285,3 +299,4 @@ WORKSPACES = table_of(WorkspaceRow)
 TOKENS = table_of(TokenRow)
 QUOTAS = table_of(QuotaRow)
 AUDIT = table_of(AuditRow)
+DRIVES = table_of(DriveRow)

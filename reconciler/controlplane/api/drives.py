@@ -1,0 +1,183 @@
+"""Drives (``/drives``): a workspace's named folders, and the check that a run names only those.
+
+Owns the drives' routes (create, list, read, delete) and ``missing_drives``, which ``POST /runs``
+calls: a run whose ``datavolume_refs`` names a drive the workspace does not have is refused with
+a 422 naming it. A drive is a folder of the cluster's host: given (an existing folder), or made
+by the server under its home (``drives/NAME``; another workspace's ``drives/ORG.WORKSPACE/NAME``,
+which no drive's name can be; where the app was given one: ``drives_root``). A drive is its
+workspace's (the path's org and workspace), on every cluster of the server (they share the
+host). A drive a run not ended names (on any cluster) cannot be deleted (409, naming the runs);
+deleting one forgets it and leaves its folder and files as they are. A token's role applies as
+on every route (``read`` lists and reads, ``write`` creates and deletes), and the audit trail
+records each drive created or deleted (``Scoped.audit``).
+
+Must not touch: scheduling rules, SQL (the store's ``KeptDrives``), processes, the sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Request
+from fastapi import Path as PathParam
+from fastapi.responses import Response
+
+from ...runspec.models import Run
+from ...runspec.vocabulary import FINAL_RUN_STATES
+from ...wire import models as wire
+from ...wire.drives import Drive, DriveCreate, DriveList
+from ..scopes import DEFAULT_SCOPE, scope_of, shown
+from ..store import NameExists, NotFound
+from ..store.drives import workspace_words
+from .context import Api, ApiError, ApiRoute, Responses, answer, problem
+
+__all__ = ["drive_missing", "drives_root", "missing_drives", "router", "used_by"]
+
+router = APIRouter(tags=["drives"], route_class=ApiRoute)
+
+DriveName = Annotated[str, PathParam(description="The drive's name.")]
+NOT_FOUND: Responses = {404: {"model": wire.Detail}}
+INVALID: Responses = {422: {"model": wire.Problems, "description": "The body's problems, one per field."}}
+
+
+def drive_missing(name: str, workspace: str) -> str:
+    """``drive 'results' does not exist in workspace team-a`` (``workspace``: ``ORG/WORKSPACE``)."""
+    return f"drive {name!r} does not exist in {workspace_words(workspace)}"
+
+
+def drives_root(request: Request, api: Api) -> Path | None:
+    """Where the server makes the call's workspace's drives given no folder (``HOME/drives``;
+    another workspace's: ``HOME/drives/ORG.WORKSPACE``), if the app has one."""
+    root: Path | None = getattr(request.app.state, "drives_root", None)
+    org, workspace, _ = api.scope
+    if root is None or (org, workspace) == DEFAULT_SCOPE[:2]:
+        return root
+    return root / f"{org}.{workspace}"
+
+
+def _refs(run: Run) -> list[tuple[str, str]]:
+    """Each drive a run's workers mount: (the field's path, the drive's name)."""
+    spec = run.spec
+    found: list[tuple[str, str]] = []
+    templates = [
+        (f"spec.task_groups[{i}].task_template", g.task_template)
+        for i, g in enumerate(spec.task_groups or [])
+    ]
+    if spec.task_template is not None:
+        templates.append(("spec.task_template", spec.task_template))
+    for at, tt in templates:
+        for j, ref in enumerate(tt.datavolume_refs or []):
+            found.append((f"{at}.datavolume_refs[{j}].name", ref.name))
+    return found
+
+
+def missing_drives(api: Api, doc: dict[str, Any]) -> None:
+    """422 naming each drive a valid run document mounts that the workspace does not have."""
+    refs = _refs(Run.model_validate(doc))
+    if not refs:
+        return
+    workspace = api.scope.workspace_key
+    have = {row["name"] for row in api.engine.store.drive_rows(workspace)}
+    found = [
+        wire.Problem(path=at, message=drive_missing(name, workspace)) for at, name in refs if name not in have
+    ]
+    if found:
+        raise ApiError(422, wire.Problems(found))
+
+
+def used_by(api: Api, name: str) -> list[str]:
+    """The workspace's runs not ended whose workers mount drive ``name``: the call's cluster's
+    by name, in submission order, then any other cluster's (``NAME on cluster C``)."""
+    found: list[str] = []
+    for cluster, engine in sorted(api.app.clusters.items(), key=lambda c: c[0] != api.scope.cluster):
+        runs = (r for r in engine.state.runs.values() if scope_of(r.name)[:2] == api.scope[:2])
+        live = sorted((r for r in runs if r.state not in FINAL_RUN_STATES), key=lambda r: r.seq)
+        on = "" if cluster == api.scope.cluster else f" on cluster {cluster}"
+        found += [shown(r.name) + on for r in live if any(d == name for _, d in _refs(r.run))]
+    return found
+
+
+def _drive(api: Api, row: dict[str, Any]) -> Drive:
+    return Drive.model_validate({**row, "used_by": used_by(api, row["name"])})
+
+
+def _the_drive(api: Api, name: str) -> dict[str, Any]:
+    workspace = api.scope.workspace_key
+    row = api.engine.store.drive_row(name, workspace)
+    if row is None:
+        raise ApiError(404, wire.Detail(detail=drive_missing(name, workspace)))
+    return row
+
+
+@router.get("/drives", operation_id="list_drives", response_model=DriveList)
+def list_drives(api: Api) -> Response:
+    """The workspace's drives, by name."""
+    rows = api.engine.store.drive_rows(api.scope.workspace_key)
+    return answer(DriveList(items=[_drive(api, r) for r in rows]))
+
+
+@router.post(
+    "/drives",
+    status_code=201,
+    operation_id="create_drive",
+    response_model=Drive,
+    responses={
+        409: {"model": wire.Detail, "description": "The workspace has a drive of that name."},
+        **INVALID,
+    },
+)
+def create_drive(request: Request, api: Api, body: DriveCreate) -> Response:
+    """Create a drive: an existing folder (``path``), or one the server makes under its home."""
+    workspace = api.scope.workspace_key
+    if api.engine.store.drive_row(body.name, workspace) is not None:
+        said = f"drive {body.name!r} exists in {workspace_words(workspace)}"
+        raise ApiError(409, wire.Detail(detail=said))
+    if body.path is not None:
+        folder = os.path.normpath(body.path)
+        if not os.path.isdir(folder):
+            raise problem("path", f"{folder} is not a folder of the cluster's host: make it first")
+    else:
+        root = drives_root(request, api)
+        if root is None:
+            raise problem("path", "this server keeps no drives of its own: give the drive's folder")
+        made = root / body.name
+        try:
+            made.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise problem("path", f"cannot make {made}: {exc.strerror or exc}") from exc
+        folder = str(made)
+    try:
+        row = api.engine.store.create_drive(body.name, folder, api.clock.now(), workspace)
+    except NameExists as exc:
+        raise ApiError(409, wire.Detail(detail=str(exc))) from exc
+    api.audit("create", "drive", body.name, {"path": folder})
+    return answer(_drive(api, row), 201)
+
+
+@router.get("/drives/{name}", operation_id="get_drive", response_model=Drive, responses=NOT_FOUND)
+def get_drive(api: Api, name: DriveName) -> Response:
+    """One drive, with the runs that mount it."""
+    return answer(_drive(api, _the_drive(api, name)))
+
+
+@router.delete(
+    "/drives/{name}",
+    operation_id="delete_drive",
+    response_model=Drive,
+    responses={**NOT_FOUND, 409: {"model": wire.Detail, "description": "A run not ended mounts it."}},
+)
+def delete_drive(api: Api, name: DriveName) -> Response:
+    """Forget a drive (its folder and files stay); refused while a run not ended mounts it."""
+    drive = _drive(api, _the_drive(api, name))
+    if drive.used_by:
+        runs = ("run " if len(drive.used_by) == 1 else "runs ") + ", ".join(drive.used_by)
+        said = f"drive {name!r} is in use by {runs}: delete it, or wait for it to end, first"
+        raise ApiError(409, wire.Detail(detail=said))
+    try:
+        api.engine.store.delete_drive(name, api.scope.workspace_key)
+    except NotFound as exc:
+        raise ApiError(404, wire.Detail(detail=str(exc))) from exc
+    api.audit("delete", "drive", name, {"path": drive.path})
+    return answer(drive)

@@ -1,0 +1,187 @@
+"""The local cluster's worker sandbox: bubblewrap (``bwrap``), and what a worker sees inside it.
+
+Owns: finding a sandbox that works on this host (``find_sandbox``: ``bwrap`` at the path
+``ASTRA_BWRAP`` names, else on ``PATH``, tried once with a trivial command, so that a host whose
+user namespaces are off is found out at start, not by every worker), and the command line that
+runs one worker in it (``Sandbox.argv``). What the worker sees (docs/sandbox.md):
+
+* a root of its own (a tmpfs, no file of it kept): the host's ``/usr`` read-only, with the
+  ``/bin``, ``/lib``, ``/lib64``, ``/sbin`` links of a merged-/usr host (or those folders,
+  read-only, where they are folders), ``/etc`` read-only;
+* ``/dev`` (a minimal one: null, zero, random, urandom, tty, shm), a ``/proc`` of its own PID
+  namespace (only the sandbox's processes: not the server's, not another worker's), a private
+  ``/tmp``;
+* the command's working folder (the server's, as without a sandbox) read-write, at its own path;
+  astra's home (database, token, logs) hidden under an empty folder when it lies inside it;
+* the installation of each folder of ``PATH`` outside ``/usr`` and of the command itself
+  (``installation``: the folder above a ``bin``, as a virtualenv's or pyenv's root; the folder
+  alone where the one above is ``/``, the home folder, or holds astra's home or the working
+  folder), read-only, so that a command found on the host is found and runs inside;
+* each drive at its ``mount_path``: read-only for ``mode: ReadOnly`` (a write fails with EROFS),
+  read-write else.
+
+Nothing else of the host: not the user's home (but what the working folder holds), not
+``/root``, ``/var``, ``/run``; the network is the host's (a gang's workers meet on loopback).
+
+Must not touch: processes (the executor starts the command line), the store, the scheduler.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from reconciler.runspec.vocabulary import DRIVES_NEED_SANDBOX
+
+__all__ = [
+    "BWRAP_VARIABLE",
+    "NO_SANDBOX_REASON",
+    "Mount",
+    "Sandbox",
+    "find_sandbox",
+    "installation",
+    "no_sandbox_warning",
+]
+
+#: The environment variable naming the ``bwrap`` to use (a path, or a command on ``PATH``);
+#: empty: no sandbox. The seam the tests use to run a server on a host without bubblewrap.
+BWRAP_VARIABLE = "ASTRA_BWRAP"
+#: Why a run with drives waits when no sandbox can be made (CONTRACT §7; the vocabulary's words).
+NO_SANDBOX_REASON = DRIVES_NEED_SANDBOX
+
+#: The links (or folders) of a merged-/usr root the sandbox makes from the host's.
+_ROOT_LINKS = ("bin", "lib", "lib64", "sbin")
+#: Where Debian's bubblewrap is, whatever the server's ``PATH``.
+_SYSTEM_BIN = ("/usr/bin", "/bin")
+#: Seconds the start-up check may take (a bwrap that hangs is no sandbox).
+_CHECK_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Mount:
+    """A drive in a worker's sandbox: the host's folder ``source`` at ``target``."""
+
+    source: str
+    target: str
+    read_only: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Sandbox:
+    """A working ``bwrap``; ``hidden``: folders (astra's home) never shown to a worker."""
+
+    bwrap: str
+    hidden: tuple[str, ...] = ()
+    #: a user namespace of its own (``--unshare-user``): what an unprivileged user needs;
+    #: ``None``: when this process is not root
+    user_namespace: bool | None = None
+
+    def argv(
+        self,
+        command: list[str],
+        *,
+        cwd: str,
+        env: Mapping[str, str],
+        mounts: Iterable[Mount] = (),
+        found: str | None = None,
+    ) -> list[str]:
+        """The command line that runs ``command`` in the sandbox, in ``cwd``, with ``env`` alone;
+        ``found``: where the host found ``command[0]`` (its installation is shown read-only)."""
+        args = [self.bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+        if self.user_namespace or (self.user_namespace is None and os.geteuid() != 0):
+            args.append("--unshare-user")
+        args += ["--tmpfs", "/", "--ro-bind", "/usr", "/usr"]
+        for name in _ROOT_LINKS:
+            host = Path("/") / name
+            if host.is_symlink():
+                args += ["--symlink", os.readlink(host), str(host)]
+            elif host.is_dir():
+                args += ["--ro-bind", str(host), str(host)]
+        args += ["--ro-bind", "/etc", "/etc", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        home = env.get("HOME")
+        shown = [installation(f, cwd, home, self.hidden) for f in _path_folders(env.get("PATH", ""))]
+        if found:
+            shown.append(installation(str(Path(found).resolve().parent), cwd, home, self.hidden))
+        for folder in dict.fromkeys(f for f in shown if f is not None):
+            args += ["--ro-bind", folder, folder]
+        args += ["--bind", cwd, cwd]
+        for hidden in self.hidden:
+            if _inside(hidden, cwd):
+                args += ["--tmpfs", hidden]
+        for m in mounts:
+            args += ["--dir", m.target, "--ro-bind" if m.read_only else "--bind", m.source, m.target]
+        args += ["--chdir", cwd, "--clearenv"]
+        for key, value in env.items():
+            args += ["--setenv", key, value]
+        return [*args, "--", *command]
+
+
+def find_sandbox(
+    hidden: Iterable[str | os.PathLike[str]] = (), environ: Mapping[str, str] | None = None
+) -> tuple[Sandbox | None, str]:
+    """A sandbox that works here, or ``None`` and why not (a sentence for the server's start).
+
+    ``bwrap`` is the one ``ASTRA_BWRAP`` names (empty: none), else the one on ``PATH`` (or in
+    ``/usr/bin``); it is tried once (``true`` in a PID namespace), so a host whose user
+    namespaces are off says so here."""
+    env = os.environ if environ is None else environ
+    named = env.get(BWRAP_VARIABLE)
+    wanted = "bwrap" if named is None else named
+    where = os.pathsep.join([env.get("PATH", ""), *(_SYSTEM_BIN if named is None else ())])
+    found = shutil.which(wanted, path=where) if wanted else None
+    if found is None:
+        what = f"{BWRAP_VARIABLE} is empty" if not wanted else f"{wanted} was not found"
+        return None, f"no sandbox for workers: {what}; install bubblewrap (apt-get install bubblewrap)"
+    sandbox = Sandbox(found, tuple(str(Path(h).resolve()) for h in hidden))
+    probe = sandbox.argv(["true"], cwd="/", env={"PATH": "/usr/bin:/bin"})
+    try:
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=_CHECK_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:  # not runnable, or hung: no sandbox, said
+        return None, f"no sandbox for workers: {found} cannot run: {exc}"
+    if done.returncode != 0:
+        said = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
+        return None, (
+            f"no sandbox for workers: {found} failed ({said}); are unprivileged user namespaces on "
+            "(sysctl kernel.unprivileged_userns_clone=1)?"
+        )
+    return sandbox, f"workers run in a sandbox ({found}); see docs/sandbox.md for what they see"
+
+
+def no_sandbox_warning(why: str) -> str:
+    """What the server says at start when no sandbox can be made."""
+    return (
+        f"astra server: {why}. Workers run as plain processes of your user (no isolation), and a "
+        f"run with drives waits: {NO_SANDBOX_REASON}"
+    )
+
+
+def installation(folder: str, cwd: str, home: str | None, hidden: Iterable[str]) -> str | None:
+    """The installation a folder of commands belongs to, to show read-only (``None``: none to
+    show): the folder above it (``PREFIX`` of ``PREFIX/bin``: a virtualenv, pyenv's root for its
+    shims, whose commands need their prefix's files), or the folder alone where the one above is
+    ``/``, the home folder, or holds astra's home or the working folder. Nothing for a folder
+    under ``/usr`` (shown whole), in the working folder, ``/``, or in or around astra's home."""
+    real = Path(folder).resolve()
+    here = str(real)
+    hide = tuple(hidden)
+    if here == "/" or _inside(here, "/usr") or _inside(here, cwd):
+        return None
+    if any(_inside(here, h) or _inside(h, here) for h in hide):
+        return None
+    top = str(real.parent)
+    wide = top in ("/", home) or _inside(cwd, top) or any(_inside(h, top) for h in hide)
+    return here if wide else top
+
+
+def _inside(path: str, folder: str) -> bool:
+    """Whether ``path`` is ``folder`` or lies under it."""
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _path_folders(path: str) -> list[str]:
+    """The folders of ``PATH`` that exist (absolute ones: a relative one means the working folder)."""
+    return [e for e in path.split(os.pathsep) if e and os.path.isabs(e) and os.path.isdir(e)]

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# scripts/sandbox-local-up.sh - make sure this host can run astra's workers in a sandbox:
+# bubblewrap (Debian's `bubblewrap` package; `task sandbox:up`, and `task test` runs it first).
+#
+#   * installs `bubblewrap` with apt-get if `bwrap` is missing (as root; else says what to run);
+#   * checks that a sandbox can be made (a PID namespace, and a user namespace when not root):
+#     on a host whose unprivileged user namespaces are off, says so and how to turn them on.
+#
+# Idempotent: an installed bwrap is left as it is. Nothing to stop: bwrap is no service.
+set -euo pipefail
+
+log() { printf '[sandbox-local-up] %s\n' "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+if ! command -v bwrap >/dev/null 2>&1; then
+  [ "$(id -u)" = 0 ] || die "bwrap is missing: install it as root (apt-get install bubblewrap)"
+  log "installing bubblewrap (apt-get)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends bubblewrap >/dev/null \
+    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive \
+         apt-get install -y -q --no-install-recommends bubblewrap >/dev/null; }
+fi
+
+user_ns=()
+[ "$(id -u)" = 0 ] || user_ns=(--unshare-user)
+if ! bwrap "${user_ns[@]}" --unshare-pid --die-with-parent --ro-bind / / --proc /proc --dev /dev true; then
+  die "bwrap cannot make a sandbox here: are user namespaces on? (sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces > 0)"
+fi
+log "bwrap $(bwrap --version | awk '{print $2}') makes sandboxes here"
