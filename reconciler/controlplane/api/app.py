@@ -1,6 +1,7 @@
 """``create_app``: the API's routers under both base paths, its error answers, its OpenAPI document.
 
-Owns: how the routers (``runs``, ``batch``, ``workers``, ``cluster``, ``sources``, ``drives``) are put together:
+Owns: how the routers (``PARTS``: runs, batch, rerun, workers, cluster, sources, drives, teams, audit)
+are put together:
 under ``/api`` and under ``$WS_API`` (``/api/v1/orgs/{org}/workspaces/{workspace}/clusters/
 {cluster}/api``), each behind the bearer token (and, on the long form, the workspace check);
 the exception handlers that turn ``ApiError``, a refused body (``body.BodyRefused``), pydantic's
