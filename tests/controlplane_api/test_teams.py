@@ -285,3 +285,22 @@ def test_each_workspace_has_its_own_drives_by_the_same_names(client, plane, team
         ("a-write", "create", "results", {"path": str(folder)}),
         ("a-write", "delete", "results", {"path": str(folder)}),
     ]
+
+
+def test_only_the_org_s_admin_names_a_host_folder_for_a_drive(client, plane, teams, tmp_path):
+    """A workspace's writer (or admin) with ``path`` could mount another workspace's drive folder
+    or the server's home into its workers: only an admin of the whole org may name a folder."""
+    base = ws("team-a")
+    elsewhere = str(plane.home / "drives" / "default.team-b" / "data")  # team-b's own drive folder
+    for role in ("write", "admin"):
+        refused = client.post(f"{base}/drives", json={"name": "steal", "path": elsewhere}, token=teams[role])
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["detail"] == (
+            f"this token (a-{role}) holds {role} in workspace team-a of org default: a drive of a "
+            "folder of the host's choosing (path) needs the org's admin"
+        )
+    assert [d["name"] for d in client.get(f"{base}/drives", token=TOKEN).json()["items"]] == ["data"]
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    made = client.post(f"{base}/drives", json={"name": "shared", "path": str(shared)}, token=TOKEN)
+    assert made.status_code == 201 and made.json()["path"] == str(shared)

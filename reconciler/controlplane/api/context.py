@@ -80,6 +80,7 @@ __all__ = [
     "problem",
     "problems_of",
     "read_json",
+    "require_org_admin",
     "unknown_query",
 ]
 
@@ -218,6 +219,15 @@ async def api_context(request: Request) -> Scoped:
 
 #: The call's view, as a route's parameter.
 Api = Annotated[Scoped, Depends(api_context)]
+
+
+def require_org_admin(api: Scoped, what: str) -> None:
+    """403 unless the caller is an admin of the whole org (the server's own token is): ``what``
+    (making a workspace, setting a quota, naming a host folder) is beyond one workspace."""
+    caller = api.caller
+    if caller is not None and (caller.workspace is not None or not caller.may(Role.ADMIN)):
+        words = f"this token ({caller.name}) holds {caller.words()}: {what} needs the org's admin"
+        raise ApiError(403, wire.Detail(detail=words))
 
 
 class ApiError(Exception):

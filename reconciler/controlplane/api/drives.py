@@ -8,7 +8,9 @@ which no drive's name can be; where the app was given one: ``drives_root``). A d
 workspace's (the path's org and workspace), on every cluster of the server (they share the
 host). A drive a run not ended names (on any cluster) cannot be deleted (409, naming the runs);
 deleting one forgets it and leaves its folder and files as they are. A token's role applies as
-on every route (``read`` lists and reads, ``write`` creates and deletes), and the audit trail
+on every route (``read`` lists and reads, ``write`` creates and deletes), but only an admin of
+the org may name the folder (``path``): a write token of a workspace could otherwise mount any
+folder of the host, another workspace's drives or the server's home; the audit trail
 records each drive created or deleted (``Scoped.audit``).
 
 Must not touch: scheduling rules, SQL (the store's ``KeptDrives``), processes, the sandbox.
@@ -31,7 +33,7 @@ from ...wire.drives import Drive, DriveCreate, DriveList
 from ..scopes import DEFAULT_SCOPE, scope_of, shown
 from ..store import NameExists, NotFound
 from ..store.drives import workspace_words
-from .context import Api, ApiError, ApiRoute, Responses, answer, problem
+from .context import Api, ApiError, ApiRoute, Responses, answer, problem, require_org_admin
 
 __all__ = ["drive_missing", "drives_root", "missing_drives", "router", "used_by"]
 
@@ -135,6 +137,7 @@ def create_drive(request: Request, api: Api, body: DriveCreate) -> Response:
         said = f"drive {body.name!r} exists in {workspace_words(workspace)}"
         raise ApiError(409, wire.Detail(detail=said))
     if body.path is not None:
+        require_org_admin(api, "a drive of a folder of the host's choosing (path)")
         folder = os.path.normpath(body.path)
         if not os.path.isdir(folder):
             raise problem("path", f"{folder} is not a folder of the cluster's host: make it first")

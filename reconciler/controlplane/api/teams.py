@@ -32,7 +32,7 @@ from ...wire import teams
 from ..auth import AuthError, Role
 from ..scheduler import Quota
 from ..scopes import Scope
-from .context import AdminRoute, Api, ApiError, ApiRoute, Responses, answer
+from .context import AdminRoute, Api, ApiError, ApiRoute, Responses, answer, require_org_admin
 
 __all__ = ["admin", "router"]
 
@@ -70,13 +70,6 @@ def _covered(api: Api, name: str) -> None:
         raise ApiError(403, wire.Detail(detail=refused))
     if (api.scope.org, name) not in api.app.workspaces:
         raise ApiError(404, wire.Detail(detail=f"no workspace {name} in org {api.scope.org}"))
-
-
-def _org_admin(api: Api, what: str) -> None:
-    assert api.caller is not None
-    if api.caller.workspace is not None:
-        words = f"this token ({api.caller.name}) holds {api.caller.words()}: {what} needs the org's admin"
-        raise ApiError(403, wire.Detail(detail=words))
 
 
 def _made(api: Api, name: str) -> bool:
@@ -119,7 +112,7 @@ def get_workspace(api: Api, name: WorkspaceName) -> Response:
 )
 async def put_workspace(api: Api, name: WorkspaceName) -> Response:
     """Make a workspace of the org (200 when it is there already)."""
-    _org_admin(api, "making a workspace")
+    require_org_admin(api, "making a workspace")
     made = _made(api, name)
     return answer(_workspace(api, name), 201 if made else 200)
 
@@ -134,7 +127,7 @@ async def set_quota(api: Api, name: WorkspaceName, body: teams.QuotaWrite) -> Re
     """Set a workspace's quota on this cluster (made if it is not there yet): GPUs, and runs
     holding machines at once; left out or null, no limit. Runs holding more keep what they hold;
     no more is placed until the workspace is under its quota."""
-    _org_admin(api, "setting a quota")
+    require_org_admin(api, "setting a quota")
     _made(api, name)
     org, cluster = api.scope.org, api.scope.cluster
     api.engine.store.put_quota(org, name, cluster, body.gpus, body.runs, api.clock.now())
