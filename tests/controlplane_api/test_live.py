@@ -12,6 +12,7 @@ import pytest
 
 from reconciler.cli.local_server import ensure_server
 from reconciler.controlplane.server import read_info, stop_server
+from reconciler.runspec.vocabulary import WorkerState
 
 from .conftest import LONG, ROOT, SEEDS, TOKEN, until
 
@@ -96,8 +97,10 @@ def test_the_seeds_cli_examples_print_what_the_seeds_print(live):
     assert lines[0] == "WORKER                        RANK   STATE       MACHINE               REASON"
     assert lines[1].startswith("sweep-0                       0      ")
     assert lines[-1].startswith("Workers ") and lines[-1].endswith(" running of 100")
-    waiting = [x for x in lines if x.startswith("sweep-99 ")]
-    assert waiting and waiting[0].split()[2] == "Pending"
+    last = [x for x in lines if x.startswith("sweep-99 ")]  # Pending, or already run (copies fail fast)
+    assert last and last[0].split()[2] in {str(s) for s in WorkerState}
+    running = sum(1 for x in lines[1:-1] if x.split()[2] == "Running")
+    assert lines[-1] == f"Workers {running} running of 100"
     as_json = json.loads(live.astra("astraeus", "workers", "sweep", "-o", "json").stdout)
     assert len(as_json) == 100 and as_json[0]["name"] == "sweep-0"
     assert "- name: sweep-0" in live.astra("astraeus", "workers", "sweep", "-o", "yaml").stdout
