@@ -1,4 +1,5 @@
-"""``POST /runs:placement``: where runs would start if submitted now, from the real scheduler, changing nothing."""
+"""``POST /runs:placement``: where runs would start if submitted now, from the real scheduler,
+changing nothing."""
 
 from __future__ import annotations
 
@@ -47,7 +48,8 @@ def test_an_array_starts_as_many_copies_as_max_parallel_and_says_why_the_rest_wa
     assert outlooks(client, [sweep]) == [
         (
             "start",
-            "4 of 20 workers at once, on 1 machine x 4 GPUs; the others wait: Array runs at most 4 workers at once",
+            "4 of 20 workers at once, on 1 machine x 4 GPUs; "
+            "the others wait: Array runs at most 4 workers at once",
         )
     ]
 
