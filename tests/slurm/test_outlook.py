@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 
@@ -60,7 +61,12 @@ def test_the_plan_on_slurm_says_where_runs_would_start_and_submits_nothing(cli, 
         )
     code, out, err = cli("plan", "-f", "runs", "--source", "s")
     assert code == 0, err
-    assert "+ fits  create  (runs/fits.yaml)\n    would start: on nodes vm-n" in out
+    # the shared test cluster may be busy with other jobs: then Slurm says when it expects to start
+    assert re.search(
+        r"\+ fits  create  \(runs/fits\.yaml\)\n    "
+        r"would (start: on nodes vm-n|wait: Slurm expects it to start at )",
+        out,
+    ), out
     assert "    would fail: Slurm: Requested node configuration is not available\n" in out
     assert SlurmCluster.from_url(SERVER, state_dir=tmp_path / "state").list_runs() == []
     assert not (tmp_path / "state" / "logs").exists()  # no folder made for a run that is not
