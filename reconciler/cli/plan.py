@@ -26,6 +26,7 @@ from .planning import (
     plan_warnings,
     require_files,
     setup,
+    with_outlook,
 )
 
 __all__ = [
@@ -300,7 +301,7 @@ def _reviewer(
     from ..plan.render_markdown import revision_lines
 
     def review(made: Plan) -> bool:
-        data = plan_to_json(made)
+        data = plan_to_json(with_outlook(made, cluster()))
         from .colour import enabled, paint_plan
 
         sys.stdout.write(paint_plan(revision_lines(data) + render_plan(data, verbose=verbose), enabled()))

@@ -33,6 +33,7 @@ __all__ = [
     "read_token",
     "require_files",
     "setup",
+    "with_outlook",
 ]
 
 
@@ -213,6 +214,37 @@ def impossible_asks(made: Any, cluster: Any) -> list[str]:
     return [f"{name}: {why}" for name, why in found if why]
 
 
+def with_outlook(made: Any, cluster: Any) -> Any:
+    """``made`` with each create's and replace's outlook (where it would start now, or why it
+    would wait), when the cluster answers a dry run (``placement``: the http cluster's
+    ``POST /runs:placement``); asked only when the plan starts a run. A cluster that has no
+    answer, or fails to give one (said at debug level), leaves the plan as it was: the dry run
+    never fails a plan."""
+    import dataclasses
+    import logging
+
+    from ..clusters.base import ClusterError
+
+    starting = [c for c in made.changes if c.action.value in ("create", "replace") and c.after is not None]
+    ask = getattr(cluster, "placement", None)
+    if not starting or ask is None:
+        return made
+    try:
+        seen = ask([c.after for c in starting])
+    except ClusterError as exc:
+        logging.getLogger(__name__).debug("no placement: %s", exc)
+        return made
+    if not seen:
+        return made
+    changes = tuple(
+        dataclasses.replace(c, outlook=seen[c.address])
+        if c.action.value in ("create", "replace") and c.address in seen
+        else c
+        for c in made.changes
+    )
+    return dataclasses.replace(made, changes=changes)
+
+
 def plan_warnings(made: Any) -> list[str]:
     """The warnings (``reconciler.runspec.lint``) of the documents the plan would send, in words:
     ``RUN (FILE): PATH: warning: MESSAGE``."""
@@ -294,6 +326,7 @@ def plan_command(
                 replace=replace or (),
             )
             impossible = impossible_asks(made, s.cluster)
+            made = with_outlook(made, s.cluster)
         data = plan_to_json(made)
         if str(output) == "markdown":
             from ..plan.render_markdown import render_markdown

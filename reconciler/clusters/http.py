@@ -233,6 +233,12 @@ class HttpCluster:
         gpus = [g for g in found if isinstance(g, int) and not isinstance(g, bool)]
         return Capacity(max(gpus), sum(gpus), len(gpus)) if gpus else None
 
+    def placement(self, documents: list[dict[str, Any]]) -> dict[str, dict[str, str]] | None:
+        """``POST /runs:placement``: where each run would start now (``clusters.placement``)."""
+        from .placement import placement_of
+
+        return placement_of(self, documents)
+
     def source_store(self) -> ApiSourceStore:
         return ApiSourceStore(self)
 

@@ -135,6 +135,10 @@ class Change:
     cost: Cost | None = None
     file: str | None = None
     resource_version: int | None = None
+    #: A create's or replace's fate if submitted at plan time, as the cluster answered it
+    #: (``{"kind": "start"|"wait"|"fail", "words": …}``); ``None``: the cluster did not say.
+    #: Display only: apply never reads it. In the JSON form only when known.
+    outlook: dict[str, str] | None = None
 
     @property
     def forces_replace(self) -> tuple[str, ...]:
@@ -202,6 +206,7 @@ def _change_json(c: Change) -> dict[str, Any]:
         "cost": None if c.cost is None else dict(sorted(c.cost.__dict__.items())),
         "file": c.file,
         "resource_version": c.resource_version,
+        **({"outlook": c.outlook} if c.outlook is not None else {}),
     }
 
 
@@ -253,6 +258,7 @@ def plan_from_json(data: Any) -> Plan:
                 cost=None if c["cost"] is None else Cost(**c["cost"]),
                 file=c["file"],
                 resource_version=c["resource_version"],
+                outlook=c.get("outlook"),
             )
             for c in data["changes"]
         )

@@ -19,7 +19,7 @@ from typing import Any
 
 from .cost import describe_ask, describe_cost
 
-__all__ = ["ACTION_WORDS", "SYMBOLS", "render_apply", "render_plan", "summary_line"]
+__all__ = ["ACTION_WORDS", "SYMBOLS", "outlook_line", "render_apply", "render_plan", "summary_line"]
 
 SYMBOLS = {"create": "+", "update": "~", "replace": "-/+", "delete": "-", "noop": "="}
 ACTION_WORDS = {
@@ -36,6 +36,15 @@ def summary_line(summary: dict[str, int]) -> str:
         f"Plan: {summary.get('create', 0)} to create, {summary.get('update', 0)} to update, "
         f"{summary.get('replace', 0)} to replace, {summary.get('delete', 0)} to delete."
     )
+
+
+def outlook_line(change: dict[str, Any]) -> str | None:
+    """``would start: 2 machines x 8 GPUs, …`` (or ``would wait: why``, ``would fail: why``) for a
+    create or replace whose plan holds the cluster's answer; ``None`` when it holds none."""
+    o = change.get("outlook")
+    if not o or change["action"] not in ("create", "replace"):
+        return None
+    return f"would {o['kind']}: {o['words']}"
 
 
 def _value(field: dict[str, Any], side: str) -> str:
@@ -83,6 +92,9 @@ def render_plan(data: dict[str, Any], *, verbose: bool = False) -> str:
         asks = describe_ask(change.get("after")) if action == "create" else None
         if asks:
             lines.append(f"    asks: {asks}")
+        where = outlook_line(change)
+        if where:
+            lines.append(f"    {where}")
     if drifted:
         if shown:
             lines.append("")

@@ -4,9 +4,10 @@ markdown``), and ``revision_lines(data)``, what the text plan says first of its 
 Both read the plan's JSON form only (``plan_to_json``), as ``render``'s renderers do, and never
 recompute the diff. The comment has: a title with the source and the revision (a rollback and a
 dirty working tree said at once), the summary line, a table of the runs that change (symbol,
-run, action, file, fields, cost), the drift apart, the runs kept because ``--prune`` was not
-given, and the full field-by-field diff collapsed in a ``<details>`` block. Everything is sorted;
-``|`` and newlines in values are escaped so a cell stays a cell.
+run, action, file, fields, cost), where each run would start now (when the cluster said), the
+drift apart, the runs kept because ``--prune`` was not given, and the full field-by-field diff
+collapsed in a ``<details>`` block. Everything is sorted; ``|`` and newlines in values are
+escaped so a cell stays a cell.
 
 Pure: no I/O.
 """
@@ -17,7 +18,7 @@ import json
 from typing import Any
 
 from .cost import describe_cost
-from .render import ACTION_WORDS, SYMBOLS, summary_line
+from .render import ACTION_WORDS, SYMBOLS, outlook_line, summary_line
 
 __all__ = ["render_markdown", "revision_lines"]
 
@@ -97,6 +98,11 @@ def render_markdown(data: dict[str, Any]) -> str:
         lines.append("")
     else:
         lines += ["No changes: the cluster matches the files.", ""]
+    where = [(c["address"], outlook_line(c)) for c in changes]
+    if any(line for _, line in where):
+        lines += ["**Where they would start now** (the cluster's scheduler, if submitted now):", ""]
+        lines += [f"- `{n}`: {_cell(line)}" for n, line in where if line]
+        lines.append("")
     drifted = sorted(
         ((c["address"], f) for c in data["changes"] for f in c["fields"] if f["drift"]),
         key=lambda x: (x[0], x[1]["path"]),

@@ -28,6 +28,7 @@ __all__ = [
     "BATCH_PATH",
     "CONSOLE_RUNS",
     "LOCK_HEADER",
+    "PLACEMENT_PATH",
     "WS_API",
     "api_base",
     "console_url",
@@ -39,6 +40,8 @@ API = "/api"
 WS_API = "/api/v1/orgs/{org}/workspaces/{workspace}/clusters/{cluster}/api"
 #: Many runs created in one request (``wire.batch``), under a base path; ``/jobs:batch`` too.
 BATCH_PATH = "/runs:batch"
+#: Where runs would start if submitted now, changing nothing (``wire.placement``); ``/jobs:placement`` too.
+PLACEMENT_PATH = "/runs:placement"
 #: The most run documents one batch may hold.
 BATCH_MAX = 1000
 #: The console's Runs page of a workspace on a cluster (a run's page: this and its name), the

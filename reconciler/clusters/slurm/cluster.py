@@ -163,6 +163,12 @@ class SlurmCluster:
 
     # ---- what the partition offers ---------------------------------------------------------------
 
+    def placement(self, documents: list[dict[str, Any]]) -> dict[str, dict[str, str]] | None:
+        """Where runs would start now, as ``sbatch --test-only`` says (``outlook``); submits nothing."""
+        from .outlook import placement_of
+
+        return placement_of(self, documents, self._clock())
+
     def node_gpus(self) -> int | None:
         """The most GPUs one node of the partition has (``sinfo``), or None when it has none."""
         return self.commands.node_gpus()
