@@ -27,8 +27,8 @@ one path segment.
 normalised document, without the documents (``clusters.base.summaries`` uses it).
 
 The shapes of the requests and answers are ``reconciler.wire.models``'s, the one statement of
-them. The decoders at the end of this module (``_summary``, ``_live``, ``_worker``, ``_holder``,
-``_errors``) read those shapes without pydantic: ``astra plan`` talks to the API on every run
+them. The decoders at the end of this module (``summary_of``, ``live_of``, ``worker_of``, ``holder_of``,
+``errors_of``) read those shapes without pydantic: ``astra plan`` talks to the API on every run
 and imports no pydantic (200 ms), and a decoder reads a 10,000-run summary listing faster than
 a model would. They are the models' twins: ``tests/controlplane_api/test_wire_twins.py`` holds
 each one to its model (it reads only the model's fields, and decodes what the model accepts to
@@ -42,7 +42,6 @@ server in-process: the same code path as over a socket.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 from collections.abc import Callable, Collection
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -69,6 +68,16 @@ from .base import (
     RunSummary,
     Unreachable,
     WorkerInfo,
+)
+from .decoders import (
+    detail_of,
+    errors_of,
+    holder_of,
+    items_of,
+    live_of,
+    summary_of,
+    without_version,
+    worker_of,
 )
 
 if TYPE_CHECKING:
@@ -130,7 +139,7 @@ class HttpCluster:
             raise Unreachable(f"{self.address} cannot be reached: {exc or type(exc).__name__}") from exc
         if response.is_success or response.status_code == 304:  # 304: the If-None-Match still holds
             return response
-        detail = _detail(response)
+        detail = detail_of(response)
         status = response.status_code
         try:
             response.raise_for_status()
@@ -142,7 +151,7 @@ class HttpCluster:
             if status == 409:
                 raise Conflict(detail) from exc
             if status == 422:
-                raise Rejected(f"the cluster refused the run: {detail}", _errors(response)) from exc
+                raise Rejected(f"the cluster refused the run: {detail}", errors_of(response)) from exc
             if status in (401, 403):
                 hint = (
                     "give --token or ASTRA_TOKEN"
@@ -163,40 +172,40 @@ class HttpCluster:
 
     def list_runs(self) -> list[LiveRun]:
         data = self._json(self.request("GET", "/runs"))
-        return sorted((_live(r) for r in _items(data, "runs")), key=lambda r: r.name)
+        return sorted((live_of(r) for r in items_of(data, "runs")), key=lambda r: r.name)
 
     def list_run_summaries(self) -> list[RunSummary]:
         """``GET /runs?view=summary``: every run's status and spec digest, without documents. A
         server that ignores ``view`` answers with whole runs: their digests are computed here."""
         data = self._json(self.request("GET", "/runs", params={"view": "summary"}))
         out = []
-        for item in _items(data, "runs"):
+        for item in items_of(data, "runs"):
             if isinstance(item, dict) and "metadata" in item and "spec_digest" not in item:
-                out.append(RunSummary.of(_live(item)))
+                out.append(RunSummary.of(live_of(item)))
             else:
-                out.append(_summary(item))
+                out.append(summary_of(item))
         return sorted(out, key=lambda r: r.name)
 
     def get_run(self, name: str) -> LiveRun | None:
         try:
-            return _live(self._json(self.request("GET", f"/runs/{quote(name, safe='')}")))
+            return live_of(self._json(self.request("GET", f"/runs/{quote(name, safe='')}")))
         except NotFound:
             return None
 
     def create_run(self, document: dict[str, Any]) -> LiveRun:
-        return _live(self._json(self.request("POST", "/runs", json=_without_version(document))))
+        return live_of(self._json(self.request("POST", "/runs", json=without_version(document))))
 
     def update_run(self, name: str, document: dict[str, Any], resource_version: int) -> LiveRun:
-        body = _without_version(document)
+        body = without_version(document)
         body["metadata"] = {**body.get("metadata", {}), "resource_version": resource_version}
-        return _live(self._json(self.request("PUT", f"/runs/{quote(name, safe='')}", json=body)))
+        return live_of(self._json(self.request("PUT", f"/runs/{quote(name, safe='')}", json=body)))
 
     def delete_run(self, name: str) -> None:
         self.request("DELETE", f"/runs/{quote(name, safe='')}")
 
     def workers(self, name: str) -> list[WorkerInfo]:
         data = self._json(self.request("GET", f"/runs/{quote(name, safe='')}/workers"))
-        return [_worker(w) for w in _items(data, "workers")]
+        return [worker_of(w) for w in items_of(data, "workers")]
 
     def logs(self, worker: str) -> str:
         response = self.request("GET", f"/workers/{quote(worker, safe='')}/logs")
@@ -208,7 +217,7 @@ class HttpCluster:
     def events(self, name: str) -> list[dict[str, Any]]:
         """The run's events, in order (``GET /runs/{name}/events``): what ``astra describe`` shows."""
         data = self._json(self.request("GET", f"/runs/{quote(name, safe='')}/events"))
-        return [e for e in _items(data, "items") if isinstance(e, dict)]
+        return [e for e in items_of(data, "items") if isinstance(e, dict)]
 
     def worker_logs(self, worker: str, attempt: int | None = None) -> str:
         """A worker's output: of its latest attempt, or of ``attempt`` (``?attempt=N``)."""
@@ -220,7 +229,7 @@ class HttpCluster:
     def rerun(self, name: str, *, failed: bool = False) -> LiveRun:
         """``POST /runs/{name}/rerun``: the run that starts (the same, or ``<run>-rerun-<k>``)."""
         path = f"/runs/{quote(name, safe='')}/rerun"
-        return _live(self._json(self.request("POST", path, json={"failed": failed})))
+        return live_of(self._json(self.request("POST", path, json={"failed": failed})))
 
     def capacity(self) -> Capacity | None:
         """What the cluster's machines hold (``GET /machines``); ``None`` when the API does not
@@ -229,7 +238,7 @@ class HttpCluster:
             data = self._json(self.request("GET", "/machines"))
         except (NotFound, Rejected):
             return None
-        found = [m.get("gpus") for m in _items(data, "machines") if isinstance(m, dict)]
+        found = [m.get("gpus") for m in items_of(data, "machines") if isinstance(m, dict)]
         gpus = [g for g in found if isinstance(g, int) and not isinstance(g, bool)]
         return Capacity(max(gpus), sum(gpus), len(gpus)) if gpus else None
 
@@ -338,7 +347,7 @@ class ApiSourceStore:
 
     def sources(self) -> list[SourceState]:
         data = self._call("GET", "/sources").json()
-        return sorted((SourceState.from_json(s) for s in _items(data, "sources")), key=lambda s: s.name)
+        return sorted((SourceState.from_json(s) for s in items_of(data, "sources")), key=lambda s: s.name)
 
     def _write(
         self, name: str, method: str, path: str, change: Callable[[SourceState], None], **kwargs: Any
@@ -351,7 +360,7 @@ class ApiSourceStore:
         try:
             response = self._call(method, path, headers=headers, **kwargs)
         except Conflict as exc:
-            holder = _holder(exc)
+            holder = holder_of(exc)
             mine = f"this store's lock {lock_id}" if lock_id else "no lock of this store's"
             whose = f"{holder.owner}'s lock {holder.id}" if holder else "no lock"
             raise StateError(
@@ -418,7 +427,7 @@ class ApiSourceStore:
         try:
             response = self._call("POST", f"{self._path(name)}/lock", json=wanted.to_json())
         except Conflict as exc:
-            holder = _holder(exc)
+            holder = holder_of(exc)
             raise Locked(name, holder or Lock("?", "another apply", now), now) from exc
         except NotFound as exc:
             raise StateError(
@@ -444,7 +453,7 @@ class ApiSourceStore:
         except NotFound as exc:
             raise StateError(f"source '{name}' holds no lock") from exc
         except Conflict as exc:
-            holder = _holder(exc)
+            holder = holder_of(exc)
             held = holder.id if holder else "another id"
             raise StateError(f"source '{name}' is locked under {held}, not {lock_id}") from exc
         if known is not None:
@@ -480,135 +489,6 @@ def _copy(state: SourceState) -> SourceState:
 
 
 # ---- reading answers ----------------------------------------------------------------------------
-
-
-def _detail(response: httpx.Response) -> str:
-    try:
-        data = response.json()
-    except ValueError:
-        return response.text.strip()[:300] or response.reason_phrase
-    detail = data.get("detail", data.get("message", data)) if isinstance(data, dict) else data
-    if isinstance(detail, list):  # a 422's problems (wire.Problems), or FastAPI's own form
-        return "; ".join(_one_error(e) for e in detail)
-    return detail if isinstance(detail, str) else str(detail)
-
-
-def _one_error(e: Any) -> str:
-    if isinstance(e, dict) and "message" in e:
-        where = ":".join(str(e[k]) for k in ("file", "line", "column") if e.get(k) is not None)
-        parts = [p for p in (where, e.get("path", ""), e["message"]) if p]
-        return ": ".join(parts)
-    if isinstance(e, dict) and "msg" in e:
-        return f"{'.'.join(str(x) for x in e.get('loc', []))}: {e['msg']}"
-    return str(e)
-
-
-def _errors(response: httpx.Response) -> list[dict[str, Any]]:
-    try:
-        data = response.json()
-    except ValueError:
-        return []
-    if isinstance(data, dict):
-        data = data.get("errors", data.get("detail", []))
-    return [e for e in data if isinstance(e, dict)] if isinstance(data, list) else []
-
-
-def _holder(exc: BaseException) -> Lock | None:
-    response = getattr(exc.__cause__, "response", None)
-    if response is None:
-        return None
-    try:
-        data = response.json()
-    except ValueError:
-        return None
-    lock = data.get("lock") if isinstance(data, dict) else None
-    if not isinstance(lock, dict) and isinstance(data, dict) and isinstance(data.get("detail"), dict):
-        lock = data["detail"].get("lock")
-    return Lock.from_json(lock) if isinstance(lock, dict) and lock.get("id") else None
-
-
-def _items(data: Any, key: str) -> list[Any]:
-    if isinstance(data, list):
-        return data
-    if isinstance(data, dict):
-        for k in (key, "items"):
-            if isinstance(data.get(k), list):
-                return data[k]
-    return []
-
-
-def _time(value: Any) -> float | None:
-    """Seconds since the epoch, from a number or an ISO 8601 string."""
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=dt.UTC)
-        return parsed.timestamp()
-    return None
-
-
-def _without_version(document: dict[str, Any]) -> dict[str, Any]:
-    meta = {k: v for k, v in (document.get("metadata") or {}).items() if k != "resource_version"}
-    return {**document, "metadata": meta}
-
-
-def _live(data: Any) -> LiveRun:
-    if not isinstance(data, dict) or not isinstance(data.get("metadata"), dict):
-        raise ClusterError("the cluster answered with something that is not a run")
-    meta = data["metadata"]
-    status: dict[str, Any] = data["status"] if isinstance(data.get("status"), dict) else {}
-    counts = data.get("task_counts") or status.get("task_counts") or {}
-    document = {"metadata": dict(meta), "spec": data.get("spec") or {}}
-    return LiveRun(
-        name=meta.get("name", ""),
-        document=document,
-        resource_version=int(meta.get("resource_version") or 0),
-        state=str(status.get("state", "Pending")),
-        reason=str(status.get("reason") or ""),
-        task_counts={str(k): int(v) for k, v in counts.items()},
-        created_at=_time(status.get("created_at", meta.get("created_at"))),
-        started_at=_time(status.get("started_at")),
-        finished_at=_time(status.get("finished_at")),
-        workers_running=int(status.get("workers_running", counts.get("Running", 0)) or 0),
-        gpus_held=int(status.get("gpus_held", 0) or 0),
-    )
-
-
-def _summary(data: Any) -> RunSummary:
-    try:
-        name, version, state, digest = (
-            data["name"],
-            data["resource_version"],
-            data["state"],
-            data["spec_digest"],
-        )
-    except (KeyError, TypeError):
-        raise ClusterError("the cluster answered with something that is not a run summary") from None
-    if type(name) is not str or type(state) is not str or type(version) is not int:
-        raise ClusterError("the cluster answered with something that is not a run summary")
-    return RunSummary(name, version, state, digest if type(digest) is str and digest else None)
-
-
-def _worker(data: dict[str, Any]) -> WorkerInfo:
-    return WorkerInfo(
-        name=str(data.get("name", "")),
-        rank=int(data.get("rank", 0) or 0),
-        state=str(data.get("state", "")),
-        reason=str(data.get("reason") or ""),
-        machine=data.get("machine"),
-        exit_code=data.get("exit_code"),
-        restarts=int(data.get("restarts", 0) or 0),
-        gpus=int(data.get("gpus", 0) or 0),
-        started_at=_time(data.get("started_at")),
-        group=data.get("group"),
-    )
 
 
 def _httpx() -> Any:

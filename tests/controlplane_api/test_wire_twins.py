@@ -1,4 +1,4 @@
-"""The client's decoders (``reconciler.clusters.http``) are the wire models' pydantic-free twins.
+"""The client's decoders (``reconciler.clusters.decoders``) are the wire models' pydantic-free twins.
 
 ``astra plan`` imports no pydantic, so the client reads answers with plain decoders; the shapes
 are stated once, in ``reconciler.wire.models``. Here each decoder is held to its model, on
@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from reconciler.clusters import http
+from reconciler.clusters import decoders
 from reconciler.clusters.base import LiveRun, RunSummary, WorkerInfo
 from reconciler.state import InventoryEntry, Lock
 from reconciler.wire import models as wire
@@ -86,9 +86,11 @@ def fields(model: type[BaseModel], at: str = "") -> set[str]:
 @given(answers(wire.RunSummary))
 def test_the_summary_decoder_is_the_run_summary_model(data):
     m = wire.RunSummary.model_validate(data)
-    assert http._summary(data) == RunSummary(m.name, m.resource_version, str(m.state), m.spec_digest or None)
+    assert decoders.summary_of(data) == RunSummary(
+        m.name, m.resource_version, str(m.state), m.spec_digest or None
+    )
     read: set[str] = set()
-    http._summary(Recording(data, read))
+    decoders.summary_of(Recording(data, read))
     assert read == fields(wire.RunSummary)
 
 
@@ -96,7 +98,7 @@ def test_the_summary_decoder_is_the_run_summary_model(data):
 @given(answers(wire.Run))
 def test_the_run_decoder_is_the_run_model(data):
     m = wire.Run.model_validate(data)
-    assert http._live(data) == LiveRun(
+    assert decoders.live_of(data) == LiveRun(
         name=m.metadata.name,
         document={"metadata": data["metadata"], "spec": m.spec},
         resource_version=m.metadata.resource_version,
@@ -115,7 +117,7 @@ def test_the_run_decoder_is_the_run_model(data):
         "metadata": Recording(data["metadata"], read, "metadata."),
         "status": Recording(data["status"], read, "status."),
     }
-    http._live(Recording(recorded, read))
+    decoders.live_of(Recording(recorded, read))
     known = fields(wire.Run) | fields(wire.RunMetadata, "metadata.") | fields(wire.RunStatus, "status.")
     fallbacks = {"metadata.created_at", "status.task_counts"}  # where other control planes put them
     assert read - known <= fallbacks
@@ -125,7 +127,7 @@ def test_the_run_decoder_is_the_run_model(data):
 @given(answers(wire.Worker))
 def test_the_worker_decoder_is_the_worker_model(data):
     m = wire.Worker.model_validate(data)
-    assert http._worker(data) == WorkerInfo(
+    assert decoders.worker_of(data) == WorkerInfo(
         name=m.name,
         rank=m.rank,
         state=str(m.state),
@@ -138,7 +140,7 @@ def test_the_worker_decoder_is_the_worker_model(data):
         group=m.group,
     )
     read: set[str] = set()
-    http._worker(Recording(data, read))
+    decoders.worker_of(Recording(data, read))
     assert read <= fields(wire.Worker)
 
 
@@ -147,16 +149,16 @@ def test_the_worker_decoder_is_the_worker_model(data):
 def test_a_refusal_is_read_as_the_problems_model(data):
     m = wire.Problems.model_validate(data)
     response = httpx.Response(422, json=data)
-    assert http._errors(response) == [p.model_dump() for p in m.root]
+    assert decoders.errors_of(response) == [p.model_dump() for p in m.root]
     said = "; ".join(": ".join(x for x in (p.path, p.message) if x) for p in m.root)
-    assert http._detail(response) == said  # each problem, where and what
+    assert decoders.detail_of(response) == said  # each problem, where and what
 
 
 @SETTINGS
 @given(answers(wire.LockHeld))
 def test_an_error_in_words_is_read_as_the_detail_model(data):
     m = wire.LockHeld.model_validate(data)
-    assert http._detail(httpx.Response(409, json=data)) == m.detail
+    assert decoders.detail_of(httpx.Response(409, json=data)) == m.detail
 
 
 @SETTINGS
