@@ -27,8 +27,8 @@ one path segment.
 normalised document, without the documents (``clusters.base.summaries`` uses it).
 
 The shapes of the requests and answers are ``reconciler.wire.models``'s, the one statement of
-them. The decoders at the end of this module (``summary_of``, ``live_of``, ``worker_of``, ``holder_of``,
-``errors_of``) read those shapes without pydantic: ``astra plan`` talks to the API on every run
+them. The decoders (``clusters.decoders``: ``summary_of``, ``live_of``, ``worker_of``,
+``holder_of``, ``errors_of``) read those shapes without pydantic: ``astra plan`` talks to the API on every run
 and imports no pydantic (200 ms), and a decoder reads a 10,000-run summary listing faster than
 a model would. They are the models' twins: ``tests/controlplane_api/test_wire_twins.py`` holds
 each one to its model (it reads only the model's fields, and decodes what the model accepts to
