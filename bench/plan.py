@@ -299,6 +299,7 @@ def _start_server(work: Path, py: str) -> tuple[subprocess.Popen, str]:
             raise SystemExit(f"bench plan: astra server exited {proc.returncode}:\n{tail}")
         try:
             if httpx.get(url + "/healthz", timeout=2).status_code == 200:
+                _make_drives(url)
                 return proc, url
         except httpx.HTTPError:
             pass
@@ -306,6 +307,21 @@ def _start_server(work: Path, py: str) -> tuple[subprocess.Popen, str]:
             _stop(proc, signal.SIGTERM, 10)
             raise SystemExit(f"bench plan: astra server did not answer within {START_TIMEOUT:g} s")
         time.sleep(0.05)
+
+
+def _make_drives(url: str) -> None:
+    """The drives the generated specs mount (``specs.DRIVES``): a run naming a drive its
+    workspace does not have is refused at create."""
+    import httpx
+
+    from .specs import DRIVES
+
+    for name, _ in DRIVES:
+        made = httpx.post(
+            url + "/api/drives", json={"name": name}, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30
+        )
+        if made.status_code not in (201, 409):
+            raise SystemExit(f"bench plan: making drive {name} answered {made.status_code}: {made.text}")
 
 
 def _stop(proc: subprocess.Popen, sig: int, timeout: float) -> None:
