@@ -31,6 +31,7 @@ DURATION_PATTERN = (
 POSITIVE_DURATION_PATTERN = rf"^(?![0dhms:-]*$)(?:{DURATION_PATTERN})"
 _BYTES_RE = re.compile(BYTES_PATTERN)
 _UNIT_DURATION_RE = re.compile(r"^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+_DURATION_RE = re.compile(DURATION_PATTERN)
 _CLOCK_RE = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")
 
 
@@ -65,7 +66,7 @@ def parse_duration(value: int | str) -> int:
         if value < 0:
             raise ValueError(value)
         return value
-    if not isinstance(value, str) or not re.match(DURATION_PATTERN, value):
+    if not isinstance(value, str) or not _DURATION_RE.match(value):
         raise ValueError(value)
     m = _UNIT_DURATION_RE.match(value)
     if m:

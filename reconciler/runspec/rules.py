@@ -15,6 +15,7 @@ type (the schema reports those), and returns every error it finds.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from . import messages as msg
@@ -25,6 +26,7 @@ from .quantities import parse_bytes, parse_duration
 __all__ = ["COMBINATIONS", "Combination", "check_rules"]
 
 SPEC = FieldPath.root().child("spec")
+_RES = "requested_resources"
 RESERVED_ENV = (
     "RANK",
     "WORLD_SIZE",
@@ -142,10 +144,12 @@ def _min_available(spec: dict, partial: bool) -> list[FieldError]:
 
 
 def _task_template(template: dict, path: FieldPath, *, in_group: bool) -> list[FieldError]:
+    """The rules of one task template at ``path``. Paths below it are built only for an error:
+    this runs for every document, and nearly all of them are valid."""
     errors: list[FieldError] = _quantities(template, path)
     resources = template.get("requested_resources")
     if isinstance(resources, dict):
-        errors += _resources(resources, path.child("requested_resources"), in_group)
+        errors += _resources(resources, path, in_group)
     env = template.get("env")
     if isinstance(env, dict):
         for name in sorted(k for k in env if k in RESERVED_ENV):
@@ -170,17 +174,19 @@ def _task_template(template: dict, path: FieldPath, *, in_group: bool) -> list[F
     return errors
 
 
-def _resources(res: dict, path: FieldPath, in_group: bool) -> list[FieldError]:
+def _resources(res: dict, template: FieldPath, in_group: bool) -> list[FieldError]:
+    """The rules of ``requested_resources`` under the task template at ``template``."""
     errors: list[FieldError] = []
     gpus = res.get("gpu_requests")
     count = _int(gpus.get("count")) if isinstance(gpus, dict) else None
     machines = _int(res.get("machines"))
     if in_group and "machines" in res:
-        errors.append(FieldError.forbidden(path.child("machines"), msg.GROUP_MACHINES))
+        errors.append(FieldError.forbidden(template.child(_RES, "machines"), msg.GROUP_MACHINES))
     elif machines is not None and count is not None and machines >= 1 and count >= 1 and count % machines:
         errors.append(
             FieldError.invalid(
-                path.child("machines"), msg.MACHINES_DIVIDE.format(machines=machines, count=count)
+                template.child(_RES, "machines"),
+                msg.MACHINES_DIVIDE.format(machines=machines, count=count),
             )
         )
     if isinstance(gpus, dict):
@@ -188,18 +194,20 @@ def _resources(res: dict, path: FieldPath, in_group: bool) -> list[FieldError]:
         if k is not None and count is not None and k > count >= 1:
             errors.append(
                 FieldError.invalid(
-                    path.child("gpu_requests", "min_per_machine"),
+                    template.child(_RES, "gpu_requests", "min_per_machine"),
                     msg.MIN_PER_MACHINE_ABOVE_COUNT.format(k=k, count=count),
                 )
             )
     per_gpu = res.get("per_gpu")
     if isinstance(per_gpu, dict):
         if "gpu_requests" not in res:
-            errors.append(FieldError.forbidden(path.child("per_gpu"), msg.PER_GPU_WITHOUT_GPUS))
+            errors.append(FieldError.forbidden(template.child(_RES, "per_gpu"), msg.PER_GPU_WITHOUT_GPUS))
         if "cpu_cores" in per_gpu and "cpu_cores" in res:
-            errors.append(FieldError.forbidden(path.child("per_gpu", "cpu_cores"), msg.CPU_TWICE))
+            errors.append(FieldError.forbidden(template.child(_RES, "per_gpu", "cpu_cores"), msg.CPU_TWICE))
         if "memory_bytes" in per_gpu and "memory_bytes" in res:
-            errors.append(FieldError.forbidden(path.child("per_gpu", "memory_bytes"), msg.MEMORY_TWICE))
+            errors.append(
+                FieldError.forbidden(template.child(_RES, "per_gpu", "memory_bytes"), msg.MEMORY_TWICE)
+            )
     return errors
 
 
@@ -294,28 +302,29 @@ def _quantities(template: dict, path: FieldPath) -> list[FieldError]:
     resources = template.get("requested_resources")
     resources = resources if isinstance(resources, dict) else {}
     per_gpu = resources.get("per_gpu")
-    places = [
-        (template, "time_limit_seconds", parse_duration, path),
-        (resources, "memory_bytes", parse_bytes, path.child("requested_resources")),
-        (
-            per_gpu if isinstance(per_gpu, dict) else {},
-            "memory_bytes",
-            parse_bytes,
-            path.child("requested_resources", "per_gpu"),
-        ),
-    ]
+    places: tuple[tuple[Any, str, tuple[str, ...]], ...] = (
+        (template, "time_limit_seconds", ()),
+        (resources, "memory_bytes", (_RES,)),
+        (per_gpu if isinstance(per_gpu, dict) else {}, "memory_bytes", (_RES, "per_gpu")),
+    )
     errors = []
-    for holder, key, parse, where in places:
+    for holder, key, below in places:
         value = holder.get(key)
-        if not isinstance(value, str):
-            continue
-        try:
-            read = parse(value)
-        except ValueError:
-            continue  # not a quantity: the schema's pattern says so
-        if read > msg.INT_MAX:
-            errors.append(FieldError.invalid(where.child(key), msg.QUANTITY_RANGE))
+        if isinstance(value, str) and _too_big(key, value):
+            errors.append(FieldError.invalid(path.child(*below, key), msg.QUANTITY_RANGE))
     return errors
+
+
+@lru_cache(maxsize=4096)
+def _too_big(key: str, value: str) -> bool:
+    """Whether the quantity ``value`` of ``key`` reads as more than 64 bits; ``False`` for what
+    is no quantity at all (the schema's pattern says so). Specs repeat the same few quantities
+    (``80Gi``, ``12h``), so each is read once a process."""
+    parse = parse_duration if key == "time_limit_seconds" else parse_bytes
+    try:
+        return parse(value) > msg.INT_MAX
+    except ValueError:
+        return False
 
 
 def _worker_names(doc: dict, spec: dict) -> list[FieldError]:

@@ -54,7 +54,7 @@ def validate_data(doc: Any, kind: str = "run") -> list[FieldError]:
     "null"). A document nesting too deep is not given to the schema at all.
     """
     limited = check_limits(doc)
-    if any(e.message == msg.TOO_DEEP for e in limited):
+    if limited and any(e.message == msg.TOO_DEEP for e in limited):
         return sorted(limited, key=lambda e: (e.path, e.message))
     schema = published_schema(kind)
     try:
