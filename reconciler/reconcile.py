@@ -242,11 +242,11 @@ def make_plan(
         source, loaded, cluster, store, scope=scope, inventory=inventory, listed=listed, fast=fast
     )
     desired = documents(loaded, seen.needed)
-    hashes = loaded.hashes()
-    if scope is not None:
-        wanted = set(scope)
-        used = {f.path for f in loaded.files.values() if any(r.name in wanted for r in f.runs)}
-        hashes = {p: h for p, h in hashes.items() if p in used or p in loaded.templates}
+    if scope is None:
+        hashes = loaded.hashes()
+    else:  # the files of the runs in scope (a watch pass: one file), without visiting every file
+        file_of = loaded.file_of
+        hashes = loaded.hashes_of({file_of[n] for n in scope if n in file_of})
     return build_plan(
         source=source.name,
         cluster=cluster.address,

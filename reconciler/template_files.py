@@ -99,16 +99,16 @@ def search_folders(
     return out
 
 
-def folders_for(paths: Iterable[str | os.PathLike[str]], files: Iterable[str] = ()) -> list[Path]:
+def folders_for(paths: Iterable[str | os.PathLike[str]], parents: Iterable[str] = ()) -> list[Path]:
     """Every folder a template of these spec paths may come from, but the shipped one (it changes
-    with astra alone): the search folders of each path given, and each ``templates/`` folder that
-    holds one of ``files`` (the files found under them). What a load fingerprints, and what
-    ``astra watch`` watches besides the paths."""
+    with astra alone): the search folders of each path given, and each of ``parents`` (the
+    folders of the files found under them) that is a ``templates/`` folder. What a load
+    fingerprints, and what ``astra watch`` watches besides the paths."""
     out: dict[Path, None] = {}
     for p in paths:
         for folder in search_folders(start=p, shipped=False):
             out.setdefault(folder, None)
-    for parent in {os.path.dirname(f) for f in files}:
+    for parent in sorted(set(parents)):
         if os.path.basename(parent) == TEMPLATES_FOLDER:
             out.setdefault(Path(parent), None)
     return list(out)

@@ -73,6 +73,9 @@ class Loaded:
     runs: dict[str, DesiredItem] = field(default_factory=dict)
     errors: list[FieldError] = field(default_factory=list)
     taken: Counter[str] = field(default_factory=Counter)
+    #: the folders that hold the files (where a ``templates/`` folder may sit): kept so that a
+    #: refresh fingerprints the templates without visiting every file
+    parents: set[str] = field(default_factory=set)
 
     @property
     def ok(self) -> bool:
@@ -80,10 +83,25 @@ class Loaded:
 
     def hashes(self) -> dict[str, str]:
         """Every file the runs came from (and the templates, when one is used) → its sha256."""
-        out = {p: f.sha256 for p, f in self.files.items()}
-        if any(f.templated for f in self.files.values()):
+        return self.hashes_of(self.files)
+
+    def hashes_of(self, paths: Iterable[str]) -> dict[str, str]:
+        """``hashes()`` of those files only (the templates too, when any file uses one)."""
+        out = {p: self.files[p].sha256 for p in paths if p in self.files}
+        if self.templated:
             out.update(self.templates)
         return dict(sorted(out.items()))
+
+    @cached_property
+    def file_of(self) -> dict[str, str]:
+        """Each run's file, as ``files`` names it (the run's own ``file`` may be the name a
+        snapshot shows it by: ``reconcile.shown_as``)."""
+        return {run.name: path for path, f in self.files.items() for _, run in f.entries}
+
+    @cached_property
+    def templated(self) -> bool:
+        """Whether any file is rendered from a template (made once, as ``revision``)."""
+        return any(f.templated for f in self.files.values())
 
     @cached_property
     def revision(self) -> str:
@@ -97,9 +115,21 @@ class Loaded:
         return {r.name for f in files if f in self.files for r in self.files[f].runs}
 
 
-def finish(loaded: Loaded) -> None:
+def finish(loaded: Loaded, previous: Loaded | None = None, changed: Iterable[str] = ()) -> None:
     """Gather every problem and check that run names are unique across the source (as
-    ``astra validate`` does: ``reconciler.runs.duplicate_names``)."""
+    ``astra validate`` does: ``reconciler.runs.duplicate_names``).
+
+    ``previous`` and ``changed``: ``loaded`` is ``previous`` with the ``changed`` files read
+    again. When ``previous`` had no problem, the changed files have none and hold the same
+    run names as before, no name can clash that did not: the runs are ``previous``'s with
+    those files' runs put in (the watch loop's pass, without visiting every file)."""
+    if previous is not None and _same_names(loaded, previous, changed):
+        runs = dict(previous.runs)
+        for name in changed:
+            for _index, run in loaded.files[name].entries:
+                runs[run.name] = run
+        loaded.errors, loaded.runs = [], runs
+        return
     errors = list(loaded.base_errors)
     runs: dict[str, DesiredItem] = {}
     order = []
@@ -112,6 +142,18 @@ def finish(loaded: Loaded) -> None:
     unique = {(e.file, e.line, e.column, str(e.path), e.message): e for e in errors}
     loaded.errors = sorted(unique.values(), key=lambda e: e.sort_key())
     loaded.runs = {} if loaded.errors else dict(sorted(runs.items()))
+
+
+def _same_names(loaded: Loaded, previous: Loaded, changed: Iterable[str]) -> bool:
+    if previous.errors or loaded.base_errors:
+        return False
+    for name in changed:
+        now, before = loaded.files.get(name), previous.files.get(name)
+        if now is None or before is None or now.errors:
+            return False
+        if [r.name for _, r in now.entries] != [r.name for _, r in before.entries]:
+            return False
+    return True
 
 
 def display_name(changed: str | os.PathLike[str], loaded: Loaded) -> str | None:

@@ -34,13 +34,13 @@ from .loaded import Loaded, LoadedFile, display_name, finish
 __all__ = ["default_cache", "load_source", "refresh"]
 
 
-def _template_fingerprint(paths: Iterable[str | os.PathLike[str]], files: Iterable[str]) -> dict[str, str]:
-    """Every template file any of these spec files may use (``template_files.folders_for``) →
-    its sha256."""
+def _template_fingerprint(paths: Iterable[str | os.PathLike[str]], parents: Iterable[str]) -> dict[str, str]:
+    """Every template file the spec files in the folders ``parents`` may use
+    (``template_files.folders_for``) → its sha256."""
     from ..template_files import folders_for
 
     out = {}
-    for folder in folders_for(paths, files):
+    for folder in folders_for(paths, parents):
         try:
             entries = sorted(folder.iterdir())
         except OSError:
@@ -67,7 +67,8 @@ def load_source(
     the caller has it already."""
     loaded = Loaded([os.fspath(p) for p in paths], template, tuple(sets))
     files, loaded.base_errors = found if found is not None else find_files(paths)
-    loaded.templates = _template_fingerprint(loaded.paths, files)
+    loaded.parents = {os.path.dirname(f) for f in files}
+    loaded.templates = _template_fingerprint(loaded.paths, loaded.parents)
     if cache is not None and cache.folder is not None:  # what was deleted since is forgotten
         cache.hashes.forget_under([os.fspath(p) for p in paths if os.path.isdir(p)], files)
     _load_files(loaded, files, cache)
@@ -83,11 +84,13 @@ def refresh(
     A change to a template reloads everything.
     """
     changed = [os.fspath(c) for c in changed]
-    fingerprint = _template_fingerprint(loaded.paths, [*loaded.files, *map(str, changed)])
+    parents = loaded.parents | {os.path.dirname(c) for c in changed}
+    fingerprint = _template_fingerprint(loaded.paths, parents)
     if fingerprint != loaded.templates:
         return load_source(loaded.paths, template=loaded.template, sets=loaded.sets, cache=cache)
     again = Loaded(loaded.paths, loaded.template, loaded.sets, dict(loaded.files), fingerprint)
     again.base_errors = list(loaded.base_errors)
+    again.parents = parents
     wanted = []
     for c in changed:
         name = display_name(c, loaded)
@@ -97,9 +100,13 @@ def refresh(
             wanted.append(name)
         else:
             again.files.pop(name, None)
-    _load_files(again, sorted(set(wanted)), cache)
-    again.files = dict(sorted(again.files.items(), key=lambda kv: kv[0].split(os.sep)))
-    finish(again)
+    wanted = sorted(set(wanted))
+    _load_files(again, wanted, cache)
+    if again.files.keys() == loaded.files.keys():  # the same files: their order holds
+        finish(again, loaded, wanted)
+    else:
+        again.files = dict(sorted(again.files.items(), key=lambda kv: kv[0].split(os.sep)))
+        finish(again)
     return again
 
 

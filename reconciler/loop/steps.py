@@ -5,7 +5,9 @@ plan → apply → prune** for one source (load, validate and render are one pas
 ``reconciler.load``; their failures get their own reasons). The source's state is read once a
 pass (its inventory for the scope, the plan and the nothing-to-do check; the apply reads it again
 under the lock, a conditional GET that the control plane answers 304 when only this process
-wrote since). The status is written at each step boundary when it changed (one small write each)
+wrote since). The status is written when a pass starts (``Reconciling``, step ``load``), at each
+later step boundary when the pass has run for ``PROGRESS_EVERY`` seconds since the last write
+(a quick pass, such as a watch's one changed file, writes twice: not four times), at its end,
 and, whatever happens, in a ``finally``:
 
 =============  =========================  ==========================================================
@@ -71,6 +73,9 @@ PROBLEMS_SAID = 20
 
 BACKOFF_MAX = 300.0
 JITTER = 0.1
+#: A step boundary's status (the step alone changed) is written once this many seconds passed
+#: since the last write: what an observer of a slow pass sees move, at no cost to a quick one.
+PROGRESS_EVERY = 1.0
 
 
 class State(StrEnum):
@@ -189,6 +194,15 @@ class Reconciler:
         """Write the source's status; not when it is the one written last but for ``updated_at``."""
         revision = self._revision_id()
         previous = self._written if self._written is not None else self._read().status
+        if (
+            state is State.reconciling
+            and reason is Reason.progressing
+            and not message
+            and step not in ("", "load")
+            and (previous.get("state"), previous.get("reason")) == (state.value, reason.value)
+            and self.clock() - float(previous.get("updated_at") or 0) < PROGRESS_EVERY
+        ):
+            return previous  # a step boundary of a quick pass: said by the pass's next write
         status = {
             "state": state.value,
             "reason": reason.value,

@@ -165,3 +165,43 @@ def test_cluster_unreachable_is_retried_later(world):
     world.cluster.fail_next(0)
     clock.t = r.retry_at
     assert r.reconcile_once()["state"] == "Ready"
+
+
+class SlowClock(Clock):
+    """Each reading is ``step`` seconds after the last: a pass whose steps take that long."""
+
+    def __init__(self, step: float):
+        super().__init__()
+        self.step = step
+
+    def __call__(self) -> float:
+        self.t += self.step
+        return self.t
+
+
+def written_steps(world, monkeypatch) -> list[tuple[str, str]]:
+    said: list[tuple[str, str]] = []
+    original = world.store.set_status
+
+    def set_status(name, status):
+        said.append((status["state"], status["step"]))
+        original(name, status)
+
+    monkeypatch.setattr(world.store, "set_status", set_status)
+    return said
+
+
+def test_a_quick_pass_writes_its_status_at_its_start_and_end_only(world, monkeypatch):
+    world.run("a")
+    r = reconciler(world, Clock())
+    said = written_steps(world, monkeypatch)
+    assert r.reconcile_once()["state"] == "Ready"
+    assert said == [("Reconciling", "load"), ("Ready", "")]
+
+
+def test_a_slow_pass_says_each_step_as_it_reaches_it(world, monkeypatch):
+    world.run("a")
+    r = reconciler(world, SlowClock(step=1.1))
+    said = written_steps(world, monkeypatch)
+    assert r.reconcile_once()["state"] == "Ready"
+    assert said == [("Reconciling", "load"), ("Reconciling", "plan"), ("Reconciling", "apply"), ("Ready", "")]
