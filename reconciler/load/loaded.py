@@ -124,11 +124,11 @@ def finish(loaded: Loaded, previous: Loaded | None = None, changed: Iterable[str
     run names as before, no name can clash that did not: the runs are ``previous``'s with
     those files' runs put in (the watch loop's pass, without visiting every file)."""
     if previous is not None and _same_names(loaded, previous, changed):
-        runs = dict(previous.runs)
+        kept = dict(previous.runs)
         for name in changed:
-            for _index, run in loaded.files[name].entries:
-                runs[run.name] = run
-        loaded.errors, loaded.runs = [], runs
+            for _index, item in loaded.files[name].entries:
+                kept[item.name] = item
+        loaded.errors, loaded.runs = [], kept
         return
     errors = list(loaded.base_errors)
     runs: dict[str, DesiredItem] = {}
