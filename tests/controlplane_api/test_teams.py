@@ -240,6 +240,9 @@ def test_the_audit_trail_keeps_the_newest_n_per_workspace(plane):
     for i in range(5):
         assert client.post("/api/runs", json=tiny(f"r{i}")).status_code == 201
     assert [e["name"] for e in client.get("/api/events").json()["items"]] == ["r2", "r3", "r4"]
+    batch = {"runs": [tiny(f"b{i}") for i in range(4)]}  # one write of many runs, one commit
+    assert client.post("/api/runs:batch", json=batch).json()["created"] == 4
+    assert [e["name"] for e in client.get("/api/events").json()["items"]] == ["b1", "b2", "b3"]
 
 
 def test_each_workspace_has_its_own_drives_by_the_same_names(client, plane, teams):

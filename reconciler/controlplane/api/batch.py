@@ -132,9 +132,18 @@ def _create(api: Scoped, batch: wire_batch.RunBatch, lock_id: str | None) -> wir
     for (i, doc), rv in zip(accepted, versions, strict=True):
         items[i] = _item(doc, 201, resource_version=rv)
         api.cache.digest(api.key(doc["metadata"]["name"]))  # made with the document, as POST /runs does
-    for _, doc in accepted:  # the audit trail: one event per run, as POST /runs writes it
-        source = batch.record.source if batch.record is not None else _source_of(doc)
-        api.audit("create", "run", doc["metadata"]["name"], {"spec": doc["spec"]}, source=source)
+    api.audit_many(  # the audit trail: one event per run, as POST /runs writes it; one commit
+        [
+            (
+                "create",
+                "run",
+                doc["metadata"]["name"],
+                {"spec": doc["spec"]},
+                batch.record.source if batch.record is not None else _source_of(doc),
+            )
+            for _, doc in accepted
+        ]
+    )
     done = [item for item in items if item is not None]
     return wire_batch.RunBatchResult(created=len(accepted), items=done)
 

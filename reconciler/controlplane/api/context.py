@@ -196,19 +196,34 @@ class Scoped:
     ) -> None:
         """Record a write in the audit trail of the call's workspace (or of ``workspace``, of the
         same org): who, where, when, what changed."""
+        self.audit_many([(action, kind, name, detail, source)], workspace=workspace)
+
+    def audit_many(
+        self,
+        writes: list[tuple[str, str, str, dict[str, Any] | None, str | None]],
+        *,
+        workspace: str | None = None,
+    ) -> None:
+        """``audit`` of many writes (``(action, kind, name, detail, source)`` each), in one
+        transaction of the store: a batch of runs."""
+        now = self.clock.now()
+        token = self.caller.name if self.caller is not None else "-"
         self.app.engine.store.add_audit(
-            {
-                "at": self.clock.now(),
-                "org": self.scope.org,
-                "workspace": workspace or self.scope.workspace,
-                "cluster": self.scope.cluster,
-                "token": self.caller.name if self.caller is not None else "-",
-                "action": action,
-                "kind": kind,
-                "name": name,
-                "source": source,
-                "detail": detail or {},
-            },
+            [
+                {
+                    "at": now,
+                    "org": self.scope.org,
+                    "workspace": workspace or self.scope.workspace,
+                    "cluster": self.scope.cluster,
+                    "token": token,
+                    "action": action,
+                    "kind": kind,
+                    "name": name,
+                    "source": source,
+                    "detail": detail or {},
+                }
+                for action, kind, name, detail, source in writes
+            ],
             self.app.audit_keep,
         )
 

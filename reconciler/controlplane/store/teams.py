@@ -13,7 +13,7 @@ HTTP. It never reads a clock: callers pass ``now``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import delete, insert, select, update
@@ -102,22 +102,26 @@ class KeptTeams:
 
     # -- the audit trail ---------------------------------------------------------------------
 
-    def add_audit(self, event: Mapping[str, Any], keep: int) -> None:
-        """Record one write (``detail`` a JSON-able object), and forget the workspace's events
-        beyond its newest ``keep``."""
+    def add_audit(self, events: Sequence[Mapping[str, Any]], keep: int) -> None:
+        """Record writes (each ``detail`` a JSON-able object) in one transaction, and forget each
+        workspace's events beyond its newest ``keep``. A batch of runs is one call: one commit,
+        not one a run."""
+        if not events:
+            return
         a = AUDIT
-        row = {
-            **event,
-            "detail": json.dumps(event.get("detail") or {}, separators=(",", ":"), sort_keys=True),
-        }
-        mine = (a.c.org == row["org"], a.c.workspace == row["workspace"])
+        rows = [
+            {**e, "detail": json.dumps(e.get("detail") or {}, separators=(",", ":"), sort_keys=True)}
+            for e in events
+        ]
         with self.engine.begin() as conn:
-            conn.execute(insert(a).values(**row))
-            edge = conn.execute(
-                select(a.c.id).where(*mine).order_by(a.c.id.desc()).offset(keep).limit(1)
-            ).scalar()
-            if edge is not None:
-                conn.execute(delete(a).where(*mine, a.c.id <= edge))
+            conn.execute(insert(a), rows)
+            for org, workspace in sorted({(r["org"], r["workspace"]) for r in rows}):
+                mine = (a.c.org == org, a.c.workspace == workspace)
+                edge = conn.execute(
+                    select(a.c.id).where(*mine).order_by(a.c.id.desc()).offset(keep).limit(1)
+                ).scalar()
+                if edge is not None:
+                    conn.execute(delete(a).where(*mine, a.c.id <= edge))
 
     def audit_rows(
         self,
