@@ -3,11 +3,14 @@
 A run's name means its leader (the worker of rank 0), or with ``--all`` every worker, each line
 prefixed with the worker's name. ``--tail N`` keeps the last N lines; ``--attempt N`` reads that
 attempt's output where the cluster keeps it (the control plane does; Slurm keeps the latest
-attempt's output files only, and says so in one line). On Slurm the output comes from the jobs'
-output files (``SlurmCluster.logs``).
+attempt's output files only, and says so in one line). ``--since`` (``10m``, as ``astra events
+--since``, or an RFC 3339 time) keeps the lines written since then, where the cluster knows when
+each line was written (the control plane does, to within about a second; ``--tail`` applies
+after it, and ``-f`` follows from it); Slurm's output files keep no times, and it says so in one
+line. On Slurm the output comes from the jobs' output files (``SlurmCluster.logs``).
 
 Must not touch: the clusters' insides (``Cluster.logs``, and ``worker_logs`` where a cluster
-reads attempts), the clock (``day2.sleep``).
+reads attempts and times), the clock (``day2.clock``, ``day2.sleep``).
 """
 
 from __future__ import annotations
@@ -37,6 +40,14 @@ def logs(
         typer.Option("--attempt", help="That attempt's output (1 the first; default: the latest)."),
     ] = None,
     tail: Annotated[int | None, typer.Option("--tail", min=0, help="Only the last N lines.")] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            help="Only lines written this long ago or later (30s, 10m, 1h, 2d), or since an RFC 3339 "
+            "time (2024-05-01T12:00:00Z; without an offset: local time).",
+        ),
+    ] = None,
     every: Annotated[
         bool, typer.Option("--all", help="For a run: every worker, each line prefixed with its name.")
     ] = False,
@@ -49,15 +60,18 @@ def logs(
 
         astra logs sweep-17 --tail 20
 
-        astra logs llama-ft -f
+        astra logs llama-ft -f --since 10m
 
         astra logs sweep --all
     """
+    start = None if since is None else since_time(since)
     with failing():
         cluster = open_cluster(server, token)
+        if start is not None and not callable(getattr(cluster, "worker_logs", None)):
+            raise _no_times(cluster)  # before any look-up: Slurm's output files keep no times
         run, workers = _targets(cluster, target, every)
         prefix = len(workers) > 1 or every
-        texts = {w: read_log(cluster, w, attempt) for w in workers}
+        texts = {w: read_log(cluster, w, attempt, start) for w in workers}
         following = follow and attempt is None
         partial = dict.fromkeys(workers, "")  # followed with prefixes: a line is printed once whole
         for w in workers:
@@ -67,19 +81,56 @@ def logs(
                 shown += "\n" if shown else ""
             _print(shown, w if prefix else None)
         if following:
-            _follow(cluster, run, workers, texts, partial if prefix else None)
+            _follow(cluster, run, workers, texts, partial if prefix else None, start)
 
 
-def read_log(cluster: Any, worker: str, attempt: int | None) -> str:
-    """The worker's output: its latest attempt's, or ``attempt``'s where the cluster keeps it."""
+def since_time(text: str) -> float:
+    """``--since``: a duration before now (``day2.clock``; ``parse_duration``'s forms) or an RFC
+    3339 time, as seconds since the epoch; a usage error (one line, exit 1) for anything else."""
+    from datetime import datetime
+
+    from ..runspec.quantities import parse_duration
+    from . import day2
+
+    try:
+        return day2.clock() - parse_duration(text)
+    except ValueError:
+        pass
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        raise typer.BadParameter(
+            f"{text!r} is neither a duration (30s, 10m, 1h, 2d) nor an RFC 3339 time (2024-05-01T12:00:00Z)",
+            param_hint="'--since'",
+        ) from None
+
+
+def read_log(cluster: Any, worker: str, attempt: int | None, since: float | None = None) -> str:
+    """The worker's output: its latest attempt's, or ``attempt``'s where the cluster keeps it;
+    with ``since``, only the lines written then (seconds since the epoch) or later, where the
+    cluster knows when each line was written."""
     from .runviews import CommandFailed
 
-    if attempt is None:
+    if attempt is None and since is None:
         return str(cluster.logs(worker))
     reader = getattr(cluster, "worker_logs", None)
     if not callable(reader):
-        raise CommandFailed(f"{cluster.address} keeps the latest attempt's output only: leave out --attempt")
-    return str(reader(worker, attempt))
+        if attempt is not None:
+            raise CommandFailed(
+                f"{cluster.address} keeps the latest attempt's output only: leave out --attempt"
+            )
+        raise _no_times(cluster)
+    return str(reader(worker, attempt) if since is None else reader(worker, attempt, since=since))
+
+
+def _no_times(cluster: Any) -> Exception:
+    """What a cluster that cannot tell when each line was written says (one line, exit 1)."""
+    from .runviews import CommandFailed
+
+    return CommandFailed(
+        f"{cluster.address} does not record when each line of output was written: "
+        "leave out --since (--tail N shows the last lines)"
+    )
 
 
 def _targets(cluster: Any, target: str, every: bool) -> tuple[str, list[str]]:
@@ -119,10 +170,16 @@ def _print(text: str, prefix: str | None) -> None:
 
 
 def _follow(
-    cluster: Any, run: str, workers: list[str], texts: dict[str, str], partial: dict[str, str] | None
+    cluster: Any,
+    run: str,
+    workers: list[str],
+    texts: dict[str, str],
+    partial: dict[str, str] | None,
+    since: float | None,
 ) -> None:
     """Print what each worker writes, until every one of them has ended (or Ctrl-C); ``partial``
-    (lines prefixed with the worker's name): each worker's line not yet whole."""
+    (lines prefixed with the worker's name): each worker's line not yet whole; ``since``: each
+    read keeps the lines written since then (the same lines, and more as they come)."""
     from . import day2
 
     live = set(workers)
@@ -133,7 +190,7 @@ def _follow(
             return
         states = {w.name: w for w in cluster.workers(run)} if cluster.get_run(run) is not None else {}
         for name in sorted(live):
-            text = str(cluster.logs(name))
+            text = read_log(cluster, name, None, since)
             before = texts[name]
             new = text[len(before) :] if text.startswith(before) else text  # a new attempt: from its start
             texts[name] = text

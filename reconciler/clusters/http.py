@@ -219,11 +219,13 @@ class HttpCluster:
         data = self._json(self.request("GET", f"/runs/{quote(name, safe='')}/events"))
         return [e for e in items_of(data, "items") if isinstance(e, dict)]
 
-    def worker_logs(self, worker: str, attempt: int | None = None) -> str:
-        """A worker's output: of its latest attempt, or of ``attempt`` (``?attempt=N``)."""
-        if attempt is None:
+    def worker_logs(self, worker: str, attempt: int | None = None, *, since: float | None = None) -> str:
+        """A worker's output: of its latest attempt, or of ``attempt`` (``?attempt=N``); with
+        ``since`` (seconds since the epoch), only its lines written then or later (``?since=T``)."""
+        if attempt is None and since is None:
             return self.logs(worker)
-        response = self.request("GET", f"/workers/{quote(worker, safe='')}/logs", params={"attempt": attempt})
+        params = {k: v for k, v in (("attempt", attempt), ("since", since)) if v is not None}
+        response = self.request("GET", f"/workers/{quote(worker, safe='')}/logs", params=params)
         return response.text
 
     def rerun(self, name: str, *, failed: bool = False) -> LiveRun:

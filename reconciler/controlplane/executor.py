@@ -16,7 +16,9 @@ Owns: turning the scheduler's decisions into processes and their ends into obser
   arrays; never ``SLURM_ARRAY_TASK_ID``). Nothing else of the server's environment leaks in: not
   its token, not a Slurm variable of the shell that started it. Output (stdout and stderr) goes
   to ``HOME/logs/<run>/<worker>.<attempt>.log`` (``<run>`` its key: ``ORG/WORKSPACE/CLUSTER/NAME``
-  outside the default workspace).
+  outside the default workspace), written by the process itself; beside it, ``.times``: how far
+  the log had grown at the clock's ``now`` of a step, marked about once a second while the
+  worker runs and once when it ends (``logtimes``: what ``logs?since=`` reads).
   With a ``sandbox`` (``sandbox.Sandbox``: the server gives one where bubblewrap works), the
   process is the sandbox's, which runs the command with that environment, and each drive of
   ``datavolume_refs`` bind-mounted at its ``mount_path`` (its folder from ``drives``: the
@@ -49,6 +51,7 @@ from typing import Any
 from reconciler.runspec.models import TaskTemplate
 
 from ..processes import process_alive, process_start_time  # re-exported: the executor's API
+from .logtimes import LogMarks, Marked
 from .sandbox import NO_SANDBOX_REASON, Mount, Sandbox
 from .scheduler import (
     ClusterState,
@@ -97,6 +100,8 @@ class _Proc:
     popen: subprocess.Popen[bytes] | None
     pgid: int
     kill_at: float | None = None
+    #: its log, and how far it had grown at its last mark
+    log: Marked | None = None
 
 
 class ProcessExecutor:
@@ -129,6 +134,7 @@ class ProcessExecutor:
         self.queued: dict[str, _Spawn] = {}
         self.stopping: list[_Proc] = []
         self.due: list[Observation] = []
+        self.marks = LogMarks()
         #: Process facts changed since the last ``drain_facts``: {worker: {pid, pid_started, log, image}}.
         self.facts: dict[str, dict[str, Any]] = {}
 
@@ -153,8 +159,12 @@ class ProcessExecutor:
                 continue
             del self.running[name]
             _killpg(proc.pgid, signal.SIGKILL)  # what the worker left behind in its group
+            _mark(proc, now)  # its last output, by its end
             out.append(WorkerExited(name, 128 - code if code < 0 else code))
-        self._reap_stopping()
+        self._reap_stopping(now)
+        if self.marks.due(now):
+            procs = [*self.running.values(), *self.stopping]
+            self.marks.round([p.log for p in procs if p.log is not None], now)
         return out
 
     def next_time(self) -> float | None:
@@ -269,7 +279,7 @@ class ProcessExecutor:
             return
         facts = self.facts.setdefault(name, {})
         facts.update({"pid": popen.pid, "pid_started": process_start_time(popen.pid)})
-        self.running[name] = _Proc(name, popen, popen.pid)
+        self.running[name] = _Proc(name, popen, popen.pid, log=Marked(log))
 
     def _not_started(self, name: str, log: Path, code: int, reason: str) -> None:
         """The worker ends at once with ``code`` and ``reason``; the reason goes to its log if it can."""
@@ -296,14 +306,15 @@ class ProcessExecutor:
             return True
         return False
 
-    def _reap_stopping(self) -> None:
+    def _reap_stopping(self, now: float) -> None:
         keep = []
-        now = time.monotonic()
+        moment = time.monotonic()
         for proc in self.stopping:
             if proc.popen is None or proc.popen.poll() is not None:
                 _killpg(proc.pgid, signal.SIGKILL)  # anything left in its group
+                _mark(proc, now)
                 continue
-            if proc.kill_at is not None and now >= proc.kill_at:
+            if proc.kill_at is not None and moment >= proc.kill_at:
                 _killpg(proc.pgid, signal.SIGKILL)
                 proc.kill_at = None
             keep.append(proc)
@@ -319,6 +330,11 @@ class ProcessExecutor:
         self.running.clear()
         self.stopping.clear()
         self.queued.clear()
+
+
+def _mark(proc: _Proc, now: float) -> None:
+    if proc.log is not None:
+        LogMarks.mark(proc.log, now)
 
 
 def _killpg(pgid: int, sig: int) -> None:

@@ -20,6 +20,7 @@ At a glance (``→`` an answer)::
     runs       POST/PUT RunDocument → Run;  GET /runs → RunList | RunSummaryList (?view=summary)
     workers    GET /runs/{name}/workers → WorkerList;  GET /workers → WorkerPage (?run= ?state=
                ?limit= ?continue=);  GET /workers/{worker} → Worker;  …/logs → text/plain
+               (?attempt= ?since=)
     events     GET /runs/{name}/events → EventList;  GET /machines → MachineList;  GET /info → Info
     sources    GET → SourceState | SourceList;  PUT SourceWrite → SourceState
                GET …/runs → SourceRuns | SourceDigests (?view=digest)
@@ -43,6 +44,7 @@ from ..runspec.vocabulary import HISTORY_KEEP, RunState, WorkerState
 
 __all__ = [
     "LOGS_CONTENT",
+    "LOGS_SINCE",
     "Answer",
     "ApplyRecord",
     "Counter",
@@ -347,6 +349,12 @@ class EventList(Answer):
 
 #: ``GET /workers/{worker}/logs``: the output of its latest attempt (``?attempt=N``: of that one).
 LOGS_CONTENT = {"text/plain": {"schema": {"type": "string", "description": "The worker's output."}}}
+#: ``?since=T`` of the logs: what it means (the control plane knows when each line was written to
+#: within about a second; a line that may have been written at T or later is sent).
+LOGS_SINCE = (
+    "Only the lines written at this time or later, in seconds since the epoch (a float: "
+    "`date +%s.%N`). Each line is sent whole; one that may have been written at this time is sent."
+)
 
 
 # ---- sources -----------------------------------------------------------------------------------

@@ -47,6 +47,12 @@ def test_logs_and_rerun_failed_on_slurm(slurm):
         1,
         f"astra: error: {SERVER} keeps the latest attempt's output only: leave out --attempt\n",
     )
+    assert cli("logs", "d2sweep-1", "--since", "10m") == (  # a job's output files keep no times
+        1,
+        "",
+        f"astra: error: {SERVER} does not record when each line of output was written: "
+        "leave out --since (--tail N shows the last lines)\n",
+    )
 
     code, out, err = cli("rerun", "d2sweep", "--failed")
     assert code == 0, err

@@ -4,8 +4,10 @@ Owns the routes ``GET /runs/{name}/workers`` (and ``/tasks``, under ``/jobs`` to
 workspace's collection ``GET /workers`` (= ``/tasks``: filtered by ``?run=`` and ``?state=``,
 each repeatable, paged by ``?limit=`` and ``?continue=`` in the Kubernetes manner), and
 ``GET /workers/{worker}`` and ``GET /workers/{worker}/logs``. Each reads the engine's records
-and answers a ``wire`` model (logs: the output as text). Must not touch: scheduling rules, SQL,
-the executor (a log is read from the file the executor named).
+and answers a ``wire`` model (logs: the output as text; ``?attempt=N`` that attempt's,
+``?since=T`` only its lines written at T or later, by the index beside the log: ``logtimes``).
+Must not touch: scheduling rules, SQL, the executor (a log is read from the file the executor
+named).
 
 A ``continue`` token names the last worker of the page it came with (its run's submission
 number and its rank), so the next page starts after it even while runs come and go; it is
@@ -23,6 +25,7 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import PlainTextResponse, Response
 
 from ...wire import models as wire
+from ..logtimes import read_since
 from ..scheduler import WorkerRecord, WorkerState
 from .context import Api, ApiError, ApiRoute, Responses, answer
 from .runs import RUNS, RunName, the_run
@@ -54,7 +57,7 @@ LOGS_ANSWERS: Responses = {
             (401, "No token, or another one."),
             (403, "Another org, workspace or cluster than the server's."),
             (404, "No such worker, or no log of that attempt."),
-            (422, "An attempt that is not a whole number."),
+            (422, "An attempt that is not a whole number, or a since that is not a number."),
             (503, "The server's store cannot be used."),
         )
     },
@@ -145,8 +148,10 @@ def worker_logs(
     attempt: Annotated[
         int | None, Query(ge=0, description="The attempt whose output to send (left out: the latest).")
     ] = None,
+    since: Annotated[float | None, Query(allow_inf_nan=False, description=wire.LOGS_SINCE)] = None,
 ) -> Response:
-    """The output of the worker's latest attempt (``?attempt=N``: of that one), as text."""
+    """The output of the worker's latest attempt (``?attempt=N``: of that one), as text
+    (``?since=T``: its lines written at T or later)."""
     w = the_worker(api, worker)
     current = (api.engine.processes.get(w.name) or {}).get("log")
     if current is None:
@@ -155,10 +160,10 @@ def worker_logs(
     if attempt is not None:
         path = path.with_name(f"{worker}.{attempt}.log")
     try:
-        text = path.read_bytes().decode("utf-8", errors="replace")
+        data = path.read_bytes() if since is None else read_since(path, since, api.clock.now())
     except FileNotFoundError:
         raise ApiError(404, wire.Detail(detail=f"worker {worker} has no log for attempt {attempt}")) from None
-    return PlainTextResponse(text)
+    return PlainTextResponse(data.decode("utf-8", errors="replace"))
 
 
 for run_word, runs in RUNS:
