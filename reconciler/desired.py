@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -129,10 +129,14 @@ def load_desired(
     library: TemplateLibrary | None = None,
     contents: Mapping[str, bytes] | None = None,
     warnings: bool = False,
+    checked: bool = False,
 ) -> Desired:
     """Load files and folders, apply templates, validate: the final runs and every error.
 
     ``contents``: the bytes of files the caller read already (a cold load hashed them), by name.
+    ``checked``: those bytes were validated by a load already, and the caller holds the digest
+    of each run that load gave (``load.reread``, which refuses any other): they are not
+    validated again.
     ``warnings``: also the warnings (``lint``) of each valid run of a file without errors, placed
     in its file (a plan does not ask: placing them composes the documents' YAML nodes)."""
     files, errors = find_files(paths)
@@ -142,7 +146,7 @@ def load_desired(
 
         given, set_errors = parse_sets(sets)
         errors += set_errors
-    state = _State(template, given, library, bool(errors))
+    state = _State(template, given, library, bool(errors), checked)
     runs: list[DesiredRun] = []
     documents: list[Document] = []
     pending: list[tuple[DesiredRun, list[FieldError]]] = []
@@ -172,10 +176,19 @@ def load_desired(
 class _State:
     """What one ``load_desired`` call shares between documents: flags, templates loaded."""
 
-    def __init__(self, template: str | None, given: dict, library: TemplateLibrary | None, flags_bad: bool):
+    def __init__(
+        self,
+        template: str | None,
+        given: dict,
+        library: TemplateLibrary | None,
+        flags_bad: bool,
+        checked: bool = False,
+    ):
         self.template = template
         self.given = given
         self.flags_bad = flags_bad
+        #: the documents' validation (none for bytes a load validated already: ``load_desired``)
+        self.validate: Callable[[Any], list[FieldError]] = (lambda _data: []) if checked else validate_data
         self._library = library
         self._libraries: dict[tuple[Path, ...], TemplateLibrary] = {}
         self.used_template = False
@@ -199,7 +212,7 @@ class _State:
             return None, check_template(doc)
         named = data.get("template")
         if named is None and not self.template and "template" not in data:
-            errors = [doc.source.position(e, doc.index) for e in validate_data(data)]
+            errors = [doc.source.position(e, doc.index) for e in self.validate(data)]
             return (None if errors else DesiredRun(doc, data)), errors
         self.used_template = True
         return self._templated(doc)
@@ -211,7 +224,7 @@ class _State:
         source, index = doc.source, doc.index
         here = Origin(source, index, _ROOT)
         partial = data if "template" in data else {**data, "template": {"name": self.template or "-"}}
-        errors = [source.position(e, index) for e in validate_data(partial)]
+        errors = [source.position(e, index) for e in self.validate(partial)]
         if errors or self.flags_bad:
             return None, errors
         ref = data.get("template") or {}
@@ -278,7 +291,7 @@ class _State:
         final["spec"] = merge(rendered, run_spec)
         final = canonical(final)
         run = DesiredRun(doc, final, template, _origins(final, run_spec, origins, doc))
-        errors = [run.position(e) for e in validate_data(final)]
+        errors = [run.position(e) for e in self.validate(final)]
         return (None if errors else run), errors
 
 

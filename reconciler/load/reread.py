@@ -2,10 +2,12 @@
 
 A warm load gives each run with its digest only. Once the source's memory and the cluster are
 observed, the runs the plan must compare are known; this reads their files again (each file
-once, however many of its runs are wanted), loads, renders and validates them, and gives each
-wanted run as a ``DesiredItem`` with its document. What loading gives must be what the cache
-said it gave: a file whose bytes or digests changed since the load is a ``PlanError`` (plan
-again). Runs that have their documents already are given as they are.
+once, however many of its runs are wanted), loads and renders them, and gives each wanted run
+as a ``DesiredItem`` with its document. What loading gives must be what the cache said it gave:
+a file whose bytes or digests changed since the load is a ``PlanError`` (plan again). So the
+documents are not validated again: the same bytes (their sha256) rendered to the same
+documents (their digests) were valid when the load took them. Runs that have their documents
+already are given as they are.
 
 Must not touch: the cache's files, clusters, the plan.
 """
@@ -55,7 +57,7 @@ def _reload(loaded: Loaded, path: str) -> dict[int, tuple[dict[str, Any], dict[s
         return {}
     if hashlib.sha256(data).hexdigest() != loaded.files[path].sha256:
         return {}
-    desired = load_desired([path], template=loaded.template, contents={path: data})
+    desired = load_desired([path], template=loaded.template, contents={path: data}, checked=True)
     if desired.errors:
         return {}
     return {r.document.index: (r.data, *normalized_digest(r.data)) for r in desired.runs}

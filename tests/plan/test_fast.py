@@ -432,7 +432,13 @@ def test_a_run_from_the_cache_reads_its_document_again_from_its_file(world, monk
     load_source(["runs"], cache=cache)  # cold: the cache learns names and digests
     warm = load_source(["runs"], cache=FileCache(world.root / "c"))
     assert warm.taken == {"cache": 2}
+    import reconciler.desired as desired_module
+
+    validated = []
+    real = desired_module.validate_data
+    monkeypatch.setattr(desired_module, "validate_data", lambda *a, **k: validated.append(a) or real(*a, **k))
     full = documents(warm, {"plain", "templated"})
+    assert validated == []  # the same bytes, rendered to the same digests: valid when loaded
     for name in ("plain", "templated"):
         item = warm.runs[name]
         assert item.document is None and item.digest == fresh.runs[name].digest
@@ -452,6 +458,22 @@ def test_a_cached_file_changed_before_its_document_is_read_stops_the_plan(world)
     world.run("a", image="python:3.13")
     with pytest.raises(PlanError, match=r"runs/a.yaml changed while it was being planned: plan again"):
         documents(warm, {"a"})
+
+
+def test_a_template_changed_before_a_document_is_read_again_stops_the_plan(world, monkeypatch):
+    from reconciler.load import FileCache
+    from reconciler.plan import PlanError
+
+    monkeypatch.setenv("ASTRA_TEMPLATE_PATH", str(world.root / "tpl"))
+    (world.root / "tpl").mkdir()
+    job = world.root / "tpl" / "job.yaml"
+    job.write_text("metadata: {name: job}\nspec:\n  task_template: {image: 'python:3.12', command: python}\n")
+    world.write("templated.yaml", "metadata: {name: templated}\ntemplate: {name: job}\n")
+    load_source(["runs"], cache=FileCache(world.root / "c"))
+    warm = load_source(["runs"], cache=FileCache(world.root / "c"))
+    job.write_text("metadata: {name: job}\nspec:\n  task_template: {image: '', command: python}\n")
+    with pytest.raises(PlanError, match=r"templated.yaml changed while it was being planned: plan again"):
+        documents(warm, {"templated"})  # what it renders now was never validated: not taken
 
 
 def test_files_touched_since_are_hashed_on_every_core_and_taken_from_the_cache(world, monkeypatch):
