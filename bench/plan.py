@@ -344,10 +344,12 @@ def _client(url: str):
 
 
 def _seed(url: str, folder: Path) -> float:
-    """Put the server where a whole apply of ``folder`` leaves it, through the API: each run
-    created (the normalised document apply sends) and the source's inventory written once."""
+    """Put the server where a whole apply of ``folder`` leaves it, through the API: the runs
+    created (the normalised documents apply sends) in batches (``POST /runs:batch``), and the
+    source's inventory written once."""
     from reconciler.load import load_source
     from reconciler.plan import normalize
+    from reconciler.wire import BATCH_MAX
 
     start = time.perf_counter()
     loaded = load_source([str(folder)])
@@ -355,13 +357,17 @@ def _seed(url: str, folder: Path) -> float:
         raise SystemExit(f"bench plan: the specs do not load: {loaded.errors[0].format()}")
     inventory = {}
     now = time.time()
+    documents = []
+    for name, item in loaded.runs.items():
+        after = normalize(item.document)
+        documents.append(after)
+        inventory[name] = {"spec": after, "applied_at": now, "file": item.file}
     with _client(url) as c:
-        for name, item in loaded.runs.items():
-            after = normalize(item.document)
-            r = c.post("/runs", json=after)
-            if r.status_code != 201:
-                raise SystemExit(f"bench plan: creating {name} answered {r.status_code}: {r.text[:300]}")
-            inventory[name] = {"spec": after, "applied_at": now, "file": item.file}
+        for at in range(0, len(documents), BATCH_MAX):
+            r = c.post("/runs:batch", json={"runs": documents[at : at + BATCH_MAX]})
+            refused = [i for i in r.json().get("items", []) if i.get("status") != 201]
+            if r.status_code != 200 or refused:
+                raise SystemExit(f"bench plan: a batch of runs answered {r.status_code}: {r.text[:300]}")
         body = {"resource_version": 0, "inventory": inventory, "status": {}, "history": []}
         r = c.put(f"/sources/{SOURCE}", json=body)
         if r.status_code != 200:
