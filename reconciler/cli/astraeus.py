@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from .listing import ListFormat, ListOutput, print_listing
+from .options import ApiServerOpt, TokenOpt
 from .output import echo, error
 
 __all__ = ["astraeus_app"]
@@ -21,12 +22,6 @@ astraeus_app = typer.Typer(
     add_completion=False,
     rich_markup_mode=None,
 )
-
-ServerOpt = Annotated[
-    str | None,
-    typer.Option("--server", envvar="ASTRA_SERVER", help="The Astraeus API (default: the local one)."),
-]
-TokenOpt = Annotated[str | None, typer.Option("--token", envvar="ASTRA_TOKEN", help="The bearer token.")]
 
 
 def _fail(message: str) -> typer.Exit:
@@ -60,7 +55,7 @@ def run(
         list[str] | None,
         typer.Option("--set", help="A template parameter, key=value (a YAML value); repeatable."),
     ] = None,
-    server: ServerOpt = None,
+    server: ApiServerOpt = None,
     token: TokenOpt = None,
 ) -> None:
     """Start a run: workers start independently, and a failed one is not restarted.
@@ -132,7 +127,7 @@ def _with_template(doc: dict, template: str, sets: list[str]) -> dict:
 def workers(
     run: Annotated[str, typer.Argument(help="The run.")],
     output: ListOutput = ListFormat.table,
-    server: ServerOpt = None,
+    server: ApiServerOpt = None,
     token: TokenOpt = None,
 ) -> None:
     """List a run's workers: WORKER RANK STATE MACHINE REASON, and how many run.
@@ -182,7 +177,7 @@ def logs(
     attempt: Annotated[
         int | None, typer.Option("--attempt", help="That attempt's output (default: the latest).")
     ] = None,
-    server: ServerOpt = None,
+    server: ApiServerOpt = None,
     token: TokenOpt = None,
 ) -> None:
     """Print a worker's output (on Slurm: from its job's output files)."""

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from .options import ApiServerOpt, TokenOpt
 from .output import echo, error
 
 __all__ = ["console"]
@@ -18,13 +19,8 @@ __all__ = ["console"]
 
 def console(
     run: Annotated[str | None, typer.Argument(help="Open this run's page (default: the Runs page).")] = None,
-    server: Annotated[
-        str | None,
-        typer.Option("--server", envvar="ASTRA_SERVER", help="The Astraeus server (default: the local one)."),
-    ] = None,
-    token: Annotated[
-        str | None, typer.Option("--token", envvar="ASTRA_TOKEN", help="The bearer token.")
-    ] = None,
+    server: ApiServerOpt = None,
+    token: TokenOpt = None,
     no_browser: Annotated[
         bool, typer.Option("--no-browser", help="Print the one-time link instead of opening it.")
     ] = False,

@@ -1,5 +1,6 @@
 """What the day-2 commands (``get``, ``describe``, ``logs``, ``delete``, ``rerun``) share: the
-cluster options, the cluster they talk to, and one line (exit 1) for whatever goes wrong.
+cluster options (``options``'s, re-exported), the cluster they talk to, and one line (exit 1) for
+whatever goes wrong.
 
 Must not touch: what any command shows (``runviews``), the clusters' insides.
 """
@@ -9,24 +10,15 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
+from .options import ServerOpt, TokenOpt
 from .output import error
 from .runviews import CommandFailed
 
 __all__ = ["ServerOpt", "TokenOpt", "clock", "failing", "open_cluster", "sleep"]
-
-ServerOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--server",
-        envvar="ASTRA_SERVER",
-        help="The cluster: http(s)://… an Astraeus API, slurm://[PARTITION] (default: the local one).",
-    ),
-]
-TokenOpt = Annotated[str | None, typer.Option("--token", envvar="ASTRA_TOKEN", help="The bearer token.")]
 
 
 def clock() -> float:

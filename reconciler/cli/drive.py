@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from .listing import ListFormat, ListOutput, print_listing
+from .options import ApiServerOpt, TokenOpt
 from .output import echo, error
 
 __all__ = ["drive_app"]
@@ -25,12 +26,6 @@ drive_app = typer.Typer(
     add_completion=False,
     rich_markup_mode=None,
 )
-
-ServerOpt = Annotated[
-    str | None,
-    typer.Option("--server", envvar="ASTRA_SERVER", help="The Astraeus API (default: the local one)."),
-]
-TokenOpt = Annotated[str | None, typer.Option("--token", envvar="ASTRA_TOKEN", help="The bearer token.")]
 
 
 def _call(method: str, path: str, *, server: str | None, token: str | None, **kw):
@@ -50,7 +45,7 @@ def create(
         str | None,
         typer.Option("--path", help="Its folder (made if missing); default: a folder under astra's home."),
     ] = None,
-    server: ServerOpt = None,
+    server: ApiServerOpt = None,
     token: TokenOpt = None,
 ) -> None:
     """Create a drive: NAME at DIR, or at a folder the server makes under its home."""
@@ -70,7 +65,7 @@ def create(
 @drive_app.command("list")
 def list_drives(
     output: ListOutput = ListFormat.table,
-    server: ServerOpt = None,
+    server: ApiServerOpt = None,
     token: TokenOpt = None,
 ) -> None:
     """List the drives: NAME PATH USED-BY. Never starts the local server."""
@@ -87,7 +82,7 @@ def list_drives(
 @drive_app.command("delete")
 def delete(
     name: Annotated[str, typer.Argument(help="The drive to forget (its folder and files stay).")],
-    server: ServerOpt = None,
+    server: ApiServerOpt = None,
     token: TokenOpt = None,
 ) -> None:
     """Delete a drive: refused while a run not ended mounts it; its folder and files stay."""

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from .options import ApiServerOpt, TokenOpt
 from .output import echo
 
 __all__ = ["server_app"]
@@ -150,13 +151,8 @@ def start() -> None:
 
 @server_app.command()
 def env(
-    server: Annotated[
-        str | None,
-        typer.Option("--server", envvar="ASTRA_SERVER", help="The Astraeus API (default: the local one)."),
-    ] = None,
-    token: Annotated[
-        str | None, typer.Option("--token", envvar="ASTRA_TOKEN", help="Its bearer token.")
-    ] = None,
+    server: ApiServerOpt = None,
+    token: TokenOpt = None,
 ) -> None:
     """Print the shell variables the seeds' curl lines read: eval "$(astra server env)".
 

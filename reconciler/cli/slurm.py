@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from .options import ApiServerOpt, TokenOpt
 from .output import echo, error
 
 __all__ = ["slurm_app"]
@@ -33,13 +34,8 @@ def default_name(path: Path) -> str:
 @slurm_app.command()
 def sbatch(
     file: Annotated[Path, typer.Argument(help="The batch script.")],
-    server: Annotated[
-        str | None,
-        typer.Option("--server", envvar="ASTRA_SERVER", help="The Astraeus API (default: the local one)."),
-    ] = None,
-    token: Annotated[
-        str | None, typer.Option("--token", envvar="ASTRA_TOKEN", help="The bearer token.")
-    ] = None,
+    server: ApiServerOpt = None,
+    token: TokenOpt = None,
 ) -> None:
     """Submit a batch script: #SBATCH --array, --gres, --cpus-per-task, --mem, --time, --container-image.
 
