@@ -9,6 +9,7 @@ user's. Fails (never skips) when the cluster is not up, as the other Slurm tests
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -246,3 +247,28 @@ def test_as_an_unprivileged_user_astra_and_its_jobs_mount_the_drives(shared: Pat
     assert (who.read_text(), who.stat().st_uid) == (f"{NOBODY}\n", NOBODY)
     assert "/data/x: Read-only file system" in (shared / "results" / "ro-said").read_text()
     assert not (shared / "datasets" / "x").exists()
+
+
+def test_a_drive_on_slurm_is_an_existing_folder_astra_does_not_make(astra, shared: Path):
+    code, _, err = astra("drive", "create", "results")
+    assert (code, err) == (
+        1,
+        "astra: error: on Slurm a drive is a folder of the cluster's shared filesystem: give --path FOLDER\n",
+    )
+    code, _, err = astra("drive", "create", "results", "--path", "nowhere")
+    assert (code, err) == (
+        1,
+        f"astra: error: no folder {shared}/nowhere on this host: on Slurm a drive is a folder of the "
+        "cluster's shared filesystem, which astra does not make\n",
+    )
+    assert not (shared / "nowhere").exists()
+    assert astra("drive", "create", "results", "--path", "results")[0] == 0
+    code, _, err = astra("drive", "create", "results", "--path", "datasets")
+    assert (code, err) == (1, f"astra: error: drive 'results' already exists on {SERVER}: {shared}/results\n")
+    code, out, _ = astra("drive", "list", "-o", "json")
+    assert json.loads(out) == [{"name": "results", "path": f"{shared}/results", "used_by": []}]
+    code, out, _ = astra("drive", "delete", "results")
+    assert (code, out) == (0, f"drive results deleted (its folder {shared}/results is left as it is)\n")
+    code, _, err = astra("drive", "delete", "results")
+    assert (code, err) == (1, f"astra: error: drive 'results' does not exist on {SERVER}\n")
+    assert (shared / "results").is_dir()
