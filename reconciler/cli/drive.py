@@ -4,17 +4,23 @@ Thin: options in, one API call (``/drives``, through ``remote.call``), a line or
 drive is a named folder of the cluster's host that runs mount (``datavolume_refs``); ``--path``
 names it (made here, with its parents, when it does not exist: the local cluster runs on this
 host), else the server makes one under its home (``drives/NAME``).
+
+On a Slurm cluster (``--server slurm://``) one call of ``SlurmCluster``'s instead: a drive is an
+existing folder of the cluster's shared filesystem that ``--path`` names (astra makes none),
+kept in the Slurm state folder's table (``clusters/slurm/drives.py``, docs/slurm.md "Drives").
 """
 
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
 
 import typer
 
 from .listing import ListFormat, ListOutput, print_listing
-from .options import ApiServerOpt, TokenOpt
+from .options import ServerOpt, TokenOpt
 from .output import echo, error
 
 __all__ = ["drive_app"]
@@ -26,6 +32,31 @@ drive_app = typer.Typer(
     add_completion=False,
     rich_markup_mode=None,
 )
+
+
+def _slurm(server: str | None) -> Any:
+    """The Slurm cluster ``server`` names, or ``None`` for any other server."""
+    if not (server or "").startswith("slurm://"):
+        return None
+    from ..clusters.base import ClusterError
+    from .connect import connect
+
+    try:
+        return connect(server, None)
+    except ClusterError as exc:
+        error(str(exc))
+        raise typer.Exit(1) from exc
+
+
+@contextmanager
+def _slurm_errors() -> Iterator[None]:
+    from ..clusters.base import ClusterError
+
+    try:
+        yield
+    except ClusterError as exc:
+        error(str(exc))
+        raise typer.Exit(1) from exc
 
 
 def _call(method: str, path: str, *, server: str | None, token: str | None, **kw):
@@ -45,10 +76,21 @@ def create(
         str | None,
         typer.Option("--path", help="Its folder (made if missing); default: a folder under astra's home."),
     ] = None,
-    server: ApiServerOpt = None,
+    server: ServerOpt = None,
     token: TokenOpt = None,
 ) -> None:
-    """Create a drive: NAME at DIR, or at a folder the server makes under its home."""
+    """Create a drive: NAME at DIR, or at a folder the server makes under its home.
+
+    On Slurm (--server slurm://): --path names an existing folder of the cluster's shared filesystem."""
+    slurm = _slurm(server)
+    if slurm is not None:
+        if path is None:
+            error("on Slurm a drive is a folder of the cluster's shared filesystem: give --path FOLDER")
+            raise typer.Exit(1)
+        with _slurm_errors():
+            made = slurm.create_drive(name, os.path.abspath(os.path.expanduser(path)))
+        echo(f"drive {made['name']} created on {slurm.address}: {made['path']}")
+        return
     body: dict[str, str] = {"name": name}
     if path is not None:
         folder = os.path.abspath(os.path.expanduser(path))
@@ -65,11 +107,16 @@ def create(
 @drive_app.command("list")
 def list_drives(
     output: ListOutput = ListFormat.table,
-    server: ApiServerOpt = None,
+    server: ServerOpt = None,
     token: TokenOpt = None,
 ) -> None:
     """List the drives: NAME PATH USED-BY. Never starts the local server."""
-    items = _call("GET", "/drives", server=server, token=token, start=False).json()["items"]
+    slurm = _slurm(server)
+    if slurm is not None:
+        with _slurm_errors():
+            items = slurm.drives()
+    else:
+        items = _call("GET", "/drives", server=server, token=token, start=False).json()["items"]
     if output is not ListFormat.table:
         print_listing(items, output)
         return
@@ -82,9 +129,14 @@ def list_drives(
 @drive_app.command("delete")
 def delete(
     name: Annotated[str, typer.Argument(help="The drive to forget (its folder and files stay).")],
-    server: ApiServerOpt = None,
+    server: ServerOpt = None,
     token: TokenOpt = None,
 ) -> None:
     """Delete a drive: refused while a run not ended mounts it; its folder and files stay."""
-    gone = _call("DELETE", f"/drives/{name}", server=server, token=token, start=False).json()
+    slurm = _slurm(server)
+    if slurm is not None:
+        with _slurm_errors():
+            gone = slurm.delete_drive(name)
+    else:
+        gone = _call("DELETE", f"/drives/{name}", server=server, token=token, start=False).json()
     echo(f"drive {gone['name']} deleted (its folder {gone['path']} is left as it is)")

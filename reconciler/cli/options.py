@@ -1,9 +1,9 @@
 """The options that say which cluster a command talks to, declared once for every command.
 
 ``ServerOpt``: any cluster astra drives (an Astraeus API over http(s), ``slurm://``, or the local
-one); ``ApiServerOpt``: an Astraeus API only (the seeds' CLI, drives, the console, ``server env``,
-the seeds' ``sbatch``), whose help says so; ``TokenOpt``: the API's bearer token. Each reads its
-environment variable (CONTRACT §6: ``ASTRA_SERVER``, ``ASTRA_TOKEN``).
+one: also ``astra drive``'s); ``ApiServerOpt``: an Astraeus API only (the seeds' CLI, the
+console, ``server env``, the seeds' ``sbatch``), whose help says so; ``TokenOpt``: the API's
+bearer token. Each reads its environment variable (CONTRACT §6: ``ASTRA_SERVER``, ``ASTRA_TOKEN``).
 
 Must not touch: connecting (``connect``), what a command does with them.
 """

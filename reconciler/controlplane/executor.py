@@ -51,8 +51,8 @@ from typing import Any
 from reconciler.runspec.models import TaskTemplate
 
 from ..processes import process_alive, process_start_time  # re-exported: the executor's API
+from ..sandbox import NO_SANDBOX_REASON, Mount, Sandbox
 from .logtimes import LogMarks, Marked
-from .sandbox import NO_SANDBOX_REASON, Mount, Sandbox
 from .scheduler import (
     ClusterState,
     Decision,

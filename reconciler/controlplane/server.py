@@ -276,9 +276,9 @@ async def _main(
     from .api import create_app
 
     _Server = _server_class()
+    from ..sandbox import find_sandbox, no_sandbox_warning
     from .engine import Engine
     from .executor import ProcessExecutor
-    from .sandbox import find_sandbox, no_sandbox_warning
     from .store import Store, default_url
 
     clock = SystemClock()

@@ -195,7 +195,7 @@ def test_without_a_sandbox_a_run_with_drives_waits_with_its_reason_and_others_ru
 
 
 def test_a_host_whose_user_namespaces_are_off_is_found_out_at_start(tmp_path):
-    from reconciler.controlplane.sandbox import find_sandbox
+    from reconciler.sandbox import find_sandbox
 
     refusing = tmp_path / "bwrap"  # what bwrap says where unprivileged user namespaces are off
     refusing.write_text("#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n")
@@ -223,7 +223,7 @@ def shared_tmp():
 def test_as_an_unprivileged_user_the_sandbox_mounts_drives_and_shows_only_its_own_processes(shared_tmp):
     """The same command line bubblewrap runs for a server of an unprivileged user (``nobody``,
     with a user namespace of its own), run as that user."""
-    from reconciler.controlplane.sandbox import Mount, Sandbox
+    from reconciler.sandbox import Mount, Sandbox
 
     bwrap = shutil.which("bwrap")
     assert bwrap is not None, "bubblewrap is not installed: run scripts/sandbox-local-up.sh"

@@ -17,6 +17,8 @@ The parts, each owning one concern (pure ones marked *)::
     policy     * restarts, failure and lifetime: the seeds' rules over observed workers
     mapping    * spec to sbatch for one worker template; what a submitted job can change in place
     groups     * spec to sbatch for worker groups (one job per group, or one heterogeneous job)
+    drives     * the drives table, and how a job mounts drives: pyxis' container mounts, or
+                 bubblewrap on the node (reconciler.sandbox)
     submission * the Submission record, the comment astra writes, options both mappings share
     unsupported* what Slurm cannot carry, in words
 

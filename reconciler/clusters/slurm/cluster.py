@@ -2,8 +2,10 @@
 
 Owns: the protocol's methods (each under the records' lock: a change or an observation at a
 time), the address (``slurm://[PARTITION][?images=host|pyxis]``), refusing what a submitted
-job cannot take in place (``mapping.update_errors``), and carrying out what the observe step
-decides (``observe.Action``: ``match`` over the closed set).
+job cannot take in place (``mapping.update_errors``), carrying out what the observe step
+decides (``observe.Action``: ``match`` over the closed set), and the cluster's drives (the
+table ``astra drive create|list|delete --server slurm://`` keeps in the state folder, or the one
+a library user gives; a drive in use by a run not ended is not deleted).
 
 Must not touch: the reconciler's policy (what to create, update or prune), the spec's rules,
 Slurm's words (``commands``, ``decode``), the files' layout (``records``).
@@ -11,10 +13,11 @@ Slurm's words (``commands``, ``decode``), the files' layout (``records``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, assert_never, cast, get_args
 from urllib.parse import parse_qs, urlsplit
@@ -28,6 +31,7 @@ from reconciler.runspec.vocabulary import same
 from ..base import Conflict, LiveRun, NotFound, Rejected, WorkerInfo
 from .commands import COMMAND_TIMEOUT, SlurmCommands
 from .decode import JobRow
+from .drives import SlurmDrives, drive_problem, mounted_drives, parse_drives
 from .groups import group_gpus
 from .mapping import to_submission, update_errors
 from .observe import (
@@ -57,8 +61,12 @@ class SlurmCluster:
         images: Images | None = None,
         clock: Callable[[], float] = time.time,
         timeout: float = COMMAND_TIMEOUT,
+        drives: Mapping[str, str] | None = None,
     ):
+        """``drives``: each drive's folder by name (``ValueError`` if one is not a drive); none:
+        the table in the state folder (``drives.json``), read at each submission."""
         self.partition = partition or None
+        self._drives = parse_drives(drives) if drives is not None else None
         self.address = f"slurm://{partition or ''}"
         self.state_dir = Path(state_dir) if state_dir is not None else default_state_dir()
         self.records = RunRecords(self.state_dir)
@@ -81,11 +89,15 @@ class SlurmCluster:
 
     def list_runs(self) -> list[LiveRun]:
         with self.records.locked():
-            names = self.records.names()
-            if not names:
-                return []
-            rows = self.commands.squeue()
-            return [self._observe(self.records.load(n), rows)[0] for n in names]
+            return self._live_runs()
+
+    def _live_runs(self) -> list[LiveRun]:
+        """Every run, observed (the caller holds the lock)."""
+        names = self.records.names()
+        if not names:
+            return []
+        rows = self.commands.squeue()
+        return [self._observe(self.records.load(n), rows)[0] for n in names]
 
     def get_run(self, name: str) -> LiveRun | None:
         with self.records.locked():
@@ -180,6 +192,67 @@ class SlurmCluster:
     def images(self) -> Images:
         return self.commands.images()
 
+    # ---- drives ----------------------------------------------------------------------------------
+
+    def drive_table(self) -> dict[str, str]:
+        """Each drive's folder on the cluster's shared filesystem, by name."""
+        return dict(self._drives) if self._drives is not None else self.records.drives()
+
+    def drives(self) -> list[dict[str, Any]]:
+        """Each drive (``name``, ``path``, ``used_by``: the runs not ended that mount it), by name."""
+        with self.records.locked():
+            return self._drive_rows(self._live_runs())
+
+    def create_drive(self, name: str, path: str) -> dict[str, Any]:
+        """Name an existing folder of the shared filesystem as a drive (astra makes none);
+        ``Rejected`` for a bad name or folder, ``Conflict`` when the name is taken."""
+        problem = drive_problem(name, path)
+        if problem is None and not os.path.isdir(path):
+            problem = (
+                f"no folder {path} on this host: on Slurm a drive is a folder of the cluster's shared "
+                "filesystem, which astra does not make"
+            )
+        if problem is not None:
+            raise Rejected(problem)
+        with self._table() as table:
+            if name in table:
+                raise Conflict(f"drive {name!r} already exists on {self.address}: {table[name]}")
+            table[name] = path
+        return {"name": name, "path": path, "used_by": []}
+
+    def delete_drive(self, name: str) -> dict[str, Any]:
+        """Forget a drive (its folder and files stay); ``Conflict`` while a run not ended mounts it."""
+        with self._table() as table:
+            if name not in table:
+                raise NotFound(f"drive {name!r} does not exist on {self.address}")
+            row = next(r for r in self._drive_rows(self._live_runs(), table) if r["name"] == name)
+            if row["used_by"]:
+                runs = ", ".join(row["used_by"])
+                raise Conflict(
+                    f"drive {name!r} is in use by run {runs}: delete it, or wait for it to end, first"
+                )
+            del table[name]
+        return row
+
+    @contextlib.contextmanager
+    def _table(self) -> Iterator[dict[str, str]]:
+        """The drives table to change, under the lock, saved when the block ends without error."""
+        if self._drives is not None:
+            raise Rejected("this cluster was given its drives: change them where they were given")
+        with self.records.locked():
+            table = self.records.drives()
+            yield table
+            self.records.save_drives(table)
+
+    def _drive_rows(self, runs: list[LiveRun], table: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        used: dict[str, list[str]] = {}
+        for r in runs:
+            if not r.final:
+                for d in mounted_drives(parse_run(r.document)):
+                    used.setdefault(d, []).append(r.name)
+        table = self.drive_table() if table is None else table
+        return [{"name": n, "path": p, "used_by": used.get(n, [])} for n, p in sorted(table.items())]
+
     # ---- observe, and carry out what it decides ---------------------------------------------------
 
     def _observe(self, record: dict[str, Any], rows: list[JobRow]) -> tuple[LiveRun, list[WorkerInfo]]:
@@ -232,14 +305,14 @@ class SlurmCluster:
         except InvalidSpec as exc:
             raise Rejected(str(exc), [e.to_json() for e in exc.errors]) from exc
 
-    def _submission(self, run: Run, nonce: str, generation: str | None = None) -> Submission:
-        """The run's submission on this partition (asking it only what the run needs to know);
-        ``Rejected`` with every field it cannot carry."""
+    def submission_for(self, run: Run, nonce: str, generation: str | None = None) -> Submission:
+        """The run's submission on this partition, its ``errors`` included (asking the cluster only
+        what the run needs to know: GPUs per node, nodes, drives); makes and submits nothing."""
         log_dir = self.records.log_dir(run.metadata.name)
         gpus = run.spec.task_template.requested_resources if run.spec.task_template else None
         asks_gpus = (gpus is not None and gpus.gpu_requests is not None) or any(group_gpus(run))
         groups = run.spec.task_groups
-        sub = to_submission(
+        return to_submission(
             run,
             nonce=nonce,
             log_dir=str(log_dir),
@@ -248,7 +321,22 @@ class SlurmCluster:
             images=self.images(),
             nodes_available=self.node_count() if groups and len(groups) > 1 else None,
             generation=generation,
+            drives=self._drives_for(run),
         )
+
+    def _drives_for(self, run: Run) -> SlurmDrives | None:
+        """What the cluster knows of drives, asked only of a run that mounts some."""
+        if not mounted_drives(run):
+            return None
+        if self.images() == "pyxis":
+            return SlurmDrives(self.drive_table())
+        sandbox, why = self.commands.node_sandbox()
+        return SlurmDrives(self.drive_table(), sandbox, why)
+
+    def _submission(self, run: Run, nonce: str, generation: str | None = None) -> Submission:
+        """``submission_for``; ``Rejected`` with every field it cannot carry; its log folder made."""
+        sub = self.submission_for(run, nonce, generation)
+        log_dir = self.records.log_dir(run.metadata.name)
         if sub.errors:
             errors = [e.to_json() for e in sub.errors]
             raise Rejected("; ".join(e.format() for e in sub.errors), errors)

@@ -4,7 +4,9 @@ Owns: running ``sbatch``, ``squeue --json``, ``scontrol``, ``scancel``, ``sinfo`
 ``srun --help`` from the PATH (each within ``timeout`` seconds); what their failures mean
 (a missing command, a timeout or a controller that cannot be reached is ``Unreachable``: nothing
 may be concluded from silence; ``sbatch`` refusing a job is ``Rejected``; anything else is a
-``ClusterError`` with Slurm's words); what the partition offers (GPUs per node, nodes, images).
+``ClusterError`` with Slurm's words); what the partition offers (GPUs per node, nodes, images,
+and the sandbox a job mounts drives in where images do not run under pyxis: ``bwrap``, tried
+once on this host by ``reconciler.sandbox.find_node_sandbox``).
 
 Must not touch: the records, the clock, restart decisions. Callers hold the records' lock.
 """
@@ -14,6 +16,8 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+
+from reconciler.sandbox import NodeSandbox, find_node_sandbox
 
 from ..base import ClusterError, Rejected, Unreachable
 from .decode import LIVE_SLURM_STATES, JobRow, parse_squeue
@@ -38,6 +42,7 @@ class SlurmCommands:
         self._images = images
         self._node_gpus: int | None = None
         self._asked_node_gpus = False
+        self._node_sandbox: tuple[NodeSandbox | None, str] | None = None
 
     def run(self, argv: list[str], input: str | None = None, check: bool = True) -> str:
         """Run a command: its stdout (``check``: a non-zero exit is an error), else stdout and
@@ -124,3 +129,10 @@ class SlurmCommands:
             help_text = self.run(["srun", "--help"], check=False)
             self._images = "pyxis" if "--container-image" in help_text else "host"
         return self._images
+
+    def node_sandbox(self) -> tuple[NodeSandbox | None, str]:
+        """The sandbox a job mounts drives in on its node (``bwrap``, found and tried once on this
+        host, whose nodes are taken to have the same), or ``None`` and why not."""
+        if self._node_sandbox is None:
+            self._node_sandbox = find_node_sandbox()
+        return self._node_sandbox

@@ -18,7 +18,9 @@ from reconciler.runspec.errors import FieldError
 from reconciler.runspec.messages import GANG_BARRIER_SECONDS, MASTER_PORT
 from reconciler.runspec.models import Run, StartPolicy, TaskGroup, resolve_on_failure, resolve_start
 from reconciler.runspec.paths import FieldPath
+from reconciler.sandbox import NODE_BOX
 
+from .drives import SlurmDrives, box_line, container_mounts, template_mounts
 from .submission import (
     LEADER_ADDRESS,
     GroupJob,
@@ -106,14 +108,16 @@ def group_submission(
     images: Images,
     nodes_available: int | None,
     generation: str,
+    drives: SlurmDrives,
 ) -> Submission:
     """The jobs of a run with worker groups (``Submission.jobs``); ``errors`` when Slurm cannot
-    carry it. ``nodes_available`` bounds a heterogeneous job; ``generation`` names the leader file."""
+    carry it. ``nodes_available`` bounds a heterogeneous job; ``generation`` names the leader
+    file; ``drives``: what the cluster knows of them (each group mounts its template's)."""
     spec = run.spec
     groups = list(spec.task_groups or ())
     start = resolve_start(spec, node_gpus)
     het = start == "Gang" and not any(g.start_after for g in groups) and len(groups) > 1
-    errors = _group_errors(run, start, node_gpus, nodes_available, het=het)
+    errors = _group_errors(run, start, node_gpus, nodes_available, het=het, drives=drives, images=images)
     size = sum(g.replicas for g in groups)
     kind: Kind = "hetjob" if het else "groups"
     comment = comment_for(run, nonce)
@@ -121,20 +125,27 @@ def group_submission(
     if errors:
         return Submission(kind, size, 1, gpus, (), "", comment, errors)
     if het:
-        job = _hetjob(run, comment, partition, log_dir, images)
+        job = _hetjob(run, comment, partition, log_dir, images, drives)
         return Submission(kind, size, len(groups), gpus, job.options, job.script, comment, jobs=(job,))
-    jobs = _group_jobs(run, comment, partition, log_dir, images, generation)
+    jobs = _group_jobs(run, comment, partition, log_dir, images, generation, drives)
     return Submission(kind, size, 1, gpus, jobs[0].options, jobs[0].script, comment, jobs=jobs)
 
 
 def _group_errors(
-    run: Run, start: StartPolicy, node_gpus: int | None, nodes_available: int | None, *, het: bool
+    run: Run,
+    start: StartPolicy,
+    node_gpus: int | None,
+    nodes_available: int | None,
+    *,
+    het: bool,
+    drives: SlurmDrives,
+    images: Images,
 ) -> list[FieldError]:
     """Every field of a run with worker groups that Slurm cannot carry (``start``: as resolved)."""
     spec = run.spec
     groups = list(spec.task_groups or ())
     root = FieldPath.root().child("spec")
-    errors = unsupported(run)
+    errors = unsupported(run, drives, images)
     for i, g in enumerate(groups):
         res = g.task_template.requested_resources
         gr = res.gpu_requests if res is not None else None
@@ -158,11 +169,22 @@ def _group_errors(
     return errors
 
 
-def _image(g: TaskGroup, images: Images) -> str:
-    return f" --container-image={shlex.quote(g.task_template.image)}" if images == "pyxis" else ""
+def _image(g: TaskGroup, images: Images, drives: SlurmDrives) -> str:
+    """A group's ``--container-image`` under pyxis, with its drives' ``--container-mounts``."""
+    if images != "pyxis":
+        return ""
+    mounts = container_mounts(template_mounts(g.task_template, drives))
+    return f" --container-image={shlex.quote(g.task_template.image)}{mounts}"
 
 
-def _hetjob(run: Run, comment: str, partition: str | None, log_dir: str, images: Images) -> GroupJob:
+def _box(g: TaskGroup, images: Images, drives: SlurmDrives) -> str | None:
+    """The node sandbox's line for a group's drives, when its command runs on the node (no pyxis)."""
+    return None if images == "pyxis" else box_line(template_mounts(g.task_template, drives), drives)
+
+
+def _hetjob(
+    run: Run, comment: str, partition: str | None, log_dir: str, images: Images, drives: SlurmDrives
+) -> GroupJob:
     """A gang of groups: one heterogeneous job, a component per group."""
     groups = list(run.spec.task_groups or ())
     size = sum(g.replicas for g in groups)
@@ -173,8 +195,9 @@ def _hetjob(run: Run, comment: str, partition: str | None, log_dir: str, images:
     # One heterogeneous step over every component: Slurm numbers its tasks across the
     # components in order (SLURM_PROCID 0..N-1, SLURM_NTASKS N), which is RANK across groups.
     steps = [
-        f"--het-group={i} {step_launch(log_dir).removeprefix('srun ')}{_image(g, images)} bash -c "
-        f"{shlex.quote(_group_inner(g, '$SLURM_PROCID', size))} astra-worker {_group_argv(g)}"
+        f"--het-group={i} {step_launch(log_dir).removeprefix('srun ')}{_image(g, images, drives)} bash -c "
+        f"{shlex.quote(_group_inner(g, '$SLURM_PROCID', size, _box(g, images, drives)))} "
+        f"astra-worker {_group_argv(g)}"
         for i, g in enumerate(groups)
     ]
     lines.append("exec srun " + " : ".join(steps))
@@ -183,7 +206,13 @@ def _hetjob(run: Run, comment: str, partition: str | None, log_dir: str, images:
 
 
 def _group_jobs(
-    run: Run, comment: str, partition: str | None, log_dir: str, images: Images, generation: str
+    run: Run,
+    comment: str,
+    partition: str | None,
+    log_dir: str,
+    images: Images,
+    generation: str,
+    drives: SlurmDrives,
 ) -> tuple[GroupJob, ...]:
     """One job per group, in submission order; each after the job of the group it starts after."""
     groups = list(run.spec.task_groups or ())
@@ -200,8 +229,8 @@ def _group_jobs(
         )
         if size > 1:
             lines += _leader_lines(i, groups[0].name, leader)
-        inner = _group_inner(g, f"$(({offsets[i]}+SLURM_PROCID))", size)
-        launch = f"{step_launch(log_dir)}{_image(g, images)}"
+        inner = _group_inner(g, f"$(({offsets[i]}+SLURM_PROCID))", size, _box(g, images, drives))
+        launch = f"{step_launch(log_dir)}{_image(g, images, drives)}"
         lines.append(f"exec {launch} bash -c {shlex.quote(inner)} astra-worker {_group_argv(g)}")
         after = names[g.start_after] if g.start_after is not None else None
         jobs.append(GroupJob((i,), after, tuple(opts), "\n".join(lines) + "\n"))
@@ -256,11 +285,14 @@ def _group_options(
     return opts
 
 
-def _group_inner(g: TaskGroup, rank: str, size: int) -> str:
-    """The per-task wrapper of a group's worker: its env, then CONTRACT §6's names."""
+def _group_inner(g: TaskGroup, rank: str, size: int, box: str | None) -> str:
+    """The per-task wrapper of a group's worker: its env, then CONTRACT §6's names; then the
+    command, in the node's sandbox (``box``) when it has drives to mount there."""
     parts = [f"export {k}={shlex.quote(v)}" for k, v in sorted((g.task_template.env or {}).items())]
     parts.append(f"export RANK={rank} WORLD_SIZE={size}")
     parts.append("export SLURM_PROCID=$RANK SLURM_NTASKS=$WORLD_SIZE")
+    if box is not None:
+        return "; ".join([*parts, box]) + f'; exec {NODE_BOX} "$@"'
     return "; ".join(parts) + '; exec "$@"'
 
 

@@ -1,7 +1,8 @@
 """From a run spec to ``sbatch``: which fields Slurm carries and how, the pure half of the cluster.
 
 Owns: the shape of a run on Slurm (the table below), the options and the batch script of a run
-of one worker template (its wrapper sets the environment of CONTRACT §6), the errors for what a
+of one worker template (its wrapper sets the environment of CONTRACT §6 and mounts the drives,
+``drives``' way), the errors for what a
 shape cannot carry (``FieldError`` with the field's path, never a silent drop; the words are
 ``unsupported``'s), and which changes a submitted job can take in place (``SLURM_IN_PLACE``,
 ``update_errors``). The table is ``docs/slurm.md``'s, row by row in ``tests/slurm/test_mapping.py``.
@@ -34,7 +35,9 @@ from reconciler.runspec.models import Run, Spec, resolve_on_failure, resolve_sta
 from reconciler.runspec.paths import FieldPath
 from reconciler.runspec.rerun import array_map
 from reconciler.runspec.vocabulary import changed_paths, forces_replace, validate_update
+from reconciler.sandbox import NODE_BOX
 
+from .drives import SlurmDrives, box_line, container_mounts, template_mounts
 from .groups import group_submission
 from .submission import (
     LEADER_ADDRESS,
@@ -118,13 +121,17 @@ def to_submission(
     images: Images = "host",
     nodes_available: int | None = None,
     generation: str | None = None,
+    drives: SlurmDrives | None = None,
 ) -> Submission:
     """The ``sbatch`` for a run; ``errors`` lists every field Slurm cannot carry (then no script).
 
     A run with worker groups gives its jobs in ``Submission.jobs`` instead (``group_submission``);
     ``nodes_available`` (the partition's node count) bounds a heterogeneous job, and
     ``generation`` names the leader file of the run's current generation of group jobs.
+    ``drives``: what the cluster knows of drives (none: a run with drives is refused); a run
+    without drives is mapped the same whatever it says.
     """
+    known = drives if drives is not None else SlurmDrives()
     if run.spec.task_groups is not None:
         return group_submission(
             run,
@@ -135,20 +142,23 @@ def to_submission(
             images=images,
             nodes_available=nodes_available,
             generation=generation or nonce,
+            drives=known,
         )
-    kind, nodes, gpus_each, errors = _shape(run, node_gpus)
+    kind, nodes, gpus_each, errors = _shape(run, node_gpus, known, images)
     size = run.spec.array.size if run.spec.array is not None else nodes
     comment = comment_for(run, nonce)
     if errors or run.spec.task_template is None:
         return Submission(kind, size, nodes, gpus_each, (), "", comment, errors)
     opts = _options(run, kind, size, nodes, gpus_each, comment, partition, log_dir)
-    script = _script(run, kind, size, opts, log_dir, images)
+    script = _script(run, kind, size, opts, log_dir, images, known)
     return Submission(kind, size, nodes, gpus_each, tuple(opts), script, comment)
 
 
-def _shape(run: Run, node_gpus: int | None) -> tuple[Kind, int, int, list[FieldError]]:
+def _shape(
+    run: Run, node_gpus: int | None, drives: SlurmDrives, images: Images
+) -> tuple[Kind, int, int, list[FieldError]]:
     """``(kind, machines, GPUs of each worker, errors)`` of a run of one worker template."""
-    errors = unsupported(run)
+    errors = unsupported(run, drives, images)
     spec = run.spec
     t = spec.task_template
     res = t.requested_resources if t is not None else None
@@ -239,11 +249,16 @@ def _options(
     return opts
 
 
-def _script(run: Run, kind: Kind, size: int, opts: list[str], log_dir: str, images: Images) -> str:
-    """The batch script of a run of one worker template: its env, CONTRACT §6's names, the command."""
+def _script(
+    run: Run, kind: Kind, size: int, opts: list[str], log_dir: str, images: Images, drives: SlurmDrives
+) -> str:
+    """The batch script of a run of one worker template: its env, CONTRACT §6's names, the
+    command (with drives: in the node's sandbox, or with pyxis' container mounts)."""
     t = run.spec.task_template
     assert t is not None and t.command is not None
     argv = " ".join(shlex.quote(a) for a in [t.command, *(t.args or [])])
+    mounts = template_mounts(t, drives)
+    box = box_line(mounts, drives) if images != "pyxis" else None
     lines = script_header(run, kind, [opts])
     for key, value in sorted((t.env or {}).items()):
         lines.append(f"export {key}={shlex.quote(value)}")
@@ -283,10 +298,11 @@ def _script(run: Run, kind: Kind, size: int, opts: list[str], log_dir: str, imag
         inner = "export SLURM_PROCID=$RANK SLURM_NTASKS=$WORLD_SIZE; unset ${!SLURM_ARRAY_@}"
         launch = "srun"
     else:
-        lines.append(f"exec {argv}")
+        # The command runs in the batch step itself: in the node's sandbox when it has drives.
+        lines += [box, f"exec {NODE_BOX} {argv}"] if box is not None else [f"exec {argv}"]
         return "\n".join(lines) + "\n"
     if images == "pyxis":
-        launch += f" --container-image={shlex.quote(t.image)}"
-    body = shlex.quote(inner + '; exec "$@"')
+        launch += f" --container-image={shlex.quote(t.image)}{container_mounts(mounts)}"
+    body = shlex.quote(inner + (f"; {box}; exec {NODE_BOX} " if box is not None else "; exec ") + '"$@"')
     lines.append(f"exec {launch} bash -c {body} astra-worker {argv}")
     return "\n".join(lines) + "\n"

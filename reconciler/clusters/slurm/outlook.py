@@ -1,13 +1,16 @@
 """Where runs would start on Slurm now: ``sbatch --test-only`` of each run's script (submits nothing).
 
-Owns ``placement_of``: for at most ``TEST_ONLY_MAX`` runs of one job each (a run of worker groups
-is several jobs: left out), the script ``create_run`` would submit, given to ``sbatch
+Owns ``placement_of``: for at most ``TEST_ONLY_MAX`` runs, the submission ``create_run`` would
+make (``SlurmCluster.submission_for``). A run it cannot carry is ``fail`` with every field's
+path and words, as the apply would refuse it (``spec.task_template.datavolume_refs[0].name:
+drive 'results' is not known to this Slurm cluster: …``). A run of one job is given to ``sbatch
 --test-only``, whose answer (``Job N to start at TIME using P processors on nodes NODES in
 partition P``) is put in words: ``start`` (``on nodes vm-n1 in partition debug``) when Slurm
 would start it now, else ``wait`` (``Slurm expects it to start at 2026-12-01T05:10:00``), or
 ``fail`` with Slurm's refusal (``Slurm: Requested node configuration is not available``). A run
-Slurm cannot carry, or an answer of another form, is left out; any ``ClusterError`` (Slurm
-not reached) leaves them all out: the dry run never fails a plan (said at debug level).
+of worker groups (several jobs), or an answer of another form, is left out; any
+``ClusterError`` (Slurm not reached) leaves them all out: the dry run never fails a plan (said
+at debug level).
 
 Must not touch: the records, the log folders (the submission is made without ``_submission``'s
 folder), the jobs.
@@ -24,7 +27,6 @@ from reconciler.runspec.errors import InvalidSpec
 from reconciler.runspec.parse import parse_run
 
 from ..base import ClusterError
-from .mapping import to_submission
 from .submit import new_nonce
 
 if TYPE_CHECKING:
@@ -70,19 +72,12 @@ def placement_of(
                 run = parse_run(doc)
             except InvalidSpec:
                 continue
-            tt = run.spec.task_template
-            if run.spec.task_groups or tt is None:
+            sub = cluster.submission_for(run, new_nonce())
+            if sub.errors:
+                words = "; ".join(e.format() for e in sub.errors)
+                out[run.metadata.name] = {"kind": "fail", "words": words}
                 continue
-            res = tt.requested_resources
-            sub = to_submission(
-                run,
-                nonce=new_nonce(),
-                log_dir=str(cluster.records.log_dir(run.metadata.name)),
-                partition=cluster.partition,
-                node_gpus=cluster.node_gpus() if res is not None and res.gpu_requests is not None else None,
-                images=cluster.images(),
-            )
-            if sub.errors or sub.jobs:
+            if sub.jobs or not sub.script:
                 continue
             said = cluster.commands.run(["sbatch", "--test-only"], input=sub.script, check=False)
             found = read_test_only(said, now)

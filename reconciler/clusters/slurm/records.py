@@ -8,7 +8,8 @@ the jobs, and what astra saw a job end as (``seen``) outlives Slurm's memory of 
 Owns: the state folder (``$ASTRA_SLURM_STATE``, else ``slurm/`` in astra's home,
 ``reconciler.home.astra_home``: the per-user ``~/.local/state/astra`` unless a project has its
 own): ``runs/<name>.json`` (written atomically), ``logs/<name>/`` (the jobs' output:
-on a real cluster this must be on a filesystem the nodes share) and ``lock``; the lock that
+on a real cluster this must be on a filesystem the nodes share), ``drives.json`` (the cluster's
+drives: each one's folder on the shared filesystem, ``drives.parse_drives``) and ``lock``; the lock that
 serializes every change and observation (``locked``: the one place it is taken, waiting at most
 ``LOCK_TIMEOUT``, the lock file saying who holds it), so two astra processes never resubmit the
 same worker twice; the records' shape (``new_record``,
@@ -33,11 +34,13 @@ from typing import IO, Any
 from reconciler.processes import Process
 from reconciler.runspec.models import Run
 
-from ..base import NotFound, Unreachable
+from ..base import ClusterError, NotFound, Unreachable
+from .drives import parse_drives
 from .groups import group_gpus, group_offsets
 from .submission import Submission, spec_hash
 
 __all__ = [
+    "DRIVES_FILE",
     "LOCK_TIMEOUT",
     "RECORD_VERSION",
     "RunRecords",
@@ -48,6 +51,8 @@ __all__ = [
 ]
 
 RECORD_VERSION = 1
+#: The cluster's drives table, in the state folder: ``{"drives": {NAME: FOLDER, …}}``.
+DRIVES_FILE = "drives.json"
 
 
 def _holder() -> dict[str, Any]:
@@ -189,6 +194,23 @@ class RunRecords:
         """Forget a run: its record and its logs."""
         self.path(name).unlink()
         shutil.rmtree(self.log_dir(name), ignore_errors=True)
+
+    def drives(self) -> dict[str, str]:
+        """The drives table (``DRIVES_FILE``; none yet: empty); ``ClusterError`` when it is not one."""
+        path = self.state_dir / DRIVES_FILE
+        try:
+            return parse_drives(json.loads(path.read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:  # unreadable, not JSON, or not a table of drives
+            raise ClusterError(f"cannot read the drives of {path}: {exc}") from exc
+
+    def save_drives(self, table: dict[str, str]) -> None:
+        """Write the drives table whole (the caller holds the lock)."""
+        path = self.state_dir / DRIVES_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"drives": dict(sorted(table.items()))}, indent=1) + "\n", encoding="utf-8")
+        tmp.replace(path)
 
     def worker_log(self, worker: str) -> str | None:
         """The output of worker ``worker`` (``<run>-<rank>`` or ``<run>-<group>-<i>``), ``None`` if

@@ -2,8 +2,10 @@
 
 Owns: the exact words of every field (or combination) a Slurm cluster cannot carry, and the
 checks of the fields that need no shape to judge (``unsupported``): each a ``FieldError`` with
-the field's path, never a silent drop. The checks that depend on the shape (a gang's start
-policy, a group's GPUs on the largest node) are the mappings' own, with these words.
+the field's path, never a silent drop. Drives are judged against what the cluster knows
+(``drives.SlurmDrives``): a drive not in its table, or no way to mount one (no pyxis, no
+sandbox). The checks that depend on the shape (a gang's start policy, a group's GPUs on the
+largest node) are the mappings' own, with these words.
 
 Must not touch: processes, files, clocks; the spec's own rules (a run that reaches here is valid).
 """
@@ -14,9 +16,13 @@ from reconciler.runspec.errors import FieldError
 from reconciler.runspec.models import Run, TaskTemplate
 from reconciler.runspec.paths import FieldPath
 
+from .drives import PYXIS_UNSAFE, SlurmDrives
+from .submission import Images
+
 __all__ = [
     "NO_ARRAY_MACHINES",
     "NO_COMMAND",
+    "NO_DRIVE",
     "NO_DRIVES",
     "NO_ENGINE",
     "NO_GANG_RESTART_TASK",
@@ -29,6 +35,7 @@ __all__ = [
     "NO_MIN_AVAILABLE",
     "NO_MIN_MEMORY",
     "NO_PRIORITY",
+    "NO_PYXIS_PATH",
     "NO_SHAPE",
     "NO_TOPOLOGY",
     "unsupported",
@@ -47,8 +54,15 @@ NO_MIN_MEMORY = (
     "(name the models with gpu_requests.models instead)"
 )
 NO_DRIVES = (
-    "Slurm cannot mount drives: remove datavolume_refs and read the data from the cluster's shared filesystem"
+    "this Slurm cluster cannot mount drives: it has no pyxis (srun --container-mounts) and no sandbox "
+    "({why}): install bubblewrap on its machines, or remove datavolume_refs and read the data from "
+    "the cluster's shared filesystem"
 )
+NO_DRIVE = (
+    "drive {name!r} is not known to this Slurm cluster: add it with "
+    "astra drive create {name} --path FOLDER --server slurm://"
+)
+NO_PYXIS_PATH = "pyxis' --container-mounts cannot carry ':' or ',' in a path: {path!r}"
 NO_ENGINE = "Slurm cannot run a model engine: remove model.engine"
 NO_PRIORITY = "astra cannot set a Slurm job's priority (only Slurm's administrators can): remove priority"
 NO_MIN_AVAILABLE = (
@@ -81,8 +95,11 @@ NO_SHAPE = (
 )
 
 
-def unsupported(run: Run) -> list[FieldError]:
-    """Every field of the run that Slurm cannot carry whatever its shape, each with its path."""
+def unsupported(run: Run, drives: SlurmDrives | None = None, images: Images = "host") -> list[FieldError]:
+    """Every field of the run that Slurm cannot carry whatever its shape, each with its path;
+    ``drives``: what the cluster knows of them (none: no drive, no sandbox), ``images``: how
+    its images run (``pyxis`` mounts drives with ``--container-mounts``)."""
+    known = drives if drives is not None else SlurmDrives()
     spec, root = run.spec, FieldPath.root().child("spec")
     errors: list[FieldError] = []
     if spec.network is not None and spec.network.interconnect is not None:
@@ -98,20 +115,46 @@ def unsupported(run: Run) -> list[FieldError]:
         errors.append(FieldError.not_supported(root.child("priority"), NO_PRIORITY))
     for i, g in enumerate(spec.task_groups or ()):
         gpath = root.child("task_groups").index(i).child("task_template")
-        errors.extend(_template_unsupported(g.task_template, gpath))
+        errors.extend(_template_unsupported(g.task_template, gpath, known, images))
     if spec.task_template is not None:
-        errors.extend(_template_unsupported(spec.task_template, root.child("task_template")))
+        errors.extend(_template_unsupported(spec.task_template, root.child("task_template"), known, images))
     return errors
 
 
-def _template_unsupported(t: TaskTemplate, path: FieldPath) -> list[FieldError]:
-    errors: list[FieldError] = []
-    if t.datavolume_refs:
-        errors.append(FieldError.not_supported(path.child("datavolume_refs"), NO_DRIVES))
+def _template_unsupported(
+    t: TaskTemplate, path: FieldPath, drives: SlurmDrives, images: Images
+) -> list[FieldError]:
+    errors = _drive_errors(t, path.child("datavolume_refs"), drives, images)
     if t.command is None:
         errors.append(FieldError.required(path.child("command"), NO_COMMAND))
     gr = t.requested_resources.gpu_requests if t.requested_resources else None
     if gr is not None and gr.min_memory_gb is not None:
         gpath = path.child("requested_resources", "gpu_requests", "min_memory_gb")
         errors.append(FieldError.not_supported(gpath, NO_MIN_MEMORY))
+    return errors
+
+
+def _drive_errors(t: TaskTemplate, path: FieldPath, drives: SlurmDrives, images: Images) -> list[FieldError]:
+    """A template's drives that this cluster cannot mount: all of them when it has no way to
+    (no pyxis, no sandbox: adding a drive would not help), else each one it does not know (and,
+    under pyxis, a path that ``--container-mounts`` cannot carry)."""
+    if not t.datavolume_refs:
+        return []
+    if images != "pyxis" and drives.sandbox is None:
+        return [FieldError.not_supported(path, NO_DRIVES.format(why=drives.no_sandbox))]
+    errors: list[FieldError] = []
+    for i, ref in enumerate(t.datavolume_refs):
+        folder = drives.folders.get(ref.name)
+        if folder is None:
+            errors.append(
+                FieldError.not_supported(path.index(i).child("name"), NO_DRIVE.format(name=ref.name))
+            )
+            continue
+        if images != "pyxis":
+            continue
+        for at, where in (("name", folder), ("mount_path", ref.mount_path)):
+            if PYXIS_UNSAFE & set(where):
+                errors.append(
+                    FieldError.not_supported(path.index(i).child(at), NO_PYXIS_PATH.format(path=where))
+                )
     return errors

@@ -1,9 +1,13 @@
-"""The local cluster's worker sandbox: bubblewrap (``bwrap``), and what a worker sees inside it.
+"""Workers' sandboxes: bubblewrap (``bwrap``) command lines, for the local cluster and for Slurm.
 
-Owns: finding a sandbox that works on this host (``find_sandbox``: ``bwrap`` at the path
-``ASTRA_BWRAP`` names, else on ``PATH``, tried once with a trivial command, so that a host whose
-user namespaces are off is found out at start, not by every worker), and the command line that
-runs one worker in it (``Sandbox.argv``). What the worker sees (docs/sandbox.md):
+Owns: finding a ``bwrap`` that works on this host (``find_sandbox``, ``find_node_sandbox``:
+the one ``ASTRA_BWRAP`` names, else on ``PATH``, tried once with a trivial command, so that a
+host whose user namespaces are off is found out once, not by every worker), how a drive is
+mounted (``Mount``, ``mount_args``: read-only for ``mode: ReadOnly``), and the two shapes of
+sandbox built from those pieces:
+
+``Sandbox.argv``: the local cluster's worker (the server and its workers share a host, so the
+worker is kept out of astra's secrets). What the worker sees (docs/sandbox.md):
 
 * a root of its own (a tmpfs, no file of it kept): the host's ``/usr`` read-only, with the
   ``/bin``, ``/lib``, ``/lib64``, ``/sbin`` links of a merged-/usr host (or those folders,
@@ -23,15 +27,24 @@ runs one worker in it (``Sandbox.argv``). What the worker sees (docs/sandbox.md)
 Nothing else of the host: not the user's home (but what the working folder holds), not
 ``/root``, ``/var``, ``/run``; the network is the host's (a gang's workers meet on loopback).
 
-Must not touch: processes (the executor starts the command line), the store, the scheduler.
+``NodeSandbox.shell``: a Slurm job's wrapper (docs/slurm.md, "Drives"), which only adds the
+drives to the node's own view: a root of its own where each top-level entry of the node's is
+bound as it is (listed on the node when the job starts: a login node's root may differ), the
+node's ``/dev`` (its GPUs) and ``/proc``, the job's environment and working folder, and each
+drive at its ``mount_path``. No namespace but the mount one (and a user one when not root): the
+ranks of a job on one node still see each other, as NCCL and MPI need.
+
+Must not touch: processes (the executor, or Slurm's job, starts the command line; only the
+probes run ``bwrap``), the store, the scheduler, Slurm.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,11 +52,15 @@ from reconciler.runspec.vocabulary import DRIVES_NEED_SANDBOX
 
 __all__ = [
     "BWRAP_VARIABLE",
+    "NODE_BOX",
     "NO_SANDBOX_REASON",
     "Mount",
+    "NodeSandbox",
     "Sandbox",
+    "find_node_sandbox",
     "find_sandbox",
     "installation",
+    "mount_args",
     "no_sandbox_warning",
 ]
 
@@ -59,6 +76,9 @@ _ROOT_LINKS = ("bin", "lib", "lib64", "sbin")
 _SYSTEM_BIN = ("/usr/bin", "/bin")
 #: Seconds the start-up check may take (a bwrap that hangs is no sandbox).
 _CHECK_TIMEOUT = 10.0
+#: What runs a command in a Slurm job's sandbox, once ``NodeSandbox.shell`` has run:
+#: ``exec "${ASTRA_BOX[@]}" COMMAND ARGS…`` (a bash array: never exported to the worker).
+NODE_BOX = '"${ASTRA_BOX[@]}"'
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +88,22 @@ class Mount:
     source: str
     target: str
     read_only: bool
+
+
+def mount_args(mounts: Iterable[Mount]) -> list[str]:
+    """bwrap's arguments for the drives: each one's target made in the sandbox's root (where it
+    is missing), then the folder bound there, read-only (``--ro-bind``: a write fails with
+    EROFS) or read-write (``--bind``)."""
+    args: list[str] = []
+    for m in mounts:
+        args += ["--dir", m.target, "--ro-bind" if m.read_only else "--bind", m.source, m.target]
+    return args
+
+
+def _user_namespace(wanted: bool | None) -> list[str]:
+    """``--unshare-user`` where wanted; ``None``: when this process is not root (an unprivileged
+    user's bwrap needs a user namespace; root's does not)."""
+    return ["--unshare-user"] if wanted or (wanted is None and os.geteuid() != 0) else []
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +128,7 @@ class Sandbox:
         """The command line that runs ``command`` in the sandbox, in ``cwd``, with ``env`` alone;
         ``found``: where the host found ``command[0]`` (its installation is shown read-only)."""
         args = [self.bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
-        if self.user_namespace or (self.user_namespace is None and os.geteuid() != 0):
-            args.append("--unshare-user")
+        args += _user_namespace(self.user_namespace)
         args += ["--tmpfs", "/", "--ro-bind", "/usr", "/usr"]
         for name in _ROOT_LINKS:
             host = Path("/") / name
@@ -112,12 +147,63 @@ class Sandbox:
         for hidden in self.hidden:
             if _inside(hidden, cwd):
                 args += ["--tmpfs", hidden]
-        for m in mounts:
-            args += ["--dir", m.target, "--ro-bind" if m.read_only else "--bind", m.source, m.target]
+        args += mount_args(mounts)
         args += ["--chdir", cwd, "--clearenv"]
         for key, value in env.items():
             args += ["--setenv", key, value]
         return [*args, "--", *command]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSandbox:
+    """A working ``bwrap`` for a Slurm job's wrapper: the node's own view, plus the drives."""
+
+    bwrap: str
+    #: as ``Sandbox.user_namespace`` (``None``: when the submitting user, whose the job is, is not root)
+    user_namespace: bool | None = None
+
+    def shell(self, mounts: Sequence[Mount]) -> str:
+        """One line of bash (it may sit in a ``bash -c``) that fills the array ``ASTRA_BOX`` with
+        the command line that runs a command (``NODE_BOX`` and its words after it) on this node
+        with ``mounts``: the node's top-level entries as they are (a link as the same link),
+        listed when the line runs; but a drive's ``mount_path`` itself, which the drive hides."""
+        start = [self.bwrap, "--die-with-parent", *_user_namespace(self.user_namespace), "--tmpfs", "/"]
+        hidden = ["/proc", "/dev", *(m.target.rstrip("/") or "/" for m in mounts)]
+        end = ["--dev-bind", "/dev", "/dev", "--bind", "/proc", "/proc", *mount_args(mounts)]
+        return (
+            f"ASTRA_BOX=({shlex.join(start)}); for astra_top in /*; do "
+            f'case "$astra_top" in {"|".join(shlex.quote(h) for h in hidden)}) ;; '
+            '*) if [ -L "$astra_top" ]; then ASTRA_BOX+=(--symlink "$(readlink "$astra_top")" "$astra_top"); '
+            'else ASTRA_BOX+=(--bind "$astra_top" "$astra_top"); fi ;; esac; done; '
+            f'ASTRA_BOX+=({shlex.join(end)} --chdir "$PWD" --); unset astra_top'
+        )
+
+
+def _find_bwrap(env: Mapping[str, str]) -> tuple[str | None, str]:
+    """The ``bwrap`` ``ASTRA_BWRAP`` names (empty: none), else the one on ``PATH`` (or in
+    ``/usr/bin``); or ``None`` and why not."""
+    named = env.get(BWRAP_VARIABLE)
+    wanted = "bwrap" if named is None else named
+    where = os.pathsep.join([env.get("PATH", ""), *(_SYSTEM_BIN if named is None else ())])
+    found = shutil.which(wanted, path=where) if wanted else None
+    if found is None:
+        return None, f"{BWRAP_VARIABLE} is empty" if not wanted else f"{wanted} was not found"
+    return found, ""
+
+
+def _probe(argv: list[str], found: str) -> str:
+    """Run a sandbox's trivial command once: ``""`` when it worked, else why not (a sentence)."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=_CHECK_TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:  # not runnable, or hung: no sandbox, said
+        return f"{found} cannot run: {exc}"
+    if done.returncode != 0:
+        said = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
+        return (
+            f"{found} failed ({said}); are unprivileged user namespaces on "
+            "(sysctl kernel.unprivileged_userns_clone=1)?"
+        )
+    return ""
 
 
 def find_sandbox(
@@ -128,27 +214,28 @@ def find_sandbox(
     ``bwrap`` is the one ``ASTRA_BWRAP`` names (empty: none), else the one on ``PATH`` (or in
     ``/usr/bin``); it is tried once (``true`` in a PID namespace), so a host whose user
     namespaces are off says so here."""
-    env = os.environ if environ is None else environ
-    named = env.get(BWRAP_VARIABLE)
-    wanted = "bwrap" if named is None else named
-    where = os.pathsep.join([env.get("PATH", ""), *(_SYSTEM_BIN if named is None else ())])
-    found = shutil.which(wanted, path=where) if wanted else None
+    found, why = _find_bwrap(os.environ if environ is None else environ)
     if found is None:
-        what = f"{BWRAP_VARIABLE} is empty" if not wanted else f"{wanted} was not found"
-        return None, f"no sandbox for workers: {what}; install bubblewrap (apt-get install bubblewrap)"
+        return None, f"no sandbox for workers: {why}; install bubblewrap (apt-get install bubblewrap)"
     sandbox = Sandbox(found, tuple(str(Path(h).resolve()) for h in hidden))
-    probe = sandbox.argv(["true"], cwd="/", env={"PATH": "/usr/bin:/bin"})
-    try:
-        done = subprocess.run(probe, capture_output=True, text=True, timeout=_CHECK_TIMEOUT, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:  # not runnable, or hung: no sandbox, said
-        return None, f"no sandbox for workers: {found} cannot run: {exc}"
-    if done.returncode != 0:
-        said = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
-        return None, (
-            f"no sandbox for workers: {found} failed ({said}); are unprivileged user namespaces on "
-            "(sysctl kernel.unprivileged_userns_clone=1)?"
-        )
+    failed = _probe(sandbox.argv(["true"], cwd="/", env={"PATH": "/usr/bin:/bin"}), found)
+    if failed:
+        return None, f"no sandbox for workers: {failed}"
     return sandbox, f"workers run in a sandbox ({found}); see docs/sandbox.md for what they see"
+
+
+def find_node_sandbox(environ: Mapping[str, str] | None = None) -> tuple[NodeSandbox | None, str]:
+    """A Slurm job's sandbox that works on this host (the submit host: Slurm's nodes are taken
+    to have the same ``bwrap``), or ``None`` and why not (words to follow "no sandbox: ").
+
+    The same ``bwrap`` as ``find_sandbox``'s, tried once: ``NodeSandbox.shell``, then ``true``
+    in it, run by bash."""
+    found, why = _find_bwrap(os.environ if environ is None else environ)
+    if found is None:
+        return None, why
+    sandbox = NodeSandbox(found, user_namespace=os.geteuid() != 0)
+    failed = _probe(["bash", "-c", f"{sandbox.shell([])}; exec {NODE_BOX} true"], found)
+    return (None, failed) if failed else (sandbox, "")
 
 
 def no_sandbox_warning(why: str) -> str:
