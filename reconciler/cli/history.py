@@ -18,8 +18,9 @@ from typing import Annotated, Any
 import typer
 
 from .listing import ListFormat, ListOutput, print_listing
+from .options import ServerOpt, TokenOpt
 from .output import echo
-from .plan import Files, GitPath, GitRef, GitTokenFile, GitUrl, Server, StateUrl, Token
+from .plan import Files, GitPath, GitRef, GitTokenFile, GitUrl, StateUrl
 from .planning import Exit, Git, failures, require_files, setup
 
 __all__ = ["diff", "history"]
@@ -33,8 +34,8 @@ def history(
     ] = None,
     output: ListOutput = ListFormat.table,
     state: StateUrl = None,
-    server: Server = None,
-    token: Token = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
 ) -> None:
     """Each apply of a source, newest first: revision, commit subject and author, who, when, what changed."""
     from ..state import default_source_name

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
+from .options import ServerOpt, TokenOpt
 from .output import echo, error
 from .planning import (
     Exit,
@@ -38,10 +39,8 @@ __all__ = [
     "GitUrl",
     "Prune",
     "Revision",
-    "Server",
     "SourceName",
     "StateUrl",
-    "Token",
     "apply",
     "failures",
     "plan",
@@ -79,11 +78,6 @@ StateUrl = Annotated[
         "--state", help="Where sources' state is kept when the cluster keeps none (a database URL)."
     ),
 ]
-Server = Annotated[
-    str | None,
-    typer.Option("--server", envvar="ASTRA_SERVER", help="The cluster: http(s)://… or slurm://[PARTITION]."),
-]
-Token = Annotated[str | None, typer.Option("--token", envvar="ASTRA_TOKEN", help="The API's bearer token.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Show unchanged runs (=) too.")]
 AllowDirty = Annotated[
     bool, typer.Option("--allow-dirty", help="In CI (CI=true): apply files that differ from their commit.")
@@ -142,8 +136,8 @@ def plan(
     verbose: Verbose = False,
     source: SourceName = None,
     state: StateUrl = None,
-    server: Server = None,
-    token: Token = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
     git: GitUrl = None,
     ref: GitRef = None,
     path: GitPath = None,
@@ -231,8 +225,8 @@ def apply(
     verbose: Verbose = False,
     source: SourceName = None,
     state: StateUrl = None,
-    server: Server = None,
-    token: Token = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
     git: GitUrl = None,
     ref: GitRef = None,
     path: GitPath = None,

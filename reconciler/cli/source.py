@@ -12,8 +12,9 @@ from typing import Annotated
 import typer
 
 from .listing import ListFormat, ListOutput, print_listing
+from .options import ServerOpt, TokenOpt
 from .output import echo
-from .plan import Server, StateUrl, Token
+from .plan import StateUrl
 from .planning import failures, setup
 
 __all__ = ["source_app"]
@@ -31,8 +32,8 @@ source_app = typer.Typer(
 def list_sources(
     output: ListOutput = ListFormat.table,
     state: StateUrl = None,
-    server: Server = None,
-    token: Token = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
 ) -> None:
     """List the sources: NAME RUNS STATE LOCK LAST-APPLY. Never starts the local server."""
     with failures():
@@ -76,8 +77,8 @@ def delete(
         typer.Option("--keep-runs", help="Delete it though it owns runs: they stay, owned by no source."),
     ] = False,
     state: StateUrl = None,
-    server: Server = None,
-    token: Token = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
 ) -> None:
     """Forget a source: what it applied (its inventory), its status and its history.
 

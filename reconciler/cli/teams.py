@@ -22,8 +22,8 @@ import typer
 from .listing import ListFormat as Format
 from .listing import ListOutput as Output
 from .listing import print_listing
+from .options import ServerOpt, TokenOpt
 from .output import echo, error
-from .plan import Server, Token
 from .planning import Exit
 
 __all__ = ["events", "get_workspaces", "quota_app", "register", "token_app"]
@@ -93,8 +93,8 @@ def create_token(
         typer.Option("--workspace", help="Its workspace (made if new); left out: the server URL's."),
     ] = None,
     org: Annotated[bool, typer.Option("--org", help="For every workspace of the org (not one).")] = False,
-    server: Server = None,
-    token: Token = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
 ) -> None:
     """Make a token and print it: it is shown this once (the server keeps only a digest).
 
@@ -113,7 +113,7 @@ def create_token(
 
 
 @token_app.command("list")
-def list_tokens(output: Output = Format.table, server: Server = None, token: Token = None) -> None:
+def list_tokens(output: Output = Format.table, server: ServerOpt = None, token: TokenOpt = None) -> None:
     """List the tokens this admin may revoke: NAME WORKSPACE ROLE CREATED BY (never their text)."""
     items = _call("GET", "/tokens", server, token, start=False)["items"]
     table = [["NAME", "WORKSPACE", "ROLE", "CREATED", "BY"]]
@@ -126,8 +126,8 @@ def list_tokens(output: Output = Format.table, server: Server = None, token: Tok
 @token_app.command("revoke")
 def revoke_token(
     name: Annotated[str, typer.Argument(help="The token's name, as 'astra token list' shows it.")],
-    server: Server = None,
-    token: Token = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
 ) -> None:
     """Revoke a token: refused (401) from its very next call on."""
     _call("DELETE", f"/tokens/{quote(name, safe='')}", server, token, start=False)
@@ -168,8 +168,8 @@ def set_quota(
         int | None,
         typer.Option("--runs", min=0, help="The most runs holding machines at once; left out: no limit."),
     ] = None,
-    server: Server = None,
-    token: Token = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
 ) -> None:
     """Set a workspace's quota on the cluster. Its runs keep what they hold; nothing more of its
     is placed while it is at its quota (the waiting run says so: 'Workspace W is at its quota of
@@ -185,7 +185,7 @@ def set_quota(
     echo(f"workspace {w['name']}: quota {_limit(q['gpus'])} GPUs, {_limit(q['runs'])} runs")
 
 
-def get_workspaces(output: Output = Format.table, server: Server = None, token: Token = None) -> None:
+def get_workspaces(output: Output = Format.table, server: ServerOpt = None, token: TokenOpt = None) -> None:
     """List the workspaces this token sees, with what each holds on the cluster and its quota
     ('-': no limit): NAME GPUS QUOTA-GPUS RUNS QUOTA-RUNS PENDING."""
     items = _call("GET", "/workspaces", server, token, start=False)["items"]
@@ -201,8 +201,8 @@ def events(
         str | None, typer.Option("--since", help="Only events this long ago or later (30m, 1h, 2d).")
     ] = None,
     output: Output = Format.table,
-    server: Server = None,
-    token: Token = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
 ) -> None:
     """The workspace's audit trail, oldest first: every write (runs created, updated, deleted;
     sources applied; tokens and quotas), who made it (the token's name), when, what changed."""

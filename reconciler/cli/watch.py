@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from .listing import ListFormat, ListOutput, print_listing
+from .options import ServerOpt, TokenOpt
 from .output import echo
 from .plan import (
     AllowEmpty,
@@ -18,10 +19,8 @@ from .plan import (
     GitTokenFile,
     GitUrl,
     Prune,
-    Server,
     SourceName,
     StateUrl,
-    Token,
     failures,
     setup,
 )
@@ -49,8 +48,8 @@ def watch(
     once: Annotated[bool, typer.Option("--once", help="Reconcile once and exit (1 unless Ready).")] = False,
     source: SourceName = None,
     state: StateUrl = None,
-    server: Server = None,
-    token: Token = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
     git: GitUrl = None,
     ref: GitRef = None,
     path: GitPath = None,
@@ -122,8 +121,8 @@ def print_status(name: str, status: dict[str, Any]) -> None:
 def status(
     output: ListOutput = ListFormat.table,
     state: StateUrl = None,
-    server: Server = None,
-    token: Token = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
 ) -> None:
     """Each source's reconcile status: Ready, Reconciling or Stalled, with its reason."""
     with failures():
@@ -181,8 +180,8 @@ def force_unlock(
     ],
     source: SourceName = None,
     state: StateUrl = None,
-    server: Server = None,
-    token: Token = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
 ) -> None:
     """Clear a stale apply lock (left by an apply that was killed). Be sure no apply is running."""
     from ..state import StateError
