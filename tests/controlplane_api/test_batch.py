@@ -176,3 +176,39 @@ def test_a_batch_in_a_workspace_creates_its_runs_there_each_in_its_audit_trail(c
     assert [(e["token"], e["action"], e["kind"], e["name"]) for e in events] == [
         ("a-write", "create", "run", "a")
     ]
+
+
+def mounting(name: str, *drives: str) -> dict:
+    doc = tiny(name)
+    doc["spec"]["task_template"]["datavolume_refs"] = [
+        {"name": d, "mount_path": f"/mnt/{i}"} for i, d in enumerate(drives)
+    ]
+    return doc
+
+
+def test_a_run_mounting_a_drive_the_workspace_has_not_is_refused_as_post_runs_refuses_it(client):
+    docs = [mounting("a", "datasets"), mounting("b", "results", "nope"), mounting("c", "gone"), tiny("d")]
+    body = client.post(BATCH, json={"runs": docs}).json()
+    assert [(i["name"], i["status"]) for i in body["items"]] == [
+        ("a", 201),
+        ("b", 422),
+        ("c", 422),
+        ("d", 201),
+    ]
+    for item, doc in zip(body["items"][1:3], docs[1:3], strict=True):
+        assert (422, item["errors"]) == alone(client, doc)
+    assert body["items"][1]["errors"] == [
+        {
+            "path": "spec.task_template.datavolume_refs[1].name",
+            "message": "drive 'nope' does not exist in workspace default",
+        }
+    ]
+    assert client.get("/api/runs/b").status_code == 404
+
+
+def test_a_batchs_runs_are_in_the_audit_trail_in_order_one_event_each(client):
+    docs = [tiny(f"r{i}") for i in range(30)]
+    assert client.post(BATCH, json={"runs": docs}).json()["created"] == 30
+    events = [e for e in client.get("/api/events").json()["items"] if e["kind"] == "run"]
+    assert [(e["action"], e["name"]) for e in events] == [("create", f"r{i}") for i in range(30)]
+    assert events[0]["detail"] == {"spec": docs[0]["spec"]}
