@@ -212,3 +212,26 @@ def test_a_batchs_runs_are_in_the_audit_trail_in_order_one_event_each(client):
     events = [e for e in client.get("/api/events").json()["items"] if e["kind"] == "run"]
     assert [(e["action"], e["name"]) for e in events] == [("create", f"r{i}") for i in range(30)]
     assert events[0]["detail"] == {"spec": docs[0]["spec"]}
+
+
+def test_a_failed_batch_leaves_nothing_queued_and_runs_with_drives_still_wait_for_a_sandbox(tmp_path):
+    """A batch the engine refuses whole (a name taken) leaves the scheduler as it was, without a
+    sandbox still: a run mounting a drive waits, never started without its drives."""
+    from reconciler.controlplane.engine import Engine
+    from reconciler.controlplane.inventory import default_inventory
+    from reconciler.controlplane.simulation import Outcome, SimulatedExecutor
+    from reconciler.controlplane.store import NameExists, Store
+
+    class Unsandboxed(SimulatedExecutor):
+        no_sandbox = "no sandbox on this host: a run with drives waits"
+
+    executor = Unsandboxed(Outcome(after=None))
+    engine = Engine(Store(f"sqlite:///{tmp_path / 'astra.db'}"), default_inventory(), executor, 0.0)
+    engine.submit(tiny("taken"), 0.0)
+    with pytest.raises(NameExists):
+        engine.submit_batch([tiny("new"), tiny("taken")], 0.0)
+    assert sorted(engine.state.runs) == ["taken"]
+    engine.submit(mounting("mounts", "datasets"), 0.0)
+    engine.step(0.0)
+    assert engine.state.runs["mounts"].reason == "no sandbox on this host: a run with drives waits"
+    assert engine.state.workers["mounts-0"].state == "Pending"
