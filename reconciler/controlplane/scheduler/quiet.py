@@ -1,16 +1,17 @@
-"""Quiet runs: the waiting runs a tick may pass over, because their last visit changed nothing and cannot now.
+"""Quiet runs: the runs a tick may pass over, because their last visit changed nothing and cannot now.
 
 Owns ``Quiet``, the memo a ``ClusterState`` keeps across ticks (``state.quiet``): the queue's order
 (by priority, then submission: sorted once per change to it, not once a tick); for each waiting
-run whose last visit by the placement phase emitted nothing, why it waited (``Entry``) and its
-change number then (``ClusterState.changed``, which moves with any change to the run or one of
-its workers); and, for each run whose state and reason ``tick.run_states`` found right, its change
-number then.
+run whose last visit by the placement phase emitted nothing, its change number then
+(``ClusterState.changed``, which moves with any change to the run or one of its workers) and why
+it waited (``Why``: one object for all the runs that waited alike); and the runs changed since
+``tick.run_states`` last found their state and reason right (``stale``: only those are looked at
+again, their state and reason coming from their own records alone).
 
-A tick visits a waiting run in about 20 µs: 3.5 s a tick at 100,000 waiting runs, though nothing
-changed for almost all of them. A run is passed over (in well under a microsecond) when its own
-records have not changed since its last visit, nothing in this tick touched it, and what this tick
-sees of the rest still gives the answer that visit gave, by the reason it waited:
+A tick visited each waiting run in about 20 µs: 3.5 s a tick at 100,000 waiting runs, though
+nothing changed for almost all of them. A run is passed over (in well under a microsecond) when
+its own records have not changed since its last visit, nothing in this tick touched it, and what
+this tick sees of the rest still gives the answer that visit gave, by the reason it waited:
 
 ==========  ===============================================================================
 behind B    the run blocked for room is B again, and this run still may not backfill
@@ -24,12 +25,16 @@ no sandbox  the same ``ClusterState.no_sandbox``
 ==========  ===============================================================================
 
 Every other run is visited as before, and a run passed over emits nothing and leaves the tick as
-a visit would (the blocked run set, the shadow estimated at the same run). The memo is a cache: no
-decision depends on it. ``plan_tick(state, now, quiet=False)`` decides without it, and the tests
-hold both paths to the same decisions, tick by tick, on random clusters.
+a visit would (the blocked run set, the shadow estimated at the same run). A reason found to
+hold is not checked again for the runs alike that follow, until a run is visited. The memo is a
+cache: no decision depends on it. ``plan_tick(state, now, quiet=False)`` decides without it, and
+the tests hold both paths to the same decisions, tick by tick, on random clusters.
+
+What a tick cannot pass over, though: when the run blocked for room changes, every run waiting
+behind it gets the new reason (it names that run), one decision each.
 
 Must not touch: the records (only ``state.changed`` is read), clocks (``now`` is the tick's), I/O.
-Only a tick writes the memo.
+Only a tick writes the memo, but for ``stale``, which the state adds each run it changes to.
 """
 
 from __future__ import annotations
@@ -126,5 +131,8 @@ class Quiet:
         """Keep (or, ``None``, forget) what the visit of ``name`` that just ended found."""
         if why is None:
             self.entries.pop(name, None)
-        else:
-            self.entries[name] = (version, self._whys.setdefault(why, why))
+            return
+        whys = self._whys
+        if len(whys) > 2 * len(self.entries) + 1024:  # reasons no run waits for any more go
+            whys = self._whys = {w: w for _, w in self.entries.values()}
+        self.entries[name] = (version, whys.setdefault(why, why))
