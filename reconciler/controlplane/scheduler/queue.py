@@ -82,12 +82,13 @@ def placement(t: Tick) -> None:
         for rname in sorted(s.active, key=lambda n: (-s.runs[n].priority, s.runs[n].seq)):
             serve(t, s.runs[rname])
         return
-    out, entries, changed, touched = t.out, quiet.entries, s.changed, t.touched
+    out, moved, touched = t.out, quiet.moved, t.touched
+    order = quiet.order(s)
+    slots = quiet.slots
     known = None  # a reason found to hold: it holds for the next runs alike, until one is served
-    for rname in quiet.order(s):  # (a run finished since it was sorted: served, it does nothing)
-        e = entries.get(rname)
-        if e is not None and e[0] == changed[rname] and rname not in touched:
-            why = e[1]
+    for at, rname in enumerate(order):  # (a run finished since it was sorted: served, it does nothing)
+        why = slots[at]
+        if why is not None and rname not in moved and rname not in touched:
             if why is known:
                 continue
             blocker = t.blocker
@@ -99,7 +100,8 @@ def placement(t: Tick) -> None:
         r = s.runs[rname]
         found = serve(t, r)
         still = found is not None and len(out) == emitted  # it waits, and its visit changed nothing
-        quiet.learn(rname, changed[rname], _why(t, r, found) if still else None)
+        quiet.learn(at, rname, _why(t, r, found) if still else None)
+    quiet.looked()
 
 
 def serve(t: Tick, r: RunRecord) -> Wait | Room | None:

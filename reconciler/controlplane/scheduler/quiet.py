@@ -2,11 +2,12 @@
 
 Owns ``Quiet``, the memo a ``ClusterState`` keeps across ticks (``state.quiet``): the queue's order
 (by priority, then submission: sorted once per change to it, not once a tick); for each waiting
-run whose last visit by the placement phase emitted nothing, its change number then
-(``ClusterState.changed``, which moves with any change to the run or one of its workers) and why
-it waited (``Why``: one object for all the runs that waited alike); and the runs changed since
-``tick.run_states`` last found their state and reason right (``stale``: only those are looked at
-again, their state and reason coming from their own records alone).
+run whose last visit by the placement phase emitted nothing, why it waited (``Why``: one object
+for all the runs that waited alike), kept beside the order (``slots``), until the run changes
+(``moved``: the runs changed since the placement phase last looked, which the state adds to,
+``ClusterState._touch``); and the runs changed since ``tick.run_states`` last found their state
+and reason right (``stale``: only those are looked at again, their state and reason coming from
+their own records alone).
 
 A tick visited each waiting run in about 20 µs: 3.5 s a tick at 100,000 waiting runs, though
 nothing changed for almost all of them. A run is passed over (in well under a microsecond) when
@@ -33,8 +34,8 @@ the tests hold both paths to the same decisions, tick by tick, on random cluster
 What a tick cannot pass over, though: when the run blocked for room changes, every run waiting
 behind it gets the new reason (it names that run), one decision each.
 
-Must not touch: the records (only ``state.changed`` is read), clocks (``now`` is the tick's), I/O.
-Only a tick writes the memo, but for ``stale``, which the state adds each run it changes to.
+Must not touch: the records, clocks (``now`` is the tick's), I/O. Only a tick writes the memo, but
+for ``stale`` and ``moved``, which the state adds each run it changes to.
 """
 
 from __future__ import annotations
@@ -85,10 +86,12 @@ class Quiet:
     """What ticks learned of the runs, kept across ticks (see the module docstring)."""
 
     def __init__(self) -> None:
-        #: run → its change number at its last quiet visit, and why it waited then
-        self.entries: dict[str, tuple[int, Why]] = {}
+        #: run → why it waited at its last quiet visit (``slots``: the same, in the order's places)
+        self.entries: dict[str, Why] = {}
+        self.slots: list[Why | None] = []
+        #: runs changed since the placement phase last looked (``entries`` of them hold no more)
+        self.moved: dict[str, None] = {}
         #: runs changed since ``run_states`` last found their state and reason right
-        #: (``ClusterState._touch`` adds them)
         self.stale: dict[str, None] = {}
         self._whys: dict[Why, Why] = {}
         self._order: list[str] = []
@@ -102,7 +105,8 @@ class Quiet:
             self._order_at = s.order_version
             if len(self.entries) > len(s.active):
                 self.entries = {n: e for n, e in self.entries.items() if n in s.active}
-                self._whys = {w: w for _, w in self.entries.values()}
+                self._whys = {w: w for w in self.entries.values()}
+            self.slots = [self.entries.get(n) for n in self._order]
         return self._order
 
     def holds(self, t: Tick, why: Why, name: str) -> bool:
@@ -127,12 +131,19 @@ class Quiet:
             t.blocker = s.runs[name]
         return True
 
-    def learn(self, name: str, version: int, why: Why | None) -> None:
-        """Keep (or, ``None``, forget) what the visit of ``name`` that just ended found."""
+    def learn(self, at: int, name: str, why: Why | None) -> None:
+        """Keep (or, ``None``, forget) what the visit of ``name`` (the ``at``-th of the order)
+        that just ended found."""
         if why is None:
             self.entries.pop(name, None)
+            self.slots[at] = None
             return
         whys = self._whys
         if len(whys) > 2 * len(self.entries) + 1024:  # reasons no run waits for any more go
-            whys = self._whys = {w: w for _, w in self.entries.values()}
-        self.entries[name] = (version, whys.setdefault(why, why))
+            whys = self._whys = {w: w for w in self.entries.values()}
+        why = whys.setdefault(why, why)
+        self.entries[name] = self.slots[at] = why
+
+    def looked(self) -> None:
+        """The placement phase looked at every run changed since it last did (or passed it over)."""
+        self.moved.clear()

@@ -3,9 +3,9 @@
 Owns: ``ClusterState``: the records by name, the free room of each machine (and machines bucketed by
 free GPUs), the waiting, ready, unsettled and holding workers of each run, the counts of worker
 states, each workspace's quota and what it holds (GPUs, runs holding machines), and the timers
-(retries, backoffs, barriers, time limits) as a heap; when each run last changed (``changed``,
-moved by every change to a run or one of its workers: what a tick's memo of the run is held
-against, ``quiet``), the runs asked to cancel and the runs with a worker ready. ``submit``,
+(retries, backoffs, barriers, time limits) as a heap; the runs asked to cancel and the runs with
+a worker ready. Every change to a run or one of its workers is told to the ticks' memo
+(``_touch``: what it knows of that run holds no more, ``quiet``). ``submit``,
 ``observe`` and ``apply`` are the one place records change, written so that a store can do the
 same with rows (the simulation and the engine call them). It also holds what ticks learned and
 keep (``netgroups``, ``verdicts``, ``quiet``): caches that change no decision.
@@ -124,10 +124,6 @@ class ClusterState:
         #: Why what a template asks of one machine fits no machine (or ``None``), per ask
         #: (``admission``): the inventory's answer, kept once made.
         self.verdicts: dict[tuple[Any, ...], str | None] = {}
-        #: When each run (or one of its workers) last changed, on one counter (``_touch``): a
-        #: tick's memo of a run (``quiet``) holds while the run's number has not moved.
-        self.changed: dict[str, int] = {}
-        self._changes = 0
         #: Moves when the order runs are served in may have: a run added, a priority changed.
         self.order_version = 0
         #: Runs a user asked to cancel that are not finished yet (``tick.cancellations``).
@@ -147,10 +143,11 @@ class ClusterState:
     # -- building ----------------------------------------------------------------------------
 
     def _touch(self, run: str) -> None:
-        """Run ``run`` (its record, a worker's, an index of them) changed."""
-        self._changes += 1
-        self.changed[run] = self._changes
-        self.quiet.stale[run] = None
+        """Run ``run`` (its record, a worker's, an index of them) changed: what the ticks' memo
+        knows of it holds no more (``quiet``)."""
+        quiet = self.quiet
+        quiet.stale[run] = None
+        quiet.moved[run] = None
 
     def _add_run(self, r: RunRecord) -> None:
         self.runs[r.name] = r
