@@ -1,5 +1,6 @@
 """``python -m bench [--n 10000] [--only validate] [--big]``: validate against its floors, a
-multi-document file against separate files, control plane, plan, the first apply.
+multi-document file against separate files, control plane, plan, the first apply, and the
+control plane holding 1,000 to 100,000 workers (``workers``, also part of ``--only apply``).
 
 Every figure is a cold process (the page cache warmed first, by reading every file once, and
 astra's bytecode compiled, as for an installed package), repeated and reported as the median;
@@ -40,6 +41,7 @@ PARTS = (
     "console",
     "plan",
     "apply",
+    "workers",
     "git",
 )
 #: validate / yaml-rs floor, at most; check-jsonschema / validate, at least
@@ -154,6 +156,11 @@ def main() -> int:
             print("\nfirst apply (astra apply -f DIR --yes) into an empty astra server:")
             sizes = sorted({min(1_000, args.n), args.n} | ({100_000} if args.big else set()))
             report["apply"] = apply.main(folder, files, sizes, astra)
+        if "apply" in only or "workers" in only:
+            from . import workers
+
+            print("\nthe control plane holding workers (10 arrays on a cluster too small to run them):")
+            report["workers"] = workers.main(list(workers.SIZES))
         if "git" in only:
             from . import git
 

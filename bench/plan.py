@@ -274,13 +274,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start_server(work: Path, py: str) -> tuple[subprocess.Popen, str]:
+def _start_server(work: Path, py: str, machines: str = INVENTORY) -> tuple[subprocess.Popen, str]:
+    """``astra server`` in ``work`` (its home ``work/server``) on ``machines`` (an inventory file's text)."""
     import httpx
 
     home = work / "server"
     home.mkdir()
     inventory = work / "inventory.yaml"
-    inventory.write_text(INVENTORY, encoding="utf-8")
+    inventory.write_text(machines, encoding="utf-8")
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASTRA_")}
     env["ASTRA_HOME"] = str(home)

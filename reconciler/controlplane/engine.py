@@ -217,14 +217,16 @@ class Engine:
         now: float,
         record: BatchRecord | None = None,
         scope: Scope = DEFAULT_SCOPE,
+        models: list[Run] | None = None,
     ) -> list[int]:
-        """Queue new runs of ``scope`` (validated documents of distinct names) and, with
-        ``record``, their inventory entries: ONE transaction (``Store.create_runs``); each run's
-        resource_version. ``NameExists`` on a clash, and the store's errors, leave nothing queued."""
+        """Queue new runs of ``scope`` (validated documents of distinct names; ``models``: their
+        ``Run`` models, when made already) and, with ``record``, their inventory entries: ONE
+        transaction (``Store.create_runs``); each run's resource_version. ``NameExists`` on a
+        clash, and the store's errors, leave nothing queued."""
         added: list[tuple[RunRecord, dict[str, Any]]] = []
         try:
-            for document in documents:
-                run = Run.model_validate(document)
+            for k, document in enumerate(documents):
+                run = models[k] if models is not None else Run.model_validate(document)
                 name = run_key(scope, run.metadata.name)
                 if name in self.state.runs:
                     raise NameExists(f"a run named {run.metadata.name} exists")
@@ -234,7 +236,7 @@ class Engine:
             gone = {r.name for r, _ in added}
             s = self.state
             runs = {n: r for n, r in s.runs.items() if n not in gone}
-            self.state = ClusterState(self.inventory, runs, s.workers)
+            self.state = ClusterState(self.inventory, runs, s.workers, no_sandbox=self.no_sandbox)
             self.state.carry_over(s)
             raise
         for (r, stored), rv in zip(added, versions, strict=True):

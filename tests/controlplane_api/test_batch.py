@@ -176,3 +176,62 @@ def test_a_batch_in_a_workspace_creates_its_runs_there_each_in_its_audit_trail(c
     assert [(e["token"], e["action"], e["kind"], e["name"]) for e in events] == [
         ("a-write", "create", "run", "a")
     ]
+
+
+def mounting(name: str, *drives: str) -> dict:
+    doc = tiny(name)
+    doc["spec"]["task_template"]["datavolume_refs"] = [
+        {"name": d, "mount_path": f"/mnt/{i}"} for i, d in enumerate(drives)
+    ]
+    return doc
+
+
+def test_a_run_mounting_a_drive_the_workspace_has_not_is_refused_as_post_runs_refuses_it(client):
+    docs = [mounting("a", "datasets"), mounting("b", "results", "nope"), mounting("c", "gone"), tiny("d")]
+    body = client.post(BATCH, json={"runs": docs}).json()
+    assert [(i["name"], i["status"]) for i in body["items"]] == [
+        ("a", 201),
+        ("b", 422),
+        ("c", 422),
+        ("d", 201),
+    ]
+    for item, doc in zip(body["items"][1:3], docs[1:3], strict=True):
+        assert (422, item["errors"]) == alone(client, doc)
+    assert body["items"][1]["errors"] == [
+        {
+            "path": "spec.task_template.datavolume_refs[1].name",
+            "message": "drive 'nope' does not exist in workspace default",
+        }
+    ]
+    assert client.get("/api/runs/b").status_code == 404
+
+
+def test_a_batchs_runs_are_in_the_audit_trail_in_order_one_event_each(client):
+    docs = [tiny(f"r{i}") for i in range(30)]
+    assert client.post(BATCH, json={"runs": docs}).json()["created"] == 30
+    events = [e for e in client.get("/api/events").json()["items"] if e["kind"] == "run"]
+    assert [(e["action"], e["name"]) for e in events] == [("create", f"r{i}") for i in range(30)]
+    assert events[0]["detail"] == {"spec": docs[0]["spec"]}
+
+
+def test_a_failed_batch_leaves_nothing_queued_and_runs_with_drives_still_wait_for_a_sandbox(tmp_path):
+    """A batch the engine refuses whole (a name taken) leaves the scheduler as it was, without a
+    sandbox still: a run mounting a drive waits, never started without its drives."""
+    from reconciler.controlplane.engine import Engine
+    from reconciler.controlplane.inventory import default_inventory
+    from reconciler.controlplane.simulation import Outcome, SimulatedExecutor
+    from reconciler.controlplane.store import NameExists, Store
+
+    class Unsandboxed(SimulatedExecutor):
+        no_sandbox = "no sandbox on this host: a run with drives waits"
+
+    executor = Unsandboxed(Outcome(after=None))
+    engine = Engine(Store(f"sqlite:///{tmp_path / 'astra.db'}"), default_inventory(), executor, 0.0)
+    engine.submit(tiny("taken"), 0.0)
+    with pytest.raises(NameExists):
+        engine.submit_batch([tiny("new"), tiny("taken")], 0.0)
+    assert sorted(engine.state.runs) == ["taken"]
+    engine.submit(mounting("mounts", "datasets"), 0.0)
+    engine.step(0.0)
+    assert engine.state.runs["mounts"].reason == "no sandbox on this host: a run with drives waits"
+    assert engine.state.workers["mounts-0"].state == "Pending"

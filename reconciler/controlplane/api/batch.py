@@ -1,8 +1,10 @@
 """Many runs created in one request: ``POST /runs:batch`` (= ``/jobs:batch``), shapes ``wire.batch``.
 
 Owns the batch's route. Each document is checked exactly as ``POST /runs`` checks one
-(``runs.checked``: ``validate_data``, the same 422 words), a name taken (by a run, or by an
-earlier document of the batch) is the same 409; the documents that pass are created by
+(``runs.checked``: ``validate_data``, the same 422 words; then the drives it mounts, which the
+workspace must have: ``drives.drives_missing``, the drives read once a batch), a name taken (by
+a run, or by an earlier document of the batch) is the same 409; the documents that pass
+(each made a ``Run`` once, handed to the engine) are created by
 ``Engine.submit_batch`` in ONE transaction, with their entries in the source's inventory when
 the batch says ``record`` (under the source's apply lock: ``X-Astra-Lock``, else 409
 ``LockHeld`` and nothing created), and the scheduler is woken once. The answer has one item per
@@ -26,6 +28,7 @@ from fastapi.responses import Response
 from pydantic import ValidationError
 
 from ...collector import gc_paused
+from ...runspec.models import Run
 from ...runspec.normalize import without_own
 from ...wire import BATCH_MAX, BATCH_PATH
 from ...wire import batch as wire_batch
@@ -33,6 +36,7 @@ from ...wire import models as wire
 from ..store import BatchRecord, LockMismatch, NameExists
 from .body import strict_json
 from .context import Api, ApiError, ApiRoute, Scoped, answer, problem, problems_of, read_json
+from .drives import drives_missing, mounts, workspace_drives
 from .runs import _source_of, checked
 from .sources import LOCK_HELD, TAG, LockId
 
@@ -92,6 +96,8 @@ def _create(api: Scoped, batch: wire_batch.RunBatch, lock_id: str | None) -> wir
     accepted: list[tuple[int, dict[str, Any]]] = []
     taken: set[str] = set()
     stopped: int | None = None
+    models: list[Run] = []
+    have: set[str] | None = None  # the workspace's drives, read once a batch mounts one
     for i, doc in enumerate(batch.runs):
         if stopped is not None:
             items[i] = _item(doc, 424, detail=NOT_ATTEMPTED.format(at=stopped))
@@ -102,12 +108,19 @@ def _create(api: Scoped, batch: wire_batch.RunBatch, lock_id: str | None) -> wir
             assert isinstance(exc.body, wire.Problems)
             items[i] = _item(doc, 422, errors=exc.body.root)
         else:
+            run = Run.model_validate(doc)
+            if have is None and mounts(run):
+                have = workspace_drives(api)
+            missing = drives_missing(api, run, have)
             name = doc["metadata"]["name"]
-            if api.key(name) in engine.state.runs or name in taken:
+            if missing:
+                items[i] = _item(doc, 422, errors=missing)
+            elif api.key(name) in engine.state.runs or name in taken:
                 items[i] = _item(doc, 409, detail=f"a run named {name} exists")
             else:
                 taken.add(name)
                 accepted.append((i, doc))
+                models.append(run)
                 continue
         if batch.stop_on_error:
             stopped = i
@@ -124,7 +137,7 @@ def _create(api: Scoped, batch: wire_batch.RunBatch, lock_id: str | None) -> wir
         }
         record = BatchRecord(api.source_key(given.source), lock_id, entries)
     try:
-        versions = engine.submit_batch([d for _, d in accepted], api.clock.now(), record, api.scope)
+        versions = engine.submit_batch([d for _, d in accepted], api.clock.now(), record, api.scope, models)
     except LockMismatch as exc:
         raise ApiError(409, wire.LockHeld(detail=str(exc), lock=_lock(exc.lock))) from exc
     except NameExists as exc:

@@ -1,8 +1,9 @@
 """Drives (``/drives``): a workspace's named folders, and the check that a run names only those.
 
 Owns the drives' routes (create, list, read, delete) and ``missing_drives``, which ``POST /runs``
-calls: a run whose ``datavolume_refs`` names a drive the workspace does not have is refused with
-a 422 naming it. A drive is a folder of the cluster's host: given (an existing folder), or made
+calls (and ``POST /runs:batch``, as ``drives_missing``, the drives read once a batch): a run
+whose ``datavolume_refs`` names a drive the workspace does not have is refused with a 422
+naming it. A drive is a folder of the cluster's host: given (an existing folder), or made
 by the server under its home (``drives/NAME``; another workspace's ``drives/ORG.WORKSPACE/NAME``,
 which no drive's name can be; where the app was given one: ``drives_root``). A drive is its
 workspace's (the path's org and workspace), on every cluster of the server (they share the
@@ -35,7 +36,16 @@ from ..store import NameExists, NotFound
 from ..store.drives import workspace_words
 from .context import Api, ApiError, ApiRoute, Responses, answer, problem, require_org_admin
 
-__all__ = ["drive_missing", "drives_root", "missing_drives", "router", "used_by"]
+__all__ = [
+    "drive_missing",
+    "drives_missing",
+    "drives_root",
+    "missing_drives",
+    "mounts",
+    "router",
+    "used_by",
+    "workspace_drives",
+]
 
 router = APIRouter(tags=["drives"], route_class=ApiRoute)
 
@@ -59,7 +69,7 @@ def drives_root(request: Request, api: Api) -> Path | None:
     return root / f"{org}.{workspace}"
 
 
-def _refs(run: Run) -> list[tuple[str, str]]:
+def mounts(run: Run) -> list[tuple[str, str]]:
     """Each drive a run's workers mount: (the field's path, the drive's name)."""
     spec = run.spec
     found: list[tuple[str, str]] = []
@@ -77,16 +87,28 @@ def _refs(run: Run) -> list[tuple[str, str]]:
 
 def missing_drives(api: Api, doc: dict[str, Any]) -> None:
     """422 naming each drive a valid run document mounts that the workspace does not have."""
-    refs = _refs(Run.model_validate(doc))
-    if not refs:
-        return
-    workspace = api.scope.workspace_key
-    have = {row["name"] for row in api.engine.store.drive_rows(workspace)}
-    found = [
-        wire.Problem(path=at, message=drive_missing(name, workspace)) for at, name in refs if name not in have
-    ]
+    found = drives_missing(api, Run.model_validate(doc), None)
     if found:
         raise ApiError(422, wire.Problems(found))
+
+
+def drives_missing(api: Api, run: Run, have: set[str] | None) -> list[wire.Problem]:
+    """Each drive ``run`` mounts that the workspace does not have, as ``missing_drives`` says it;
+    ``have``: the workspace's drives' names when read already (``workspace_drives``)."""
+    refs = mounts(run)
+    if not refs:
+        return []
+    workspace = api.scope.workspace_key
+    if have is None:
+        have = workspace_drives(api)
+    return [
+        wire.Problem(path=at, message=drive_missing(name, workspace)) for at, name in refs if name not in have
+    ]
+
+
+def workspace_drives(api: Api) -> set[str]:
+    """The names of the call's workspace's drives."""
+    return {row["name"] for row in api.engine.store.drive_rows(api.scope.workspace_key)}
 
 
 def used_by(api: Api, name: str) -> list[str]:
@@ -97,7 +119,7 @@ def used_by(api: Api, name: str) -> list[str]:
         runs = (r for r in engine.state.runs.values() if scope_of(r.name)[:2] == api.scope[:2])
         live = sorted((r for r in runs if r.state not in FINAL_RUN_STATES), key=lambda r: r.seq)
         on = "" if cluster == api.scope.cluster else f" on cluster {cluster}"
-        found += [shown(r.name) + on for r in live if any(d == name for _, d in _refs(r.run))]
+        found += [shown(r.name) + on for r in live if any(d == name for _, d in mounts(r.run))]
     return found
 
 

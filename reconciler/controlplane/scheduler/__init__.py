@@ -7,8 +7,9 @@ backfill, and each worker's environment. States, final states, reasons and the r
 are the vocabulary's (``reconciler.runspec.vocabulary``); they are re-exported here for callers.
 
 Must not touch: clocks (``now`` is an argument), I/O, randomness, processes, the store. ``plan_tick``
-and ``schedule`` only read; ``ClusterState.apply`` / ``observe`` are the one place records change,
-written so a store can do the same with rows (the simulation and, later, the store call them).
+and ``schedule`` only read the records (a tick keeps what it learned in the state's caches, which
+change no decision: ``quiet``); ``ClusterState.apply`` / ``observe`` are the one place records
+change, written so a store can do the same with rows (the simulation and the engine call them).
 
 The modules, by concern (each says what it owns and must not touch):
 
@@ -25,6 +26,7 @@ gangs         the gang barrier, starting prepared workers, task groups' ``start_
 priorities    backfill behind the first blocked run, preemption of lower priorities
 quotas        a workspace's quota (GPUs, running runs) held at every placement, and its reason
 queue         the placement phase: runs served by priority, then submission
+quiet         the memo a state keeps across ticks: the waiting runs a tick may pass over
 tick          ``plan_tick`` (the phases in order) and ``schedule``
 env           ``worker_env``: the environment of a worker
 ============  ===============================================================================

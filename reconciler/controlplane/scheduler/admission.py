@@ -18,7 +18,7 @@ from ..scopes import shown
 from .arrays import copies
 from .netgroups import feasible, refusal
 from .placement import Memo, Net, View, fixed, label, search
-from .records import AdmitRun, Decision, MarkRun, NewWorker, RunRecord, ask_of
+from .records import AdmitRun, Ask, Decision, MarkRun, NewWorker, RunRecord, ask_of
 from .state import ClusterState
 
 __all__ = ["admit", "never_fits", "one_by_one", "templates_of"]
@@ -102,14 +102,38 @@ def never_fits(
 
 
 def _template_never_fits(state: ClusterState, run: Run, tt: TaskTemplate) -> str | None:
-    """Why no machine could ever hold what ``tt`` asks of one machine, or ``None``."""
-    inv = state.inventory
+    """Why no machine could ever hold what ``tt`` asks of one machine, or ``None``.
+
+    The inventory's answer for what the template asks, kept by the state once made
+    (``ClusterState.verdicts``): a queue of alike runs looks at the machines once."""
     spec = run.spec
     res = tt.requested_resources
     gr = res.gpu_requests if res else None
     if gr is None:
         return None
     ask = ask_of(tt)
+    key = (
+        ask,
+        tuple(gr.models or ()),
+        gr.count,
+        gr.min_per_machine,
+        gr.min_memory_gb,
+        spec.array is not None,
+        spec.task_groups is not None,
+        res.machines if res else None,
+    )
+    if key not in state.verdicts:
+        state.verdicts[key] = _never_fits_alone(state, run, tt, ask)
+    return state.verdicts[key]
+
+
+def _never_fits_alone(state: ClusterState, run: Run, tt: TaskTemplate, ask: Ask) -> str | None:
+    """``_template_never_fits``, worked out from the machines."""
+    inv = state.inventory
+    spec = run.spec
+    res = tt.requested_resources
+    gr = res.gpu_requests if res else None
+    assert gr is not None
     if gr.models:
         have = sorted({m.gpu_model for m in inv})
         if not any(m.gpu_model in gr.models for m in inv):

@@ -51,7 +51,9 @@ def barriers(t: Tick) -> None:
 def starts(t: Tick) -> None:
     """Start every prepared worker, but hold a gang's at the barrier until all of them are ready."""
     s = t.s
-    for rname, ready in s.ready.items():
+    # the runs with a ready worker, in the order of ``s.ready`` (submission)
+    for rname in sorted(s.readying, key=lambda n: s.runs[n].seq):
+        ready = s.ready[rname]
         if not ready or rname in t.frozen:
             continue
         r = s.runs[rname]

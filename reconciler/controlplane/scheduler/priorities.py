@@ -26,18 +26,24 @@ from .records import HOLDING, RunRecord, StopCause, StopWorker, WorkerRecord, as
 if TYPE_CHECKING:
     from .tick import Tick
 
-__all__ = ["INF", "fits_somehow", "may_backfill", "preempt_for", "shadow"]
+__all__ = ["INF", "backfill_limit", "fits_somehow", "may_backfill", "preempt_for", "shadow"]
 
 INF = math.inf
 
 
-def may_backfill(t: Tick, r: RunRecord) -> bool:
-    """Whether ``r`` may start now, ahead of the blocked run, and end before that one could start."""
+def backfill_limit(r: RunRecord) -> float | None:
+    """The longest time limit of ``r``'s workers; ``None`` when one has none (it never backfills)."""
     limits = [tt.time_limit_seconds for tt in templates_of(r.run)]
     known = [x for x in limits if x is not None]
     if len(known) < len(limits):
-        return False
-    return t.now + max(known) <= shadow(t)
+        return None
+    return max(known)
+
+
+def may_backfill(t: Tick, r: RunRecord) -> bool:
+    """Whether ``r`` may start now, ahead of the blocked run, and end before that one could start."""
+    limit = backfill_limit(r)
+    return limit is not None and t.now + limit <= shadow(t)
 
 
 def shadow(t: Tick) -> float:
@@ -47,9 +53,11 @@ def shadow(t: Tick) -> float:
     s, b = t.s, t.blocker
     assert b is not None
     ends = []
-    for name in s.active:
-        for w in s.workers_of(name) if s.holding(name) else ():
-            if w.state in HOLDING:
+    # the workers holding machines (``on_machine``: of the active runs, in any order: sorted next)
+    for names in s.on_machine.values():
+        for n in names:
+            w = s.workers[n]
+            if w.run in s.active and w.state in HOLDING:
                 limit = s.template(w).time_limit_seconds
                 end = INF if limit is None else (w.started_at or t.now) + limit
                 ends.append((end, w.name))
@@ -70,16 +78,16 @@ def shadow(t: Tick) -> float:
 def fits_somehow(t: Tick, r: RunRecord, view: View) -> bool:
     """Whether ``r``'s shape, or its next waiting worker, fits in ``view``."""
     s = t.s
-    pending = [s.workers[n] for n in s.pending[r.name]]
     net = Net.of(r.run)
     if not s.run_workers[r.name]:
         tt = r.run.spec.task_template
         assert tt and tt.requested_resources and tt.requested_resources.gpu_requests
         gr = tt.requested_resources.gpu_requests
         return search(view, ask_of(tt), gr.count, gr.min_per_machine or 1, net, t.memo) is not None
-    w = pending[0] if pending else None
-    if w is None:
+    head = next(iter(s.pending[r.name]), None)
+    if head is None:
         return True
+    w = s.workers[head]
     return any(view.fits(m, w.ask, w.ask.gpus) for m in view.candidates(w.ask.gpus))
 
 

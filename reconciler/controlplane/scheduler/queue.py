@@ -5,7 +5,8 @@ runs; a run whose shape is chosen now; a Gang's (or MinAvailable's first) worker
 other workers one by one, within an array's cap, a group's ``start_after`` and the run's network
 constraint; and the reason a run (and its next waiting worker) waits (a run with drives, where
 no sandbox can mount them, waits with ``ClusterState.no_sandbox``). Backfill and preemption
-are ``priorities``'; where workers fit is ``placement``'s.
+are ``priorities``'; where workers fit is ``placement``'s; which waiting runs a tick may pass
+over, and why, is ``quiet``'s (the queue says what each visit found: ``Room``, ``quiet.Wait``).
 
 Must not touch: the records (decisions go through ``Tick.emit``), clocks, I/O.
 """
@@ -13,6 +14,7 @@ Must not touch: the records (decisions go through ``Tick.emit``), clocks, I/O.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -25,7 +27,8 @@ from .arrays import at_cap, parallel_cap
 from .gangs import group_wait, groups_running
 from .netgroups import NetGroup, containing, region, union
 from .placement import Net, View, fixed, label, place_decision, search
-from .priorities import may_backfill, preempt_for
+from .priorities import backfill_limit, may_backfill, preempt_for
+from .quiet import Wait, Why
 from .quotas import held_by_quota, run_named
 from .records import Ask, MarkRun, MarkWorker, NewWorker, RunRecord, ask_of
 
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Held",
+    "Room",
     "allowed",
     "has_drives",
     "one_fit",
@@ -41,8 +45,20 @@ __all__ = [
     "place_run",
     "place_together",
     "placement",
+    "serve",
     "set_run_reason",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Room:
+    """A run (or its next worker) blocked for room: the reason it waits, and its least need: with
+    fewer than ``gpus`` free GPUs (healthy ones, with ``healthy``) over the usable machines, every
+    search for its room fails at its first check (``placement.Memo``, ``View.fits``)."""
+
+    reason: str
+    gpus: int
+    healthy: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,34 +72,80 @@ class Held:
 
 
 def placement(t: Tick) -> None:
-    """Serve the active runs by priority, then submission: admit new ones, place the rest."""
-    s = t.s
-    order = sorted(s.active, key=lambda n: (-s.runs[n].priority, s.runs[n].seq))
-    for rname in order:
+    """Serve the active runs by priority, then submission: admit new ones, place the rest.
+
+    With the tick's memo (``Tick.quiet``), a run whose last visit changed nothing, and whose
+    answer cannot have changed since, is passed over (``quiet``); the others are served as
+    without it, and what their visit found is kept for the next tick."""
+    s, quiet = t.s, t.quiet
+    if quiet is None:
+        for rname in sorted(s.active, key=lambda n: (-s.runs[n].priority, s.runs[n].seq)):
+            serve(t, s.runs[rname])
+        return
+    out, moved, touched = t.out, quiet.moved, t.touched
+    order = quiet.order(s)
+    slots = quiet.slots
+    known = None  # a reason found to hold: it holds for the next runs alike, until one is served
+    for at, rname in enumerate(order):  # (a run finished since it was sorted: served, it does nothing)
+        why = slots[at]
+        if why is not None and rname not in moved and rname not in touched:
+            if why is known:
+                continue
+            blocker = t.blocker
+            if quiet.holds(t, why, rname):
+                known = why if t.blocker is blocker else None
+                continue
+        known = None
+        emitted = len(out)
         r = s.runs[rname]
-        if rname in t.frozen or r.cancel_requested or r.state in FINAL_RUN_STATES:
-            continue
-        if not r.admitted:
-            for d in admit(s, r, t.memo):
-                t.emit(d, rname)
-            continue
-        if r.not_before is not None and r.not_before > t.now:
-            continue
-        if not s.pending[rname] and s.run_workers[rname]:
-            continue
-        if s.no_sandbox is not None and has_drives(r):
-            set_run_reason(t, r, s.no_sandbox)
-            continue
-        if t.blocker is not None and not may_backfill(t, r):
-            set_run_reason(t, r, f"Waiting behind {run_named(t.blocker.name, rname)}, queued ahead of it")
-            continue
-        blocked = place_run(t, r)
-        if isinstance(blocked, Held):
-            set_run_reason(t, r, blocked.reason, head=not blocked.marked)
-        elif blocked is not None:
-            set_run_reason(t, r, blocked)
-            if t.blocker is None:
-                t.blocker = r
+        found = serve(t, r)
+        still = found is not None and len(out) == emitted  # it waits, and its visit changed nothing
+        quiet.learn(at, rname, _why(t, r, found) if still else None)
+    quiet.looked()
+
+
+def serve(t: Tick, r: RunRecord) -> Wait | Room | None:
+    """One run's turn: admit it, or place what can be placed now, or say why it waits. What it
+    waits for, where the memo can hold that (``quiet.Wait``, or ``Room``), else ``None``."""
+    s, rname = t.s, r.name
+    if rname in t.frozen or r.cancel_requested or r.state in FINAL_RUN_STATES:
+        return None
+    if not r.admitted:
+        for d in admit(s, r, t.memo):
+            t.emit(d, rname)
+        return None
+    if r.not_before is not None and r.not_before > t.now:
+        return None
+    if not s.pending[rname] and s.run_workers[rname]:
+        return None
+    if s.no_sandbox is not None and has_drives(r):
+        set_run_reason(t, r, s.no_sandbox)
+        return Wait.NO_SANDBOX
+    if t.blocker is not None and not may_backfill(t, r):
+        set_run_reason(t, r, f"Waiting behind {run_named(t.blocker.name, rname)}, queued ahead of it")
+        return Wait.BEHIND
+    t.until = math.inf
+    blocked = place_run(t, r)
+    if isinstance(blocked, Held):
+        set_run_reason(t, r, blocked.reason, head=not blocked.marked)
+    elif blocked is not None:
+        set_run_reason(t, r, blocked.reason)
+        if t.blocker is None:
+            t.blocker = r
+        return blocked
+    return None
+
+
+def _why(t: Tick, r: RunRecord, found: Wait | Room | None) -> Why:
+    """What the memo keeps of a visit of ``r`` that emitted nothing and found ``found``."""
+    if found is Wait.NO_SANDBOX:
+        return Why(found, reason=t.s.no_sandbox)
+    ws, limit = t.s.ws_of[r.name], backfill_limit(r)
+    if found is Wait.BEHIND:
+        assert t.blocker is not None
+        return Why(found, ws, limit, r.priority, blocker=t.blocker.name)
+    assert isinstance(found, Room)
+    return Why(Wait.ROOM, ws, limit, r.priority, gpus=found.gpus, healthy=found.healthy, until=t.until)
 
 
 def has_drives(r: RunRecord) -> bool:
@@ -93,7 +155,7 @@ def has_drives(r: RunRecord) -> bool:
 
 def set_run_reason(t: Tick, r: RunRecord, reason: str, *, head: bool = True) -> None:
     """A waiting run's reason, on the run and (``head``) on its next waiting worker."""
-    if any(run == r.name for run, _ in t.placed):
+    if r.name in t.placed_runs:
         return  # it placed workers this tick: not waiting as a whole
     if r.state is RunState.PENDING and r.reason != reason and r.name not in t.marked:
         t.emit(MarkRun(r.name, RunState.PENDING, reason), r.name)
@@ -104,7 +166,7 @@ def set_run_reason(t: Tick, r: RunRecord, reason: str, *, head: bool = True) -> 
         t.emit(MarkWorker(head_worker, WorkerState.PENDING, reason), r.name)
 
 
-def place_run(t: Tick, r: RunRecord) -> str | Held | None:
+def place_run(t: Tick, r: RunRecord) -> Room | Held | None:
     """Place what can be placed now; the reason it waits when blocked for room (``Held``: by its
     workspace's quota), else None."""
     s, view, rname = t.s, t.view, r.name
@@ -122,15 +184,15 @@ def place_run(t: Tick, r: RunRecord) -> str | Held | None:
         if got is None and preempt_for(t, r, lambda v: search(v, ask, gr.count, k_min, net, t.memo)):
             got = t.memo.shape(view, ask, gr.count, k_min, net)
         if got is None:
-            return f"Waiting for room: {gr.count} GPUs{label(ask)} on one network"
+            reason = f"Waiting for room: {gr.count} GPUs{label(ask)} on one network"
+            return Room(reason, gr.count, ask.healthy_only)
         k = len(got)
         for rank, (m, g) in enumerate(got):
             new = NewWorker(f"{rname}-{rank}", rname, rank, k, ask.with_gpus(g))
             t.emit(place_decision(view, new.name, m, new.ask, g, new), rname)
         return None
-    now = t.now
     # lazily: an array stops reading its waiting copies once its cap is reached
-    eligible: Iterator[str] = (n for n in s.pending[rname] if (s.workers[n].not_before or 0) <= now)
+    eligible = _eligible(t, rname)
     holding = s.holding(rname)
     every: tuple[NetGroup, ...] | None = None
     groups: tuple[NetGroup, ...] | None = None
@@ -145,7 +207,7 @@ def place_run(t: Tick, r: RunRecord) -> str | Held | None:
         if held is not None:
             return Held(held)
         together = place_together(t, r, first, net, groups, every)
-        if isinstance(together, str):
+        if isinstance(together, Room):
             return together
         if r.start == "Gang":
             return None
@@ -162,7 +224,7 @@ def place_together(
     net: Net,
     groups: tuple[NetGroup, ...] | None,
     every: tuple[NetGroup, ...] | None,
-) -> str | set[str]:
+) -> Room | set[str]:
     """A Gang's workers (or MinAvailable's first ones) placed together: their machines, or why not.
 
     ``groups``: where a constrained run may start (``netgroups.region``); preemption may make
@@ -175,9 +237,10 @@ def place_together(
     if got is None and preempt_for(t, r, lambda v: fixed(v, asks, net, distinct, every)):
         got = t.memo.fixed(view, asks, net, distinct, every)
     if got is None:
-        return "Waiting for room: " + (
+        reason = "Waiting for room: " + (
             "every worker together" if r.start == "Gang" else f"{len(first)} workers together"
         )
+        return Room(reason, sum(a.gpus for _, a in asks), all(a.healthy_only for _, a in asks))
     for wname, m in got:
         w = s.workers[wname]
         t.emit(place_decision(view, wname, m, w.ask, w.ask.gpus), r.name)
@@ -186,7 +249,7 @@ def place_together(
 
 def place_each(
     t: Tick, r: RunRecord, eligible: Iterator[str], holding: int, groups: tuple[NetGroup, ...] | None
-) -> str | Held | None:
+) -> Room | Held | None:
     """Place waiting workers one by one, each on the fullest machine that fits and is allowed.
 
     ``groups``: for a run with a network constraint, the groups its workers may go into (each
@@ -243,7 +306,8 @@ def place_each(
             pick = one_fit(t, view, ask, r, within, distinct)
         if pick is None:
             cores = ask.cores(ask.gpus)
-            return f"Waiting for room: {ask.gpus} GPUs{label(ask)}, {cores} cores on one machine"
+            reason = f"Waiting for room: {ask.gpus} GPUs{label(ask)}, {cores} cores on one machine"
+            return Room(reason, ask.gpus, ask.healthy_only)
         t.emit(place_decision(view, wname, pick, ask, ask.gpus), rname)
         if groups is not None:
             kept = tuple(g for g in groups if pick.name in g.names)
@@ -253,6 +317,18 @@ def place_each(
             current = None
         holding += 1
     return None
+
+
+def _eligible(t: Tick, rname: str) -> Iterator[str]:
+    """``rname``'s waiting workers that may be placed now (their backoff over), in order; the
+    earliest a skipped one may be placed is kept in ``Tick.until`` (for the memo, ``quiet``)."""
+    now, workers = t.now, t.s.workers
+    for n in t.s.pending[rname]:
+        at = workers[n].not_before or 0
+        if at <= now:
+            yield n
+        elif at < t.until:
+            t.until = at
 
 
 def allowed(t: Tick, m: Machine, r: RunRecord, within: frozenset[str] | None, distinct: bool) -> bool:

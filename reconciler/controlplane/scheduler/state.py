@@ -3,9 +3,12 @@
 Owns: ``ClusterState``: the records by name, the free room of each machine (and machines bucketed by
 free GPUs), the waiting, ready, unsettled and holding workers of each run, the counts of worker
 states, each workspace's quota and what it holds (GPUs, runs holding machines), and the timers
-(retries, backoffs, barriers, time limits) as a heap. ``submit``,
+(retries, backoffs, barriers, time limits) as a heap; the runs asked to cancel and the runs with
+a worker ready. Every change to a run or one of its workers is told to the ticks' memo
+(``_touch``: what it knows of that run holds no more, ``quiet``). ``submit``,
 ``observe`` and ``apply`` are the one place records change, written so that a store can do the
-same with rows (the simulation and the engine call them).
+same with rows (the simulation and the engine call them). It also holds what ticks learned and
+keep (``netgroups``, ``verdicts``, ``quiet``): caches that change no decision.
 
 Must not touch: clocks (``now`` is an argument), I/O, the decisions' reasons (a tick chooses those),
 placement. The indexes change only together with the records they index.
@@ -36,6 +39,7 @@ from reconciler.runspec.vocabulary import (
 
 from ..inventory import Inventory
 from ..scopes import shown, workspace_of
+from .quiet import Quiet
 from .records import (
     ENDED,
     HOLDING,
@@ -106,6 +110,8 @@ class ClusterState:
         self.active: dict[str, None] = {}
         self.unsettled: dict[str, None] = {}
         self.ready: dict[str, dict[str, None]] = {}
+        #: The runs with a worker in ``ready`` (``gangs.starts`` looks at these only).
+        self.readying: dict[str, None] = {}
         self.holding_priorities: Counter[int] = Counter()
         #: Each run's workspace; what each workspace holds: GPUs, and runs holding a machine.
         self.ws_of: dict[str, str] = {}
@@ -115,6 +121,16 @@ class ClusterState:
         #: What the inventory alone decides, kept once made: the network groups that could hold
         #: a run (``netgroups.feasible``), per ask, constraint and one-worker-a-machine.
         self.netgroups: dict[tuple[Any, ...], Any] = {}
+        #: Why what a template asks of one machine fits no machine (or ``None``), per ask
+        #: (``admission``): the inventory's answer, kept once made.
+        self.verdicts: dict[tuple[Any, ...], str | None] = {}
+        #: Moves when the order runs are served in may have: a run added, a priority changed.
+        self.order_version = 0
+        #: Runs a user asked to cancel that are not finished yet (``tick.cancellations``).
+        self.cancelling: dict[str, None] = {}
+        #: What ticks learned of the runs whose last visit changed nothing, kept across ticks
+        #: (``quiet.Quiet``): it changes no decision, only how much a tick visits.
+        self.quiet = Quiet()
         self._seq = 0
         self._timer_seq = 0
         runs, workers = self.runs, self.workers
@@ -126,8 +142,19 @@ class ClusterState:
 
     # -- building ----------------------------------------------------------------------------
 
+    def _touch(self, run: str) -> None:
+        """Run ``run`` (its record, a worker's, an index of them) changed: what the ticks' memo
+        knows of it holds no more (``quiet``)."""
+        quiet = self.quiet
+        quiet.stale[run] = None
+        quiet.moved[run] = None
+
     def _add_run(self, r: RunRecord) -> None:
         self.runs[r.name] = r
+        self._touch(r.name)
+        self.order_version += 1
+        if r.cancel_requested and r.state not in FINAL_RUN_STATES:
+            self.cancelling[r.name] = None
         self.ws_of[r.name] = workspace_of(r.name)
         self._seq = max(self._seq, r.seq + 1)
         self.run_workers.setdefault(r.name, [])
@@ -144,6 +171,7 @@ class ClusterState:
 
     def _add_worker(self, w: WorkerRecord) -> None:
         self.workers[w.name] = w
+        self._touch(w.run)
         self.run_workers[w.run].append(w.name)
         self.counts[w.run][w.state] += 1
         if w.state is WorkerState.PENDING:
@@ -159,6 +187,7 @@ class ClusterState:
             self.ws_gpus[self.ws_of[w.run]] += w.gpus
         if w.state is WorkerState.READY:
             self.ready[w.run][w.name] = None
+            self.readying[w.run] = None
         if w.state is WorkerState.RUNNING:
             self._deadline(w)
         if w.final:
@@ -178,6 +207,8 @@ class ClusterState:
             if self.holding_priorities[r.priority] <= 0:
                 del self.holding_priorities[r.priority]
         r.run = run
+        self._touch(name)
+        self.order_version += 1
         if held:
             self.holding_priorities[r.priority] += held
 
@@ -276,6 +307,7 @@ class ClusterState:
     def _set_state(self, w: WorkerRecord, state: WorkerState, reason: str) -> None:
         old = w.state
         run = self.runs[w.run]
+        self._touch(w.run)
         if old is not state:
             c = self.counts[w.run]
             c[old] -= 1
@@ -286,8 +318,11 @@ class ClusterState:
                 self.pending[w.run][w.name] = None
             if old is WorkerState.READY:
                 self.ready[w.run].pop(w.name, None)
+                if not self.ready[w.run]:
+                    self.readying.pop(w.run, None)
             if state is WorkerState.READY:
                 self.ready[w.run][w.name] = None
+                self.readying[w.run] = None
             if old in HOLDING and state not in HOLDING:
                 self._release(w, run)
             if old is WorkerState.STALE:
@@ -349,6 +384,8 @@ class ClusterState:
             run = self.runs.get(event.run)
             if run is not None and run.state not in FINAL_RUN_STATES:
                 run.cancel_requested = True
+                self.cancelling[run.name] = None
+                self._touch(run.name)
         else:  # pragma: no cover - closed union
             raise TypeError(event)
 
@@ -505,8 +542,10 @@ class ClusterState:
     def _mark_run(self, d: MarkRun) -> None:
         run = self.runs[d.run]
         run.state, run.reason = d.state, d.reason
+        self._touch(d.run)
         if d.state in FINAL_RUN_STATES:
             self.active.pop(d.run, None)
+            self.cancelling.pop(d.run, None)
         if d.state is not RunState.RUNNING:
             run.running_since = None
 
@@ -514,10 +553,12 @@ class ClusterState:
         run = self.runs[d.run]
         run.state, run.reason = RunState.PENDING, d.reason
         run.restarts, run.not_before, run.running_since = d.restarts, d.at, None
+        self._touch(d.run)
         self._timer(d.at, "run", d.run)
 
     def _admit(self, d: AdmitRun) -> None:
         run = self.runs[d.run]
         run.admitted, run.start, run.on_failure = True, d.start, d.on_failure
+        self._touch(d.run)
         for n in d.workers:
             self._new_worker(n)

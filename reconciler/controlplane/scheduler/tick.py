@@ -5,8 +5,9 @@ Stale workers counted as lost, gang barriers, starts, run states, placement), ``
 tick over plain records, as a store loads them), and ``Tick``, a tick's working state that every
 phase shares: the decisions so far (``emit``), the runs whose fate this tick settled as a whole
 (``frozen``), failing a run (``fail_run``), the capacity the tick has laid over the state's
-(``view``), and what it placed for each workspace (``quotas`` reads it). Also the two phases
-that belong to no other concern: cancellations and the runs' states and reasons.
+(``view``), what it placed for each workspace (``quotas`` reads it), and the memo kept across
+ticks (``quiet``: ``plan_tick(..., quiet=False)`` decides without it, the same decisions). Also
+the two phases that belong to no other concern: cancellations and the runs' states and reasons.
 
 Must not touch: the records (``plan_tick`` only reads ``state``; ``ClusterState.apply`` carries
 the decisions out), clocks (``now`` is an argument), I/O, randomness.
@@ -14,6 +15,8 @@ the decisions out), clocks (``now`` is an argument), I/O, randomness.
 
 from __future__ import annotations
 
+import math
+import sys
 from collections import Counter
 from collections.abc import Iterable
 
@@ -31,7 +34,9 @@ from ..inventory import Inventory
 from .arrays import failed_reason
 from .gangs import barriers, starts
 from .placement import Memo, View
+from .priorities import shadow
 from .queue import placement
+from .quiet import Quiet
 from .records import (
     ENDED,
     HOLDING,
@@ -47,23 +52,32 @@ from .records import (
 from .restarts import settle, stale_workers, time_limits
 from .state import ClusterState
 
-__all__ = ["Tick", "cancellations", "plan_tick", "run_states", "schedule"]
+__all__ = ["Tick", "cancellations", "plan_tick", "run_state", "run_states", "schedule"]
 
 
 class Tick:
     """One tick's working state: what it decided so far, and what that settles for the rest of it."""
 
-    def __init__(self, state: ClusterState, now: float) -> None:
+    def __init__(self, state: ClusterState, now: float, quiet: bool = True) -> None:
         self.s, self.now = state, now
         self.out: list[Decision] = []
         self.touched: set[str] = set()
         self.view = View(state)
         self.memo = Memo()
+        #: The memo kept across ticks (``quiet``), or ``None``: every run is visited.
+        self.quiet: Quiet | None = state.quiet if quiet else None
+        #: While a run is placed: the earliest one of its waiting workers not yet eligible may be.
+        self.until = math.inf
+        #: The lowest priority of a worker holding a machine (none: the largest int): a run of
+        #: higher priority may preempt (``priorities.preempt_for``'s first check).
+        held = state.holding_priorities
+        self.lowest = min(held) if held else sys.maxsize
         #: The first run blocked for room; later runs may only backfill (``priorities``).
         self.blocker: RunRecord | None = None
         #: When the blocker could start (``priorities.shadow``), once estimated.
         self.shadow_at: float | None = None
         self.placed: set[tuple[str, str]] = set()
+        self.placed_runs: set[str] = set()
         #: Runs whose fate this tick decided as a whole (cancelled, failed, restarted): no more for them.
         self.frozen: set[str] = set()
         self.marked: set[str] = set()
@@ -77,6 +91,7 @@ class Tick:
         self.touched.add(run)
         if isinstance(d, PlaceWorker):
             self.placed.add((run, d.machine))
+            self.placed_runs.add(run)
             ws = self.s.ws_of[run]
             self.ws_gpus[ws] += d.gpus
             if run not in self.ws_started_runs and self.s.holding(run) == 0:
@@ -84,6 +99,10 @@ class Tick:
                 self.ws_started[ws] += 1
         elif isinstance(d, MarkRun):
             self.marked.add(run)
+
+    def shadow(self) -> float:
+        """When the blocked run could start (``priorities.shadow``: estimated once a tick)."""
+        return self.shadow_at if self.shadow_at is not None else shadow(self)
 
     def policy(self, w: WorkerRecord) -> str:
         return self.s.template(w).restart_policy
@@ -106,6 +125,8 @@ class Tick:
 
 def cancellations(t: Tick) -> None:
     """Runs a user cancelled: every worker stopped (or never run), the run Cancelled."""
+    if not t.s.cancelling:  # the runs asked to cancel and not finished: none, nothing to look at
+        return
     for name in list(t.s.active):
         r = t.s.runs[name]
         if not r.cancel_requested:
@@ -120,48 +141,67 @@ def cancellations(t: Tick) -> None:
 
 
 def run_states(t: Tick) -> None:
-    """Each admitted run's state and reason from its workers', where no phase decided it already."""
+    """Each admitted run's state and reason from its workers', where no phase decided it already.
+
+    Both come from the run's own records only: with the tick's memo (``quiet``), only the runs
+    changed since they were last found right are looked at (``Quiet.stale``), in the same order."""
     s = t.s
-    for rname in list(s.active):
+    if t.quiet is None:
+        names: Iterable[str] = list(s.active)
+    else:
+        stale, t.quiet.stale = t.quiet.stale, {}
+        runs, active = s.runs, s.active
+        names = sorted((n for n in stale if n in active), key=lambda n: runs[n].seq)
+    for rname in names:
         if rname in t.touched:
+            if t.quiet is not None:
+                t.quiet.stale[rname] = None  # decided by another phase: looked at again next tick
             continue
         r = s.runs[rname]
-        if not r.admitted:
-            continue
-        n = len(s.run_workers[rname])
-        if n == 0:
-            continue
-        c = s.counts[rname]
-        done, failed = s.final_counts[rname]
-        running = c[WorkerState.RUNNING]
-        if done == n and not r.service:
-            if failed == 0:
-                state, reason = RunState.COMPLETED, all_completed(n)
-            elif r.is_array:
-                state, reason = RunState.FAILED, failed_reason(failed, n, r.first_failure)
-            else:
-                state, reason = RunState.FAILED, r.first_failure or "A worker failed"
-        elif r.start == "Gang" and s.holding(rname) > 0 and running < n:
-            state = RunState.RUNNING if r.state is RunState.RUNNING and running > 0 else RunState.STARTING
-            if state is RunState.STARTING:
-                ready = c[WorkerState.READY] + running
-                reason = (
-                    f"Placed whole on {s.holding(rname)} machines; {ready} of {n} ready at the "
-                    f"barrier (it waits at most {GANG_BARRIER_SECONDS // 60} minutes)"
-                )
-            else:
-                reason = readout(running, n)
-        elif running > 0:
-            state, reason = RunState.RUNNING, readout(running, n)
-        else:
-            state, reason = RunState.PENDING, r.reason if r.state is RunState.PENDING else QUEUED
-        if (state, reason) != (r.state, r.reason):
-            t.emit(MarkRun(rname, state, reason), rname)
+        found = run_state(s, r)
+        if found is not None and found != (r.state, r.reason):
+            t.emit(MarkRun(rname, *found), rname)
+            if t.quiet is not None:
+                t.quiet.stale[rname] = None
 
 
-def plan_tick(state: ClusterState, now: float) -> list[Decision]:
-    """This tick's decisions; pure: reads ``state`` and ``now`` only."""
-    t = Tick(state, now)
+def run_state(s: ClusterState, r: RunRecord) -> tuple[RunState, str] | None:
+    """An admitted run's state and reason from its workers' (``None``: not admitted, no workers)."""
+    rname = r.name
+    if not r.admitted:
+        return None
+    n = len(s.run_workers[rname])
+    if n == 0:
+        return None
+    c = s.counts[rname]
+    done, failed = s.final_counts[rname]
+    running = c[WorkerState.RUNNING]
+    if done == n and not r.service:
+        if failed == 0:
+            return RunState.COMPLETED, all_completed(n)
+        if r.is_array:
+            return RunState.FAILED, failed_reason(failed, n, r.first_failure)
+        return RunState.FAILED, r.first_failure or "A worker failed"
+    if r.start == "Gang" and s.holding(rname) > 0 and running < n:
+        if r.state is RunState.RUNNING and running > 0:
+            return RunState.RUNNING, readout(running, n)
+        ready = c[WorkerState.READY] + running
+        return RunState.STARTING, (
+            f"Placed whole on {s.holding(rname)} machines; {ready} of {n} ready at the "
+            f"barrier (it waits at most {GANG_BARRIER_SECONDS // 60} minutes)"
+        )
+    if running > 0:
+        return RunState.RUNNING, readout(running, n)
+    return RunState.PENDING, r.reason if r.state is RunState.PENDING else QUEUED
+
+
+def plan_tick(state: ClusterState, now: float, *, quiet: bool = True) -> list[Decision]:
+    """This tick's decisions; pure: reads ``state`` and ``now`` only.
+
+    ``quiet``: with the memo the state keeps across ticks (``quiet.Quiet``), which passes over
+    the waiting runs whose answer cannot have changed; without it, every run is visited. The
+    decisions are the same either way."""
+    t = Tick(state, now, quiet)
     cancellations(t)
     settle(t)
     time_limits(t)
