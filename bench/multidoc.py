@@ -90,7 +90,7 @@ def main(astra: str, *, mb: float = 10.0, repeat: int = 3, folder: Path | None =
 
 
 def _check(run: Run, name: str, n: int, files: int) -> None:
-    expected = f"{n} documents in {files} files are valid"
+    expected = f"{n} documents in {files} file{'' if files == 1 else 's'} are valid"  # as validate says it
     if run.code != 0 or expected not in run.stderr:
         head = "\n".join((run.stdout + run.stderr).splitlines()[:20])
         raise SystemExit(f"bench: {name} exited {run.code}, not 0 with '{expected}':\n{head}")
