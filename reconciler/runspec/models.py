@@ -20,6 +20,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ValidationInfo,
     WithJsonSchema,
     field_validator,
     model_validator,
@@ -28,7 +29,12 @@ from pydantic import (
 from . import messages as msg
 from .quantities import BYTES_PATTERN, POSITIVE_DURATION_PATTERN, parse_bytes, parse_duration
 
+#: ``Run.model_validate(doc, context=RULES_CHECKED)``: the caller ran ``validate_data`` on ``doc``
+#: (which checks the rules) and found nothing, so the model does not check them again.
+RULES_CHECKED = {"rules_checked": True}
+
 __all__ = [
+    "RULES_CHECKED",
     "Array",
     "DataVolumeRef",
     "GpuRequests",
@@ -523,7 +529,9 @@ class Run(_Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _rules(cls, data: Any) -> Any:
+    def _rules(cls, data: Any, info: ValidationInfo) -> Any:
+        if info.context is RULES_CHECKED:
+            return data
         from .rules import check_rules
 
         errors = check_rules(data)

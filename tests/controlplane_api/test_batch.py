@@ -235,3 +235,27 @@ def test_a_failed_batch_leaves_nothing_queued_and_runs_with_drives_still_wait_fo
     engine.step(0.0)
     assert engine.state.runs["mounts"].reason == "no sandbox on this host: a run with drives waits"
     assert engine.state.workers["mounts-0"].state == "Pending"
+
+
+def test_each_document_of_a_batch_has_its_rules_checked_once(client, monkeypatch):
+    from reconciler.runspec import rules, validate
+
+    seen = []
+    real = rules.check_rules
+    monkeypatch.setattr(rules, "check_rules", lambda doc, **kw: seen.append(doc) or real(doc, **kw))
+    monkeypatch.setattr(validate, "check_rules", rules.check_rules)
+    r = client.post("/api/runs:batch", json={"runs": [tiny("one"), tiny("two")]})
+    assert r.json()["created"] == 2
+    assert [d["metadata"]["name"] for d in seen] == ["one", "two"]  # by validate_data; not again
+
+
+def test_the_run_model_checks_the_rules_unless_told_validate_data_did():
+    from pydantic import ValidationError
+
+    from reconciler.runspec.models import RULES_CHECKED, Run
+
+    broken = tiny("r")
+    broken["spec"]["array"] = {"size": 2, "max_parallel": 3}  # more at once than the array holds
+    with pytest.raises(ValidationError, match="max_parallel"):
+        Run.model_validate(broken)
+    assert Run.model_validate(broken, context=RULES_CHECKED).spec.array.max_parallel == 3

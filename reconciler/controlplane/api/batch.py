@@ -28,7 +28,7 @@ from fastapi.responses import Response
 from pydantic import ValidationError
 
 from ...collector import gc_paused
-from ...runspec.models import Run
+from ...runspec.models import RULES_CHECKED, Run
 from ...runspec.normalize import without_own
 from ...wire import BATCH_MAX, BATCH_PATH
 from ...wire import batch as wire_batch
@@ -108,7 +108,7 @@ def _create(api: Scoped, batch: wire_batch.RunBatch, lock_id: str | None) -> wir
             assert isinstance(exc.body, wire.Problems)
             items[i] = _item(doc, 422, errors=exc.body.root)
         else:
-            run = Run.model_validate(doc)
+            run = Run.model_validate(doc, context=RULES_CHECKED)
             if have is None and mounts(run):
                 have = workspace_drives(api)
             missing = drives_missing(api, run, have)

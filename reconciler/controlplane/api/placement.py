@@ -22,7 +22,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import ValidationError
 
-from ...runspec.models import Run
+from ...runspec.models import RULES_CHECKED, Run
 from ...wire import BATCH_MAX, PLACEMENT_PATH
 from ...wire import models as wire
 from ...wire import placement as wire_placement
@@ -75,7 +75,7 @@ def _place(api: Scoped, asked: wire_placement.RunPlacement) -> wire_placement.Ru
                 )
             )
             continue
-        valid[api.key(doc["metadata"]["name"])] = (i, Run.model_validate(doc))
+        valid[api.key(doc["metadata"]["name"])] = (i, Run.model_validate(doc, context=RULES_CHECKED))
         items.append(wire_placement.RunPlacementItem(name=_name(doc), status=200, outlook=None, errors=None))
     order = list(valid.items())
     seen = outlook(api.engine.state, [(key, run) for key, (_, run) in order], api.clock.now())
