@@ -13,12 +13,11 @@ kept in the Slurm state folder's table (``clusters/slurm/drives.py``, docs/slurm
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Annotated, Any
 
 import typer
 
+from .day2 import failing
 from .listing import ListFormat, ListOutput, print_listing
 from .options import ServerOpt, TokenOpt
 from .output import echo, error
@@ -38,25 +37,10 @@ def _slurm(server: str | None) -> Any:
     """The Slurm cluster ``server`` names, or ``None`` for any other server."""
     if not (server or "").startswith("slurm://"):
         return None
-    from ..clusters.base import ClusterError
     from .connect import connect
 
-    try:
+    with failing():
         return connect(server, None)
-    except ClusterError as exc:
-        error(str(exc))
-        raise typer.Exit(1) from exc
-
-
-@contextmanager
-def _slurm_errors() -> Iterator[None]:
-    from ..clusters.base import ClusterError
-
-    try:
-        yield
-    except ClusterError as exc:
-        error(str(exc))
-        raise typer.Exit(1) from exc
 
 
 def _call(method: str, path: str, *, server: str | None, token: str | None, **kw):
@@ -87,7 +71,7 @@ def create(
         if path is None:
             error("on Slurm a drive is a folder of the cluster's shared filesystem: give --path FOLDER")
             raise typer.Exit(1)
-        with _slurm_errors():
+        with failing():
             made = slurm.create_drive(name, os.path.abspath(os.path.expanduser(path)))
         echo(f"drive {made['name']} created on {slurm.address}: {made['path']}")
         return
@@ -113,7 +97,7 @@ def list_drives(
     """List the drives: NAME PATH USED-BY. Never starts the local server."""
     slurm = _slurm(server)
     if slurm is not None:
-        with _slurm_errors():
+        with failing():
             items = slurm.drives()
     else:
         items = _call("GET", "/drives", server=server, token=token, start=False).json()["items"]
@@ -135,7 +119,7 @@ def delete(
     """Delete a drive: refused while a run not ended mounts it; its folder and files stay."""
     slurm = _slurm(server)
     if slurm is not None:
-        with _slurm_errors():
+        with failing():
             gone = slurm.delete_drive(name)
     else:
         gone = _call("DELETE", f"/drives/{name}", server=server, token=token, start=False).json()

@@ -15,6 +15,7 @@ reads attempts and times), the clock (``day2.clock``, ``day2.sleep``).
 
 from __future__ import annotations
 
+import contextlib
 from typing import Annotated, Any
 
 import typer
@@ -92,10 +93,8 @@ def since_time(text: str) -> float:
     from ..runspec.quantities import parse_duration
     from . import day2
 
-    try:
+    with contextlib.suppress(ValueError):  # not a duration: perhaps a time
         return day2.clock() - parse_duration(text)
-    except ValueError:
-        pass
     try:
         return datetime.fromisoformat(text).timestamp()
     except ValueError:
