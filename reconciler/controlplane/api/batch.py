@@ -37,7 +37,7 @@ from ..store import BatchRecord, LockMismatch, NameExists
 from .body import strict_json
 from .context import Api, ApiError, ApiRoute, Scoped, answer, problem, problems_of, read_json
 from .drives import drives_missing, mounts, workspace_drives
-from .runs import _source_of, checked
+from .runs import RUNS, _source_of, checked
 from .sources import LOCK_HELD, TAG, LockId
 
 __all__ = ["TOO_MANY", "router"]
@@ -188,12 +188,12 @@ async def create_runs(request: Request, api: Api, lock_id: LockId) -> Response:
     return answer(result, headers={"ETag": tag} if tag else None)
 
 
-for runs in ("/runs", "/jobs"):
+for word, runs in RUNS:
     router.add_api_route(
         runs + BATCH_PATH.removeprefix("/runs"),
         create_runs,
         methods=["POST"],
-        operation_id="create_runs_batch" if runs == "/runs" else "create_jobs_batch",
+        operation_id=f"create_{word}s_batch",
         response_model=wire_batch.RunBatchResult,
         responses={
             200: {"headers": TAG},

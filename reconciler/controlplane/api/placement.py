@@ -29,7 +29,7 @@ from ...wire import placement as wire_placement
 from ..scheduler.outlook import outlook
 from .batch import TOO_MANY
 from .context import Api, ApiError, ApiRoute, Scoped, answer, problem, problems_of, read_json
-from .runs import checked
+from .runs import RUNS, checked
 
 __all__ = ["router"]
 
@@ -95,12 +95,12 @@ async def place_runs(request: Request, api: Api) -> Response:
     return answer(await asyncio.to_thread(_place, api, asked))
 
 
-for runs in ("/runs", "/jobs"):
+for word, runs in RUNS:
     router.add_api_route(
         runs + PLACEMENT_PATH.removeprefix("/runs"),
         place_runs,
         methods=["POST"],
-        operation_id="place_runs" if runs == "/runs" else "place_jobs",
+        operation_id=f"place_{word}s",
         response_model=wire_placement.RunPlacementResult,
         responses={
             422: {"model": wire.Problems, "description": "Not a list of runs, or more than a batch holds."}
