@@ -23,6 +23,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -53,8 +54,15 @@ PARTS = (
 )
 
 
+def _terminated(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def main() -> int:
     args = _arguments()
+    # a SIGTERM (a CI timeout, kill PID) ends the run through the finally blocks, which stop the
+    # servers and remove the temporary folders
+    signal.signal(signal.SIGTERM, _terminated)
     only = set(args.only or PARTS)
     py = sys.executable
     astra = script("astra")
@@ -148,7 +156,9 @@ def main() -> int:
 
 
 def _arguments() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench", description=" ".join(__doc__.split("\n\n")[0].split())
+    )
     parser.add_argument("--n", type=int, default=10_000, help="how many run specs (default 10000)")
     parser.add_argument(
         "--only",

@@ -125,34 +125,40 @@ def client(url: str):
 
 
 def seed(url: str, folder: Path) -> float:
-    """Put the server where a whole apply of ``folder`` leaves it, through the API: the runs
-    created (the normalised documents apply sends) in batches (``POST /runs:batch``), and the
-    source's inventory written once."""
+    """Put the server where a whole apply of ``folder`` leaves it, through the API, as an apply
+    writes it: the source's lock taken, the runs created (the normalised documents apply sends)
+    in batches (``POST /runs:batch``), each batch recording its runs in the source's inventory,
+    and the lock released. (One write of the whole inventory would be over the server's 16 MiB
+    limit for a body at 100,000 runs.)"""
     from reconciler.load import load_source
     from reconciler.plan import normalize
-    from reconciler.wire import BATCH_MAX
+    from reconciler.wire import BATCH_MAX, LOCK_HEADER
 
     start = time.perf_counter()
     loaded = load_source([str(folder)])
     if not loaded.ok:
         raise SystemExit(f"bench: the specs do not load: {loaded.errors[0].format()}")
-    inventory = {}
     now = time.time()
-    documents = []
-    for name, item in loaded.runs.items():
-        after = normalize(item.document)
-        documents.append(after)
-        inventory[name] = {"spec": after, "applied_at": now, "file": item.file}
+    documents = [(name, normalize(item.document), item.file) for name, item in loaded.runs.items()]
     with client(url) as c:
+        took = c.post(f"/sources/{SOURCE}/lock", json={"owner": "bench-seed"})
+        if took.status_code != 201:
+            raise SystemExit(f"bench: locking the source answered {took.status_code}: {took.text[:300]}")
+        lock = took.json()["id"]
         for at in range(0, len(documents), BATCH_MAX):
-            r = c.post("/runs:batch", json={"runs": documents[at : at + BATCH_MAX]})
+            batch = documents[at : at + BATCH_MAX]
+            files = {name: file for name, _, file in batch if file is not None}
+            body = {
+                "runs": [doc for _, doc, _ in batch],
+                "record": {"source": SOURCE, "applied_at": now, "files": files},
+            }
+            r = c.post("/runs:batch", json=body, headers={LOCK_HEADER: lock})
             refused = [i for i in r.json().get("items", []) if i.get("status") != 201]
             if r.status_code != 200 or refused:
                 raise SystemExit(f"bench: a batch of runs answered {r.status_code}: {r.text[:300]}")
-        body = {"resource_version": 0, "inventory": inventory, "status": {}, "history": []}
-        r = c.put(f"/sources/{SOURCE}", json=body)
-        if r.status_code != 200:
-            raise SystemExit(f"bench: writing the source answered {r.status_code}: {r.text[:300]}")
+        r = c.delete(f"/sources/{SOURCE}/lock", params={"id": lock})
+        if r.status_code != 204:
+            raise SystemExit(f"bench: unlocking the source answered {r.status_code}: {r.text[:300]}")
     return time.perf_counter() - start
 
 
