@@ -95,8 +95,8 @@ def main(
             raise SystemExit(f"bench plan: the server holds {held} runs after seeding, not {n}")
         report["seed"] = {"wall_s": round(seed, 3), "server_holds": held}
         print(
-            f"server seeded through its API with what an apply of all {n:,} leaves (each run created, "
-            f"the source's inventory written once): {seed:.1f} s; server holds {held:,} runs"
+            f"server seeded through its API with what an apply of all {n:,} leaves (batches of runs, each "
+            f"recorded in the source's inventory): {seed:.1f} s; server holds {held:,} runs"
         )
 
         # ---- cold plan, warm plan, the floor, cold validate: interleaved rounds -----------------
