@@ -150,7 +150,7 @@ def text(summary: dict[str, Any]) -> str:
         table.append((r["what"], f"{r['size']:,}", shown, r["target"], r["verdict"]))
     growth = [("growth of each figure (at most n log n)", "values", "ratios (n log n allows)", "verdict")]
     for g in summary["growth"]:
-        values = " -> ".join(f"{v:.3g}" for v in g["values"].values())
+        values = " -> ".join(f"{v:,.0f}" if v >= 100 else f"{v:.3g}" for v in g["values"].values())
         ratios = ", ".join(f"x{s['ratio']:.2f} (x{s['n_log_n']:.1f})" for s in g["steps"])
         growth.append((g["figure"], values, ratios, g["verdict"]))
     sizes = " -> ".join(f"{n:,}" for n in sorted(set(summary["ladder"].values())))
