@@ -155,6 +155,15 @@ class Fleet:
             running = self.step()
 
 
+#: watchfiles looks for changes every ``STEP_MS`` and yields them once a look finds no new one
+#: (a file changed again is no new one), grouping for at most ``DEBOUNCE_MS``: a change is seen
+#: one to two steps after it was made. An editor's save (a write, or a temporary file renamed
+#: over the old one) is done well within a step, so it comes as one set; its default step (50 ms)
+#: was most of a one-file pass's time.
+STEP_MS = 10
+DEBOUNCE_MS = 50
+
+
 class FileEvents:
     """watchfiles on the paths (and the template folders): ``events(timeout)`` for ``Watch``."""
 
@@ -167,7 +176,12 @@ class FileEvents:
         self._stop = stop
         self._iter: Iterator[set[tuple[Any, str]]] = iter(
             watchfiles.watch(
-                *roots, yield_on_timeout=True, rust_timeout=200, debounce=50, raise_interrupt=False
+                *roots,
+                yield_on_timeout=True,
+                rust_timeout=200,
+                debounce=DEBOUNCE_MS,
+                step=STEP_MS,
+                raise_interrupt=False,
             )
         )
 
