@@ -397,7 +397,7 @@ class Reconciler:
             self.store,
             now=self.clock,
             who=self.who,
-            commit=self.commit(),
+            commit=self._commit(),
             keep_going=True,
             note=self.note,
         )
@@ -415,6 +415,13 @@ class Reconciler:
             else:
                 self.backoff.pop(entry.address, None)
         return result
+
+    def _commit(self) -> str | None:
+        """The files' commit, for the history (``commit()``: a git process); not asked when the
+        last full pass found the folders in no repository (one made since is seen at the next)."""
+        if self.origin is None and self.checkout is not None and self.checkout.revision is None:
+            return None
+        return self.commit()
 
     def _delay(self, failures: int) -> float:
         base = min(BACKOFF_MAX, BACKOFF_BASE * 2 ** (failures - 1))

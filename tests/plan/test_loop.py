@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import subprocess
 
 from reconciler.clusters.base import Conflict
 from reconciler.loop import BACKOFF_BASE, Reconciler, Watch
@@ -205,3 +206,32 @@ def test_a_slow_pass_says_each_step_as_it_reaches_it(world, monkeypatch):
     said = written_steps(world, monkeypatch)
     assert r.reconcile_once()["state"] == "Ready"
     assert said == [("Reconciling", "load"), ("Reconciling", "plan"), ("Reconciling", "apply"), ("Ready", "")]
+
+
+def test_the_commit_is_asked_of_git_only_for_files_a_full_pass_found_in_a_repository(world):
+    world.run("a")
+    asked = []
+    r = Reconciler(
+        world.source(),
+        world.cluster,
+        world.store,
+        clock=Clock(),
+        who="loop@h:1",
+        cache=world.cache,
+        commit=lambda: asked.append(1) or "c0ffee",
+    )
+    r.reconcile_once()
+    r.reconcile_once({str(world.run("a", image="python:3.13"))})
+    assert asked == []  # in no repository: no git process at each pass
+    assert world.store.read("test").history[-1].commit is None
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-C", str(world.root)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "runs"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "runs"], check=True)
+    r.reconcile_once({str(world.run("a", image="python:3.14"))})
+    assert asked == []  # a repository made since is seen at the next full pass
+    r.reconcile_once({str(world.run("a", image="python:3.11"))})
+    r.reconcile_once()
+    r.reconcile_once({str(world.run("a", image="python:3.12"))})
+    assert asked == [1]
+    assert world.store.read("test").history[-1].commit == "c0ffee"
