@@ -264,7 +264,10 @@ class ApiSourceStore:
     this store last knew it, which it knows after its own writes too (each answer's ETag is the
     source's tag after it: when that is the tag this write alone leads to, nobody else wrote in
     between, and the state kept is the server's). So a pass that changes one run moves one entry,
-    not every run's last-applied spec.
+    not every run's last-applied spec. While this store holds the source's lock and the answer
+    to its last call confirmed the state kept, ``read`` answers it without a call: the inventory
+    and the history are written under the lock only (the status, which needs none, may be
+    newer on the server; an apply reads the inventory under its lock).
     """
 
     def __init__(self, cluster: HttpCluster):
@@ -293,6 +296,8 @@ class ApiSourceStore:
 
     def read(self, name: str) -> SourceState:
         known = self._known.get(name)
+        if known is not None and name in self._held:
+            return _copy(known[1])  # under this store's lock: as its last answer confirmed it
         headers = {"If-None-Match": known[0]} if known else {}
         try:
             response = self._call("GET", self._path(name), headers=headers)
