@@ -267,7 +267,8 @@ class ApiSourceStore:
     not every run's last-applied spec. While this store holds the source's lock and the answer
     to its last call confirmed the state kept, ``read`` answers it without a call: the inventory
     and the history are written under the lock only (the status, which needs none, may be
-    newer on the server; an apply reads the inventory under its lock).
+    newer on the server; an apply reads the inventory under its lock). ``kept`` gives the state
+    the last answer confirmed, without a call (a watch's pass, after its first status write).
     """
 
     def __init__(self, cluster: HttpCluster):
@@ -317,6 +318,12 @@ class ApiSourceStore:
         else:
             self._known.pop(name, None)
         return _copy(state)
+
+    def kept(self, name: str) -> SourceState | None:
+        """The source as the answer to this store's last call on it confirmed it, without a call
+        (``None`` when that answer did not: another writer came in between)."""
+        known = self._known.get(name)
+        return None if known is None else _copy(known[1])
 
     def inventory(
         self, name: str, runs: Collection[str] | None = None, *, specs: bool = True
