@@ -15,7 +15,7 @@ import stamina
 from sqlalchemy import text, update
 
 from reconciler.apply import apply_plan
-from reconciler.clusters.http import HttpCluster
+from reconciler.clusters.http import ApiSourceStore, HttpCluster
 from reconciler.controlplane.store import SCHEMA_VERSION, SchemaVersion, Store
 from reconciler.load import load_source
 from reconciler.loop import Reconciler
@@ -293,14 +293,20 @@ def test_an_apply_of_n_runs_makes_a_few_small_source_calls_and_no_whole_put(wire
     assert state.inventory["r007"].file == "runs/r007.json"
 
 
-def test_a_watch_pass_for_one_changed_file_moves_no_whole_state(wire, tmp_path):
-    cluster, transport = wire
-    write_runs(tmp_path / "runs", 60)
+def watched(cluster: HttpCluster, tmp_path: Path, n: int) -> tuple[ApiSourceStore, Reconciler]:
+    """A source of ``n`` runs, and a watch's reconciler of it after its first pass (Ready)."""
+    write_runs(tmp_path / "runs", n)
     store = cluster.source_store()
     reconciler = Reconciler(
         Source(GIT, ("runs",)), cluster, store, clock=lambda: 5.0, who="loop@h:1", rng=random.Random(1)
     )
     assert reconciler.reconcile_once()["state"] == "Ready"
+    return store, reconciler
+
+
+def test_a_watch_pass_for_one_changed_file_moves_no_whole_state(wire, tmp_path):
+    cluster, transport = wire
+    store, reconciler = watched(cluster, tmp_path, 60)
     changed = tmp_path / "runs" / "r007.json"
     changed.write_text(json.dumps(tiny("r007", command="false")))
     transport.clear()
@@ -319,12 +325,7 @@ def test_a_watch_pass_for_one_changed_file_moves_no_whole_state(wire, tmp_path):
 
 def test_a_watch_pass_reads_the_source_whole_when_another_writer_came_in_between(wire, tmp_path):
     cluster, transport = wire
-    write_runs(tmp_path / "runs", 3)
-    store = cluster.source_store()
-    reconciler = Reconciler(
-        Source(GIT, ("runs",)), cluster, store, clock=lambda: 5.0, who="loop@h:1", rng=random.Random(1)
-    )
-    assert reconciler.reconcile_once()["state"] == "Ready"
+    store, reconciler = watched(cluster, tmp_path, 3)
     other = HttpCluster("http://astra.test", TOKEN, transport=transport).source_store()
     lock = other.lock(GIT, "ci@h:2", 6.0)
     other.record(GIT, "elsewhere", InventoryEntry({"metadata": {"name": "elsewhere"}}, 6.0, "other.yaml"))
