@@ -62,7 +62,7 @@ from typing import Any
 from .clusters.base import Cluster, LiveRun, RunSummary, Unreachable, WorkerInfo, summaries
 from .collector import gc_paused
 from .load import FileCache, Loaded, documents, load_source
-from .plan import Cost, Plan, build_plan, cost_of, stopping
+from .plan import Cost, Plan, build_plan, cost_of, in_scope, stopping
 from .readahead import read_ahead
 from .runs import DesiredItem
 from .runspec.errors import FieldError
@@ -186,9 +186,7 @@ def observe_source(
     use_fast = FAST_PATH if fast is None else fast
     if inventory is None:
         inventory = store.inventory(source.name, specs=not use_fast)
-    concerned = set(loaded.runs) | set(inventory)
-    if scope is not None:
-        concerned &= set(scope)
+    concerned = in_scope(loaded.runs, inventory, scope)
     unchanged: set[str] = set()
     by_digest = use_fast and (scope is None or len(concerned) > _GET_EACH_LIMIT)
     if by_digest:
@@ -216,8 +214,8 @@ def observe_source(
     # (its noop records the new file: ``build._unchanged``)
     needed = {
         n
-        for n in concerned & set(loaded.runs)
-        if n not in unchanged or inventory[n].file != loaded.runs[n].file
+        for n in concerned
+        if n in loaded.runs and (n not in unchanged or inventory[n].file != loaded.runs[n].file)
     }
     return Observed(inventory, live, unchanged, workers, needed, by_digest)
 

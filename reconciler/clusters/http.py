@@ -264,7 +264,11 @@ class ApiSourceStore:
     this store last knew it, which it knows after its own writes too (each answer's ETag is the
     source's tag after it: when that is the tag this write alone leads to, nobody else wrote in
     between, and the state kept is the server's). So a pass that changes one run moves one entry,
-    not every run's last-applied spec.
+    not every run's last-applied spec. While this store holds the source's lock and the answer
+    to its last call confirmed the state kept, ``read`` answers it without a call: the inventory
+    and the history are written under the lock only (the status, which needs none, may be
+    newer on the server; an apply reads the inventory under its lock). ``kept`` gives the state
+    the last answer confirmed, without a call (a watch's pass, after its first status write).
     """
 
     def __init__(self, cluster: HttpCluster):
@@ -293,6 +297,8 @@ class ApiSourceStore:
 
     def read(self, name: str) -> SourceState:
         known = self._known.get(name)
+        if known is not None and name in self._held:
+            return _copy(known[1])  # under this store's lock: as its last answer confirmed it
         headers = {"If-None-Match": known[0]} if known else {}
         try:
             response = self._call("GET", self._path(name), headers=headers)
@@ -312,6 +318,12 @@ class ApiSourceStore:
         else:
             self._known.pop(name, None)
         return _copy(state)
+
+    def kept(self, name: str) -> SourceState | None:
+        """The source as the answer to this store's last call on it confirmed it, without a call
+        (``None`` when that answer did not: another writer came in between)."""
+        known = self._known.get(name)
+        return None if known is None else _copy(known[1])
 
     def inventory(
         self, name: str, runs: Collection[str] | None = None, *, specs: bool = True

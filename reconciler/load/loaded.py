@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
+from json.encoder import encode_basestring_ascii as _json_string
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -106,30 +107,71 @@ class Loaded:
     @cached_property
     def revision(self) -> str:
         """One hash of everything loaded: the files, the templates, ``--template`` and ``--set``
-        (made once: a ``Loaded`` does not change once loaded; ``refresh`` makes a new one)."""
-        text = json.dumps([self.hashes(), self.templates, self.template, list(self.sets)], sort_keys=True)
+        (made once: a ``Loaded`` does not change once loaded; ``refresh`` makes a new one).
+
+        It is the sha256 of ``json.dumps([hashes(), templates, template, sets], sort_keys=True)``,
+        put together from each file's piece (``hash_texts``), which a refresh carries over
+        (``carry``): a watch's pass of one changed file does not encode every file."""
+        pieces = self.hash_texts
+        if self.templated:
+            pieces = dict(sorted({**pieces, **{p: _piece(p, h) for p, h in self.templates.items()}}.items()))
+        rest = json.dumps([self.templates, self.template, list(self.sets)], sort_keys=True)
+        text = "[{" + ", ".join(pieces.values()) + "}, " + rest[1:]
         return hashlib.sha256(text.encode()).hexdigest()
+
+    @cached_property
+    def hash_texts(self) -> dict[str, str]:
+        """Each file's ``"path": "sha256"`` as ``json.dumps`` writes it, in the order of the paths."""
+        return {p: _piece(p, f.sha256) for p, f in sorted(self.files.items())}
+
+    def carry(self, previous: Loaded, changed: Iterable[str], *, same_runs: bool) -> None:
+        """Take from ``previous`` what it made once, this being ``previous`` with the ``changed``
+        files read again, added or dropped, rather than visit every file: ``hash_texts`` (the
+        changed files' made again), ``templated``, and ``file_of`` when every file holds the
+        runs it held (``same_runs``)."""
+        made = previous.__dict__
+        changed = list(changed)
+        if "hash_texts" in made:
+            texts = dict(previous.hash_texts)
+            added = False
+            for path in changed:
+                f = self.files.get(path)
+                if f is None:
+                    texts.pop(path, None)
+                else:
+                    added = added or path not in texts
+                    texts[path] = _piece(path, f.sha256)
+            self.__dict__["hash_texts"] = dict(sorted(texts.items())) if added else texts
+        if made.get("templated") is False:  # (when it was, any file may be the last that is)
+            self.__dict__["templated"] = any(p in self.files and self.files[p].templated for p in changed)
+        if same_runs and "file_of" in made:
+            self.__dict__["file_of"] = previous.file_of
 
     def names_in(self, files: Iterable[str]) -> set[str]:
         """The runs the given files hold."""
         return {r.name for f in files if f in self.files for r in self.files[f].runs}
 
 
-def finish(loaded: Loaded, previous: Loaded | None = None, changed: Iterable[str] = ()) -> None:
+def _piece(path: str, sha256: str) -> str:
+    return f"{_json_string(path)}: {_json_string(sha256)}"
+
+
+def finish(loaded: Loaded, previous: Loaded | None = None, changed: Iterable[str] = ()) -> bool:
     """Gather every problem and check that run names are unique across the source (as
     ``astra validate`` does: ``reconciler.runs.duplicate_names``).
 
     ``previous`` and ``changed``: ``loaded`` is ``previous`` with the ``changed`` files read
     again. When ``previous`` had no problem, the changed files have none and hold the same
     run names as before, no name can clash that did not: the runs are ``previous``'s with
-    those files' runs put in (the watch loop's pass, without visiting every file)."""
+    those files' runs put in (the watch loop's pass, without visiting every file); whether it
+    took that short way."""
     if previous is not None and _same_names(loaded, previous, changed):
         kept = dict(previous.runs)
         for name in changed:
             for _index, item in loaded.files[name].entries:
                 kept[item.name] = item
         loaded.errors, loaded.runs = [], kept
-        return
+        return True
     errors = list(loaded.base_errors)
     runs: dict[str, DesiredItem] = {}
     order = []
@@ -142,6 +184,7 @@ def finish(loaded: Loaded, previous: Loaded | None = None, changed: Iterable[str
     unique = {(e.file, e.line, e.column, str(e.path), e.message): e for e in errors}
     loaded.errors = sorted(unique.values(), key=lambda e: e.sort_key())
     loaded.runs = {} if loaded.errors else dict(sorted(runs.items()))
+    return False
 
 
 def _same_names(loaded: Loaded, previous: Loaded, changed: Iterable[str]) -> bool:

@@ -15,7 +15,7 @@ Must not touch: the cache's files, clusters, the plan.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from ..runs import DesiredItem, PlanError
@@ -28,10 +28,16 @@ __all__ = ["documents"]
 def documents(loaded: Loaded, names: Collection[str]) -> dict[str, DesiredItem]:
     """``loaded.runs``, with a document for each of ``names`` (see the module docstring)."""
     wanted: dict[str, list[tuple[int, DesiredItem]]] = {}
-    for f in loaded.files.values():
-        for index, item in f.entries:
+    if not names:
+        return loaded.runs
+    paths: Iterable[str] = loaded.files
+    if len(names) < len(loaded.files):  # a few runs (a watch's pass): only their files are looked at
+        file_of = loaded.file_of
+        paths = sorted({file_of[n] for n in names if n in file_of})
+    for path in paths:
+        for index, item in loaded.files[path].entries:
             if item.document is None and item.name in names and loaded.runs.get(item.name) is item:
-                wanted.setdefault(f.path, []).append((index, item))
+                wanted.setdefault(path, []).append((index, item))
     if not wanted:
         return loaded.runs
     runs = dict(loaded.runs)

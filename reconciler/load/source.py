@@ -92,21 +92,25 @@ def refresh(
     again.base_errors = list(loaded.base_errors)
     again.parents = parents
     wanted = []
+    touched = []
     for c in changed:
         name = display_name(c, loaded)
         if name is None:
             continue
+        touched.append(name)
         if os.path.isfile(name) and os.path.splitext(name)[1] in SPEC_SUFFIXES:
             wanted.append(name)
         else:
             again.files.pop(name, None)
     wanted = sorted(set(wanted))
     _load_files(again, wanted, cache)
+    same_runs = False
     if again.files.keys() == loaded.files.keys():  # the same files: their order holds
-        finish(again, loaded, wanted)
+        same_runs = finish(again, loaded, wanted)
     else:
         again.files = dict(sorted(again.files.items(), key=lambda kv: kv[0].split(os.sep)))
         finish(again)
+    again.carry(loaded, touched, same_runs=same_runs)
     return again
 
 

@@ -3,12 +3,14 @@
 ``Reconciler.reconcile_once(changed=None)`` runs the fixed steps **load → validate → render →
 plan → apply → prune** for one source (load, validate and render are one pass of
 ``reconciler.load``; their failures get their own reasons). The source's state is read once a
-pass (its inventory for the scope, the plan and the nothing-to-do check; the apply reads it again
-under the lock, a conditional GET that the control plane answers 304 when only this process
-wrote since). The status is written when a pass starts (``Reconciling``, step ``load``), at each
-later step boundary when the pass has run for ``PROGRESS_EVERY`` seconds since the last write
-(a quick pass, such as a watch's one changed file, writes twice: not four times), at its end,
-and, whatever happens, in a ``finally``:
+pass, after the pass's first status write (its inventory for the scope, the plan and the
+nothing-to-do check; the apply reads it again under the lock). With the control plane's store,
+neither read is a call when the answer to this process's last write (the status; the lock)
+says nobody else wrote since: the state it keeps is the server's. The status is written when
+a pass starts (``Reconciling``, step ``load``), at each later step boundary when the pass has
+run for ``PROGRESS_EVERY`` seconds since the last write (a quick pass, such as a watch's one
+changed file, writes twice: not four times), at its end, and, whatever happens, in a
+``finally``:
 
 =============  =========================  ==========================================================
 state          reason                     when
@@ -225,6 +227,17 @@ class Reconciler:
             return self.checkout.revision.id
         return None if self.loaded is None else f"sha256:{self.loaded.revision}"
 
+    def _begin(self, step: str) -> None:
+        """A pass's first status, and the source's state: as the answer to that status write
+        confirmed it, when the store keeps it so (``kept``: nobody else wrote since this
+        store's last call), else read (one round trip less a pass)."""
+        before = self._written
+        self._status(State.reconciling, Reason.progressing, step=step)
+        kept = getattr(self.store, "kept", None)
+        if self._state is None and kept is not None and self._written is not before:
+            self._state = kept(self.source.name)
+        self._read()
+
     def _read(self) -> SourceState:
         """The source's state, read once a pass (its inventory and the status last written)."""
         if self._state is None:
@@ -250,8 +263,7 @@ class Reconciler:
             if self.stalled_revision is not None and self.loaded.revision == self.stalled_revision:
                 status = self._written if self._written is not None else self._read().status
                 return status  # not retried until the files change
-            self._read()
-            self._status(State.reconciling, Reason.progressing, step=step)
+            self._begin(step)
             self._check_loaded()
             step = "plan"
             self._status(State.reconciling, Reason.progressing, step=step)
@@ -397,7 +409,7 @@ class Reconciler:
             self.store,
             now=self.clock,
             who=self.who,
-            commit=self.commit(),
+            commit=self._commit(),
             keep_going=True,
             note=self.note,
         )
@@ -415,6 +427,13 @@ class Reconciler:
             else:
                 self.backoff.pop(entry.address, None)
         return result
+
+    def _commit(self) -> str | None:
+        """The files' commit, for the history (``commit()``: a git process); not asked when the
+        last full pass found the folders in no repository (one made since is seen at the next)."""
+        if self.origin is None and self.checkout is not None and self.checkout.revision is None:
+            return None
+        return self.commit()
 
     def _delay(self, failures: int) -> float:
         base = min(BACKOFF_MAX, BACKOFF_BASE * 2 ** (failures - 1))

@@ -155,6 +155,17 @@ class Fleet:
             running = self.step()
 
 
+#: watchfiles looks for changes every ``STEP_MS`` and yields them once a look finds no new
+#: one (a file changed again is no new one), grouping them for at most ``DEBOUNCE_MS``: a change
+#: is seen one to two steps after it was made (its default step, 50 ms, was most of a one-file
+#: pass's time). A save is seen whole when it takes less than a step (an editor's truncate and
+#: write, or its temporary file renamed over the old one, take well under a millisecond); a
+#: file seen half-written almost always fails to load (the pass stalls: nothing is pruned), and
+#: the rest of the save is seen at the next look.
+STEP_MS = 5
+DEBOUNCE_MS = 50
+
+
 class FileEvents:
     """watchfiles on the paths (and the template folders): ``events(timeout)`` for ``Watch``."""
 
@@ -167,7 +178,12 @@ class FileEvents:
         self._stop = stop
         self._iter: Iterator[set[tuple[Any, str]]] = iter(
             watchfiles.watch(
-                *roots, yield_on_timeout=True, rust_timeout=200, debounce=50, raise_interrupt=False
+                *roots,
+                yield_on_timeout=True,
+                rust_timeout=200,
+                debounce=DEBOUNCE_MS,
+                step=STEP_MS,
+                raise_interrupt=False,
             )
         )
 

@@ -14,7 +14,7 @@ Nothing here reads a file, a clock or a cluster: time and inventory come in as a
 
 from __future__ import annotations
 
-from .build import Applied, DesiredItem, build_plan, stopping
+from .build import Applied, DesiredItem, build_plan, in_scope, stopping
 from .cost import cost_of, describe_ask, describe_cost, duration_words, impossible_ask
 from .diff import compare, pair
 from .model import (
@@ -59,6 +59,7 @@ __all__ = [
     "duration_words",
     "forces_replace",
     "impossible_ask",
+    "in_scope",
     "normalize",
     "pair",
     "plan_from_json",

@@ -31,7 +31,7 @@ from .diff import compare
 from .model import Action, Change, Plan, PlanError, action_for
 from .normalize import normalize
 
-__all__ = ["Applied", "DesiredItem", "build_plan", "stopping"]
+__all__ = ["Applied", "DesiredItem", "build_plan", "in_scope", "stopping"]
 
 REASON_PLANNED_BACK = "deleted outside astra: planned back"
 REASON_RERUNS = "reruns"
@@ -53,6 +53,14 @@ class Applied(Protocol):
 
     def records(self, after: dict[str, Any], file: str | None) -> bool:
         """Whether the entry records exactly the normalised document ``after``, from ``file``."""
+
+
+def in_scope(desired: Collection[str], inventory: Collection[str], scope: Collection[str] | None) -> set[str]:
+    """The runs a plan is about: those desired or in the inventory, within ``scope`` (a watch's
+    pass: the runs of the changed files, looked up one by one rather than every run gathered)."""
+    if scope is None:
+        return set(desired) | set(inventory)
+    return {n for n in scope if n in desired or n in inventory}
 
 
 def stopping(
@@ -96,9 +104,7 @@ def build_plan(
     """
     workers = workers or {}
     unchanged = unchanged if isinstance(unchanged, set | frozenset | dict) else set(unchanged)
-    names = set(desired) | set(inventory)
-    if scope is not None:
-        names &= set(scope)
+    names = in_scope(desired, inventory, scope)
     changes: list[Change] = []
     not_pruned: list[str] = []
     forget: list[str] = []

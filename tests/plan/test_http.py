@@ -264,9 +264,12 @@ def test_a_read_is_answered_304_while_only_this_store_wrote(cluster, api):
     store = cluster.source_store()
     lock = store.lock("s", "me@h:1", 5.0)
     store.record("s", "a", InventoryEntry({"x": 1}, 1.0))
+    store.unlock("s", lock.id)
     first = store.read("s")  # the whole source, once
+    lock = store.lock("s", "me@h:1", 6.0)
     store.record("s", "b", InventoryEntry({"x": 2}, 2.0))
     store.set_status("s", {"state": "Ready"})
+    store.unlock("s", lock.id)
     api.seen.clear()
     again = store.read("s")
     assert api.seen[-1].headers["if-none-match"] and list(again.inventory) == ["a", "b"]
@@ -274,8 +277,26 @@ def test_a_read_is_answered_304_while_only_this_store_wrote(cluster, api):
     again.inventory.clear()  # a copy: what the store keeps is its own
     assert list(store.read("s").inventory) == ["a", "b"]
     # another writer comes in between: the tag no longer matches, the next read is whole
+    lock = store.lock("s", "me@h:1", 7.0)
     api.sources["s"]["inventory"]["c"] = {"spec": {}, "applied_at": 3.0, "file": None}
     api.sources["s"]["resource_version"] += 1
     store.record("s", "d", InventoryEntry({"x": 4}, 4.0))
     assert sorted(store.read("s").inventory) == ["a", "b", "c", "d"]
     assert store.read("s").lock == lock
+
+
+def test_under_its_lock_a_read_is_answered_without_a_call_when_the_lock_confirmed_the_state(cluster, api):
+    store = cluster.source_store()
+    store.set_status("s", {"state": "Ready"})
+    store.read("s")
+    lock = store.lock("s", "me@h:1", 5.0)  # its answer's tag: nobody wrote since the read
+    api.seen.clear()
+    state = store.read("s")
+    assert api.seen == [] and state.lock == lock and state.status == {"state": "Ready"}
+    store.record("s", "a", InventoryEntry({"x": 1}, 1.0))
+    assert list(store.read("s").inventory) == ["a"] and len(api.seen) == 1  # the write alone
+    store.unlock("s", lock.id)
+    api.sources["s"]["inventory"]["b"] = {"spec": {}, "applied_at": 2.0, "file": None}
+    api.sources["s"]["resource_version"] += 1  # another writer, before the next lock
+    store.lock("s", "me@h:1", 6.0)
+    assert sorted(store.read("s").inventory) == ["a", "b"]  # the lock's tag said so: read whole

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import random
+import subprocess
+import threading
 
 from reconciler.clusters.base import Conflict
 from reconciler.loop import BACKOFF_BASE, Reconciler, Watch
@@ -18,7 +21,7 @@ class Clock:
         return self.t
 
 
-def reconciler(world, clock, **kw):
+def reconciler(world, clock, commit=lambda: None, **kw):
     return Reconciler(
         world.source(**kw),
         world.cluster,
@@ -27,6 +30,7 @@ def reconciler(world, clock, **kw):
         who="loop@h:1",
         cache=world.cache,
         rng=random.Random(1),
+        commit=commit,
     )
 
 
@@ -205,3 +209,47 @@ def test_a_slow_pass_says_each_step_as_it_reaches_it(world, monkeypatch):
     said = written_steps(world, monkeypatch)
     assert r.reconcile_once()["state"] == "Ready"
     assert said == [("Reconciling", "load"), ("Reconciling", "plan"), ("Reconciling", "apply"), ("Ready", "")]
+
+
+def test_the_commit_is_asked_of_git_only_for_files_a_full_pass_found_in_a_repository(world):
+    world.run("a")
+    asked = []
+    r = reconciler(world, Clock(), commit=lambda: asked.append(1) or "c0ffee")
+    r.reconcile_once()
+    r.reconcile_once({str(world.run("a", image="python:3.13"))})
+    assert asked == []  # in no repository: no git process at each pass
+    assert world.store.read("test").history[-1].commit is None
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-C", str(world.root)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "runs"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "runs"], check=True)
+    r.reconcile_once({str(world.run("a", image="python:3.14"))})
+    assert asked == []  # a repository made since is seen at the next full pass
+    r.reconcile_once({str(world.run("a", image="python:3.11"))})
+    r.reconcile_once()
+    r.reconcile_once({str(world.run("a", image="python:3.12"))})
+    assert asked == [1]
+    assert world.store.read("test").history[-1].commit == "c0ffee"
+
+
+def test_an_editors_save_of_several_events_is_seen_as_a_change_of_the_spec_alone(tmp_path):
+    from reconciler.loop import FileEvents
+
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    spec = folder / "a.yaml"
+    spec.write_text("metadata: {name: a}\n")
+    events = FileEvents([str(folder)])
+    assert events(0) == set()  # watching from here
+
+    def save() -> None:  # as vim does: the old file kept aside, the new one written, the old removed
+        kept = folder / "a.yaml~"
+        os.replace(spec, kept)
+        spec.write_text("metadata: {name: a, labels: {owner: me}}\n")
+        kept.unlink()
+
+    saver = threading.Thread(target=save)
+    saver.start()
+    changed = events(30)
+    saver.join()
+    assert changed == {str(spec)}  # the copy kept aside is no spec: not a change to plan

@@ -8,6 +8,8 @@ must take the short way: the runs of the files that did not change are not looke
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -31,6 +33,8 @@ def view(loaded) -> dict:
         "errors": [e.format() for e in loaded.errors],
         "files": list(loaded.files),
         "revision": loaded.revision,
+        "file_of": loaded.file_of,
+        "templated": loaded.templated,
     }
 
 
@@ -79,6 +83,25 @@ def test_a_refresh_is_the_load_of_the_whole_folder(source, change):
     assert before.ok
     changed = change(source)
     assert view(refresh(before, changed)) == view(load_source([str(source)]))
+
+
+@pytest.mark.parametrize(
+    "change", [edit_image, rename_a_run, add_a_file, delete_a_file, clash_with_another_file, break_a_file]
+)
+def test_a_refresh_of_a_load_that_was_planned_is_the_load_of_the_whole_folder(source, change):
+    before = load_source([str(source)])
+    said = before.revision  # as a watch's pass says it and plans: the refresh starts from
+    assert before.file_of  # what they made once
+    changed = change(source)
+    after = refresh(before, changed)
+    assert after.revision != said
+    assert view(after) == view(load_source([str(source)]))
+
+
+def test_the_revision_is_the_hash_of_the_files_hashes_templates_and_options(source):
+    loaded = load_source([str(source)])
+    text = json.dumps([loaded.hashes(), loaded.templates, loaded.template, list(loaded.sets)], sort_keys=True)
+    assert loaded.revision == hashlib.sha256(text.encode()).hexdigest()
 
 
 def test_fixing_a_broken_file_is_seen_by_the_refresh(source):
