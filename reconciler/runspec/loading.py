@@ -22,6 +22,7 @@ trailing commas, alias bombs (refused after a bounded number of expansions) and 
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
@@ -194,8 +195,8 @@ def load_file(
 
 
 def _load_bytes(data: bytes, name: str) -> tuple[list[Document], list[FieldError]]:
-    try:
-        text = data.decode("utf-8-sig")
+    try:  # utf-8-sig's decoder is Python's; without a BOM it is utf-8, errors and all
+        text = data.decode("utf-8-sig") if data.startswith(codecs.BOM_UTF8) else data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
@@ -209,7 +210,7 @@ def load_text(
 ) -> tuple[list[Document], list[FieldError]]:
     """The documents of ``text`` and every error found while loading it (``split``: see ``Source``)."""
     source = Source(name, text, json=as_json, split=split)
-    if not text.strip():
+    if not text or text.isspace():
         return [], [_file_error(name, "the file is empty: a run spec has metadata and spec")]
     if as_json:
         values, error = _load_json(text, name)
