@@ -117,8 +117,10 @@ def folders_for(paths: Iterable[str | os.PathLike[str]], parents: Iterable[str] 
 def is_template(file: str, data: Any) -> bool:
     """Whether a document is a template: its file sits in a ``templates/`` folder, or it has a
     top-level ``parameters`` key."""
-    in_folder = os.path.basename(os.path.dirname(os.path.abspath(file))) == TEMPLATES_FOLDER
-    return in_folder or (isinstance(data, dict) and "parameters" in data)
+    folder = os.path.basename(os.path.dirname(file))
+    if folder in ("", ".", ".."):  # named through the working folder: its absolute path says
+        folder = os.path.basename(os.path.dirname(os.path.abspath(file)))
+    return folder == TEMPLATES_FOLDER or (isinstance(data, dict) and "parameters" in data)
 
 
 def available(folders: Iterable[Path]) -> dict[str, Path]:

@@ -11,7 +11,7 @@ the file, line and column of the offending key or value. The words come from
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from .paths import FieldPath
@@ -68,7 +68,8 @@ class FieldError:
         return cls(ErrorType.unknown, path, message)
 
     def at(self, file: str | None, line: int | None, column: int | None) -> FieldError:
-        return replace(self, file=file, line=line, column=column)
+        # not dataclasses.replace: a valid run's warnings are placed one by one, and it is slow
+        return FieldError(self.type, self.path, self.message, file, line, column, self.extra)
 
     def format(self) -> str:
         """``FILE:LINE:COLUMN: PATH: MESSAGE`` (a warning's: ``… PATH: warning: MESSAGE``); parts

@@ -26,6 +26,7 @@ from .paths import FieldPath
 __all__ = ["lint"]
 
 _ROOT = FieldPath.root()
+_TEMPLATE = _ROOT.child("spec", "task_template")
 
 
 def _warning(path: FieldPath, message: str) -> FieldError:
@@ -35,12 +36,23 @@ def _warning(path: FieldPath, message: str) -> FieldError:
 def _templates(spec: dict[str, Any]) -> list[tuple[FieldPath, dict[str, Any]]]:
     out = []
     if isinstance(spec.get("task_template"), dict):
-        out.append((_ROOT.child("spec", "task_template"), spec["task_template"]))
+        out.append((_TEMPLATE, spec["task_template"]))
     for i, group in enumerate(spec.get("task_groups") or []):
         if isinstance(group, dict) and isinstance(group.get("task_template"), dict):
             path = _ROOT.child("spec", "task_groups").index(i).child("task_template")
             out.append((path, group["task_template"]))
     return out
+
+
+def _mentions(value: Any, name: str) -> bool:
+    """Whether a string value in ``value`` mentions ``name`` (before any path is built)."""
+    if isinstance(value, str):
+        return name in value
+    if isinstance(value, list):
+        return any(_mentions(v, name) for v in value)
+    if isinstance(value, dict):
+        return any(_mentions(v, name) for v in value.values())
+    return False
 
 
 def _reads(value: Any, path: FieldPath, name: str) -> list[FieldPath]:
@@ -69,6 +81,9 @@ def lint(doc: Any) -> list[FieldError]:
             found.append(_warning(path.child("time_limit_seconds"), msg.LINT_NO_TIME_LIMIT))
         if spec.get("array") is not None:
             for field in ("command", "args", "env"):
-                for where in _reads(template.get(field), path.child(field), "SLURM_ARRAY_TASK_ID"):
+                value = template.get(field)
+                if not _mentions(value, "SLURM_ARRAY_TASK_ID"):
+                    continue
+                for where in _reads(value, path.child(field), "SLURM_ARRAY_TASK_ID"):
                     found.append(_warning(where, msg.LINT_SLURM_ARRAY_TASK_ID))
-    return sorted(found, key=lambda e: str(e.path))
+    return sorted(found, key=lambda e: str(e.path)) if len(found) > 1 else found

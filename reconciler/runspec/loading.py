@@ -5,12 +5,14 @@ YAML 1.2 (what yaml-language-server reads, so the editor and the CLI see the sam
 strict JSON for ``.json`` files, one or several documents per file.
 
 The fast path is yaml-rs, a Rust loader: no positions, but ten times PyYAML's speed. Positions
-are needed only for documents that fail, so ``Source.locate`` composes a document with
-ruamel.yaml (C-backed) the first time an error needs a line and a column, and keeps that node
-tree. A file of several documents is split at its document markers (``---``, ``...``): the
-markers also tell several documents from one document that is a list (yaml-rs gives both as a
-list), and only a failing document's own lines are composed, so a file of a hundred thousand
-documents loads as fast per document as that many files (``task bench --only multidoc``).
+are needed only for documents that fail or warn: ``Source.locate`` reads them from a plain block
+document's lines (``positions``: a few µs, where composing costs hundreds), else composes the
+document with ruamel.yaml (C-backed) the first time an error needs a line and a column, and
+keeps that node tree. A file of several documents is split at its document markers (``---``,
+``...``): the markers also tell several documents from one document that is a list (yaml-rs
+gives both as a list), and only a failing document's own lines are composed, so a file of a
+hundred thousand documents loads as fast per document as that many files (``task bench --only
+multidoc``).
 
 Every failure is a ``FieldError`` with the file, line and column, never an exception: an empty
 file, a list at the top, bytes that are not UTF-8, duplicate keys, tabs, syntax errors, JSON's
@@ -20,6 +22,7 @@ trailing commas, alias bombs (refused after a bounded number of expansions) and 
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
@@ -30,6 +33,7 @@ from typing import Any
 from . import messages as msg
 from .errors import ErrorType, FieldError
 from .paths import FieldPath
+from .positions import ODD, block_position
 
 __all__ = ["Document", "Source", "load_file", "load_text"]
 
@@ -105,8 +109,26 @@ class Source:
         """1-based line and column of the value at ``path`` (its key with ``key``).
 
         A path that does not exist (a missing required field) resolves to the nearest
-        existing parent's key, which is where the field should be added.
+        existing parent's key, which is where the field should be added. Plain block YAML is
+        read from the document's lines (``positions``); the rest is composed.
         """
+        found = self._read(index, path, key)
+        if found is not None:
+            return found
+        return self.composed_position(index, path, key=key)
+
+    def _read(self, index: int, path: FieldPath, key: bool) -> tuple[int, int] | None:
+        starts = self.document_lines()
+        if starts is None or index >= len(starts) or index in self._documents:
+            return None
+        text = self.document_text(index)
+        if ODD.search(text):
+            return None
+        found = block_position(text.split("\n"), path.steps, key)
+        return None if found is None else (starts[index] + found[0] + 1, found[1] + 1)
+
+    def composed_position(self, index: int, path: FieldPath, *, key: bool = False) -> tuple[int, int]:
+        """``locate`` from the composed nodes only."""
         node, offset = self.node(index)
         if node is None:
             return 1, 1
@@ -173,8 +195,8 @@ def load_file(
 
 
 def _load_bytes(data: bytes, name: str) -> tuple[list[Document], list[FieldError]]:
-    try:
-        text = data.decode("utf-8-sig")
+    try:  # utf-8-sig's decoder is Python's; without a BOM it is utf-8, errors and all
+        text = data.decode("utf-8-sig") if data.startswith(codecs.BOM_UTF8) else data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
@@ -188,7 +210,7 @@ def load_text(
 ) -> tuple[list[Document], list[FieldError]]:
     """The documents of ``text`` and every error found while loading it (``split``: see ``Source``)."""
     source = Source(name, text, json=as_json, split=split)
-    if not text.strip():
+    if not text or text.isspace():
         return [], [_file_error(name, "the file is empty: a run spec has metadata and spec")]
     if as_json:
         values, error = _load_json(text, name)

@@ -26,6 +26,7 @@ from .quantities import parse_bytes, parse_duration
 __all__ = ["COMBINATIONS", "Combination", "check_rules"]
 
 SPEC = FieldPath.root().child("spec")
+_TEMPLATE = SPEC.child("task_template")
 _RES = "requested_resources"
 RESERVED_ENV = (
     "RANK",
@@ -38,6 +39,7 @@ RESERVED_ENV = (
     "ASTRAEUS_ARRAY_SIZE",
     "ASTRAEUS_REPLICA_INDEX",
 )
+_RESERVED = frozenset(RESERVED_ENV)
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,13 @@ COMBINATIONS: tuple[Combination, ...] = (
     Combination("start", ("policy",), None, msg.START_AND_POLICY),
     Combination("task_groups", ("task_template",), None, msg.TEMPLATE_AND_GROUPS),
 )
+
+
+#: the combinations by the field that brings them into play (what nearly every spec lacks)
+_WHEN: dict[str, tuple[Combination, ...]] = {
+    when: tuple(r for r in COMBINATIONS if r.when == when)
+    for when in dict.fromkeys(r.when for r in COMBINATIONS)
+}
 
 
 def _dig(obj: Any, steps: tuple[str, ...]) -> Any:
@@ -94,10 +103,10 @@ def check_rules(doc: Any, *, partial: bool = False) -> list[FieldError]:
     errors += _array(spec)
     errors += _min_available(spec, partial)
     if not partial and "task_template" not in spec and "task_groups" not in spec:
-        errors.append(FieldError.required(SPEC.child("task_template"), msg.NO_TEMPLATE))
+        errors.append(FieldError.required(_TEMPLATE, msg.NO_TEMPLATE))
     template = spec.get("task_template")
     if isinstance(template, dict):
-        errors += _task_template(template, SPEC.child("task_template"), in_group=False)
+        errors += _task_template(template, _TEMPLATE, in_group=False)
     errors += _groups(spec)
     errors += _worker_names(doc, spec)
     errors += _workers(spec)
@@ -105,15 +114,17 @@ def check_rules(doc: Any, *, partial: bool = False) -> list[FieldError]:
 
 
 def _combinations(spec: dict) -> list[FieldError]:
-    errors = []
-    for rule in COMBINATIONS:
-        if spec.get(rule.when) is None:
+    found = []
+    for when, rules in _WHEN.items():
+        if spec.get(when) is None:
             continue
-        value = _dig(spec, rule.field)
-        if value is None or value == rule.allowed:
-            continue
-        errors.append(FieldError.forbidden(SPEC.child(*rule.field), rule.message))
-    return errors
+        for rule in rules:
+            value = _dig(spec, rule.field)
+            if value is not None and value != rule.allowed:
+                found.append(rule)
+    if len(found) > 1:
+        found.sort(key=COMBINATIONS.index)  # the table's order, whatever the grouping
+    return [FieldError.forbidden(SPEC.child(*rule.field), rule.message) for rule in found]
 
 
 def _array(spec: dict) -> list[FieldError]:
@@ -151,8 +162,8 @@ def _task_template(template: dict, path: FieldPath, *, in_group: bool) -> list[F
     if isinstance(resources, dict):
         errors += _resources(resources, path, in_group)
     env = template.get("env")
-    if isinstance(env, dict):
-        for name in sorted(k for k in env if k in RESERVED_ENV):
+    if isinstance(env, dict) and not _RESERVED.isdisjoint(env):
+        for name in sorted(k for k in env if k in _RESERVED):
             errors.append(
                 FieldError.forbidden(path.child("env").key(name), msg.ENV_RESERVED.format(name=name))
             )
@@ -211,6 +222,12 @@ def _resources(res: dict, template: FieldPath, in_group: bool) -> list[FieldErro
     return errors
 
 
+@lru_cache(maxsize=256)
+def _group(i: int, *steps: str) -> FieldPath:
+    """``spec.task_groups[i]…``: built once a process (every document with groups asks)."""
+    return SPEC.child("task_groups").index(i).child(*steps)
+
+
 def _groups(spec: dict) -> list[FieldError]:
     groups = spec.get("task_groups")
     if not isinstance(groups, list):
@@ -231,7 +248,7 @@ def _groups(spec: dict) -> list[FieldError]:
                 names[name] = i
         template = group.get("task_template")
         if isinstance(template, dict):
-            errors += _task_template(template, path.index(i).child("task_template"), in_group=True)
+            errors += _task_template(template, _group(i, "task_template"), in_group=True)
     if spec.get("start", spec.get("policy")) == "Gang":
         for i, group in enumerate(groups):
             if isinstance(group, dict) and group.get("start_after") is not None:
@@ -243,7 +260,7 @@ def _groups(spec: dict) -> list[FieldError]:
         name, target = group.get("name"), group.get("start_after")
         if not isinstance(target, str):
             continue
-        where = path.index(i).child("start_after")
+        where = _group(i, "start_after")
         if target == name:
             errors.append(FieldError.invalid(where, msg.GROUP_START_AFTER_SELF))
         elif target not in names:
@@ -299,19 +316,20 @@ def _workers(spec: dict) -> list[FieldError]:
 
 def _quantities(template: dict, path: FieldPath) -> list[FieldError]:
     """A friendly quantity read as more than 64 bits (``99999999999P``) is no size or duration."""
-    resources = template.get("requested_resources")
-    resources = resources if isinstance(resources, dict) else {}
-    per_gpu = resources.get("per_gpu")
-    places: tuple[tuple[Any, str, tuple[str, ...]], ...] = (
-        (template, "time_limit_seconds", ()),
-        (resources, "memory_bytes", (_RES,)),
-        (per_gpu if isinstance(per_gpu, dict) else {}, "memory_bytes", (_RES, "per_gpu")),
-    )
     errors = []
-    for holder, key, below in places:
-        value = holder.get(key)
-        if isinstance(value, str) and _too_big(key, value):
-            errors.append(FieldError.invalid(path.child(*below, key), msg.QUANTITY_RANGE))
+    value = template.get("time_limit_seconds")
+    if isinstance(value, str) and _too_big("time_limit_seconds", value):
+        errors.append(FieldError.invalid(path.child("time_limit_seconds"), msg.QUANTITY_RANGE))
+    resources = template.get(_RES)
+    if not isinstance(resources, dict):
+        return errors
+    value = resources.get("memory_bytes")
+    if isinstance(value, str) and _too_big("memory_bytes", value):
+        errors.append(FieldError.invalid(path.child(_RES, "memory_bytes"), msg.QUANTITY_RANGE))
+    per_gpu = resources.get("per_gpu")
+    value = per_gpu.get("memory_bytes") if isinstance(per_gpu, dict) else None
+    if isinstance(value, str) and _too_big("memory_bytes", value):
+        errors.append(FieldError.invalid(path.child(_RES, "per_gpu", "memory_bytes"), msg.QUANTITY_RANGE))
     return errors
 
 
@@ -329,10 +347,12 @@ def _too_big(key: str, value: str) -> bool:
 
 def _worker_names(doc: dict, spec: dict) -> list[FieldError]:
     """<run>-<group>-<rank> must fit a DNS label; <run>-<rank> is bounded by the name's own limit."""
+    groups = spec.get("task_groups")
+    if not isinstance(groups, list):
+        return []
     metadata = doc.get("metadata")
     run = metadata.get("name") if isinstance(metadata, dict) else None
-    groups = spec.get("task_groups")
-    if not isinstance(run, str) or not isinstance(groups, list):
+    if not isinstance(run, str):
         return []
     errors = []
     for i, group in enumerate(groups):
