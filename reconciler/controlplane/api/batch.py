@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from ...collector import gc_paused
 from ...runspec.models import RULES_CHECKED, Run
-from ...runspec.normalize import without_own
+from ...runspec.normalize import spec_digest, without_own
 from ...wire import BATCH_MAX, BATCH_PATH
 from ...wire import batch as wire_batch
 from ...wire import models as wire
@@ -124,6 +124,7 @@ def _create(api: Scoped, batch: wire_batch.RunBatch, lock_id: str | None) -> wir
                 continue
         if batch.stop_on_error:
             stopped = i
+    digests = [spec_digest(d) for _, d in accepted]  # each run's, once: its listing's and its entry's
     record = None
     if batch.record is not None:
         given = batch.record
@@ -135,16 +136,18 @@ def _create(api: Scoped, batch: wire_batch.RunBatch, lock_id: str | None) -> wir
             }
             for _, d in accepted
         }
-        record = BatchRecord(api.source_key(given.source), lock_id, entries)
+        # normalize drops astra's annotations and the resource_version: each entry's digest is its run's
+        made = {d["metadata"]["name"]: h for (_, d), h in zip(accepted, digests, strict=True)}
+        record = BatchRecord(api.source_key(given.source), lock_id, entries, made)
     try:
         versions = engine.submit_batch([d for _, d in accepted], api.clock.now(), record, api.scope, models)
     except LockMismatch as exc:
         raise ApiError(409, wire.LockHeld(detail=str(exc), lock=_lock(exc.lock))) from exc
     except NameExists as exc:
         raise ApiError(409, wire.Detail(detail=str(exc))) from exc
-    for (i, doc), rv in zip(accepted, versions, strict=True):
+    for (i, doc), rv, h in zip(accepted, versions, digests, strict=True):
         items[i] = _item(doc, 201, resource_version=rv)
-        api.cache.digest(api.key(doc["metadata"]["name"]))  # made with the document, as POST /runs does
+        api.cache.digested(api.key(doc["metadata"]["name"]), h)  # as POST /runs makes it with the document
     api.audit_many(  # the audit trail: one event per run, as POST /runs writes it; one commit
         [
             (
