@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from reconciler.runspec.normalize import digest, normalize
 from reconciler.wire import BATCH_MAX
 
 from .conftest import LONG
@@ -139,6 +140,30 @@ def test_recorded_runs_are_in_the_inventory_in_the_same_write_under_the_lock(cli
     assert inventory["a"]["spec"] == kept and inventory["a"]["file"] == "runs/a.yaml"
     assert inventory["a"]["applied_at"] == 5.0 and inventory["b"]["file"] is None
     assert client.get("/api/sources/repo").json()["resource_version"] == 1  # one write
+
+
+def test_a_batchs_runs_have_the_digests_of_their_normalised_specs_in_the_inventory_and_listing(client):
+    lock = {"id": "L1", "owner": "me@h:1", "created_at": 1.0}
+    assert client.post("/api/sources/repo/lock", json=lock).status_code in (200, 201)
+    stamped = tiny("a")
+    stamped["metadata"]["annotations"] = {"astra.revision": "sha256:x", "team": "vision"}
+    stamped["metadata"]["resource_version"] = 7  # the server's to give: not part of the digest
+    stamped["spec"]["task_template"]["requested_resources"]["memory_bytes"] = "1Gi"
+    record = {"source": "repo", "applied_at": 5.0}
+    r = client.post(
+        BATCH, json={"runs": [stamped, tiny("b")], "record": record}, headers={"X-Astra-Lock": "L1"}
+    )
+    assert [i["status"] for i in r.json()["items"]] == [201, 201]
+    inventory = client.get("/api/sources/repo/runs").json()["items"]
+    listed = {
+        s["name"]: s["spec_digest"]
+        for s in client.get("/api/runs", params={"view": "summary"}).json()["items"]
+    }
+    kept = copy.deepcopy(stamped)
+    kept["metadata"] = {"name": "a", "annotations": {"team": "vision"}}
+    want = {"a": digest(normalize(kept)), "b": digest(normalize(tiny("b")))}
+    assert {run: e["digest"] for run, e in inventory.items()} == want == listed
+    assert want["a"] is not None and want["a"] != digest(normalize(tiny("a")))
 
 
 def test_the_long_base_path_and_jobs_serve_it_and_get_is_405(client):

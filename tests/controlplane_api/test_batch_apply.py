@@ -10,6 +10,7 @@ import stamina
 
 from reconciler import apply as applying
 from reconciler.apply import apply_plan
+from reconciler.clusters.batch import create_batch
 from reconciler.clusters.http import HttpCluster
 from reconciler.load import load_source
 from reconciler.plan import Action
@@ -101,3 +102,17 @@ def test_a_batch_create_of_a_run_already_there_counts_as_done_in_order(client, f
     assert [e.address for e in seen] == [f"r{i:03d}" for i in range(35)]  # in order, as run by run
     assert seen[4].message == "already there with this spec: counted as done"
     assert len(store.read(SOURCE).inventory) == 35
+
+
+def test_a_batch_sends_each_document_as_it_is_whatever_its_text_and_numbers(client):
+    cluster = HttpCluster("http://astra.test", TOKEN, transport=CountingAsgi(client.app))
+    docs = [tiny("words", command="echo équipe ✓"), tiny("nulled", command="echo null"), tiny("big")]
+    docs[0]["metadata"]["labels"] = {"team": "équipe"}
+    docs[2]["spec"]["priority"] = 2**70  # past orjson's 64 bits: sent all the same, refused in words
+    done = create_batch(cluster, docs)
+    assert done is not None and done.statuses == [201, 201, 422]
+    for doc in docs[:2]:
+        held = client.get(f"/api/runs/{doc['metadata']['name']}").json()
+        assert held["spec"] == doc["spec"] and held["metadata"].get("labels") == doc["metadata"].get("labels")
+    r = client.post("/api/runs", json=docs[2])
+    assert r.status_code == 422 and "priority" in r.text

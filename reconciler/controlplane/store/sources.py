@@ -28,7 +28,7 @@ from typing import Any
 from sqlalchemy import delete, insert, or_, select, update
 from sqlalchemy.engine import Engine
 
-from ...runspec.normalize import digest, normalize
+from ...runspec.normalize import spec_digest
 from ...runspec.vocabulary import HISTORY_KEEP
 from ..scopes import SOURCE_MARK, source_name
 from .errors import LockMismatch, NotFound, Stale
@@ -320,23 +320,28 @@ def _tag(resource_version: int, lock: str | None) -> str:
     return f'"{resource_version}-{lock_id}"'
 
 
-def source_run_row(source: str, run: str, entry: Mapping[str, Any]) -> dict[str, Any]:
+def source_run_row(
+    source: str, run: str, entry: Mapping[str, Any], digest: str | None = None
+) -> dict[str, Any]:
+    """An inventory entry's row, with ``entry_digest`` of its spec: ``digest`` when the server
+    made it already (a batch, of the document it created), else made here."""
     return {
         "source": source,
         "run": run,
         "spec": compact(entry["spec"]),
         "applied_at": float(entry.get("applied_at") or 0.0),
         "file": entry.get("file"),
-        "digest": entry_digest(entry["spec"]),
+        "digest": digest or entry_digest(entry["spec"]),
     }
 
 
 def entry_digest(spec: Any) -> str | None:
-    """``digest(normalize(spec))`` of an inventory entry's spec (the last-applied run document): what
-    the client computes of a desired document and the server of a live one (``spec_digest``).
-    ``None`` when normalize fails on the spec (not of a run document's shape), or it has no digest."""
+    """``spec_digest(spec)`` (``digest(normalize(spec))``) of an inventory entry's spec (the
+    last-applied run document): what the client computes of a desired document and the server of
+    a live one. ``None`` when normalize fails on the spec (not of a run document's shape), or it
+    has no digest."""
     try:
-        return digest(normalize(spec))
+        return spec_digest(spec)
     except (AttributeError, TypeError, ValueError):
         return None
 
