@@ -23,13 +23,14 @@ though, and each part can be checked for having moved without being read again:
   modification time of its modules): all in the entry's key.
 
 Only a plan that printed text with no change, no warning and exit code 0, from plain arguments
-(no ``--template``, ``--set``, git options, ``--replace``, ``--state``, ``--out``, ``-o``) and an
-``http://`` server, is recorded (``HOME/cache/quickplan/KEY``). At the start of such a plan
-(``answer``), before any heavy import, the files are found and stat'ed again and both GETs are
-made with ``If-None-Match`` (stdlib ``http.client``, the same ``Authorization``); only when
-everything matches and both answer 304 is the recorded text printed with its exit code. Any
-difference, error or other answer: the full plan runs as if this did not exist, and records
-again. Nothing is ever written to the server from here. ``ASTRA_QUICK_PLAN=0`` turns it off.
+(no ``--template``, ``--set``, git options, ``--replace``, ``--state``, ``--out``, ``-o``) and
+an ``http://`` server reached directly (no ``GIT_DIR``, no HTTP proxy in the environment), is
+recorded (``HOME/cache/quickplan/KEY``). At the start of such a plan (``answer``), before any
+heavy import, the files are found and stat'ed again and both GETs are made with
+``If-None-Match`` (plain HTTP/1.1 on a socket, the same ``Authorization``); only when everything
+matches and both answer 304 is the recorded text printed with its exit code. Any difference,
+error or other answer: the full plan runs as if this did not exist, and records again. Nothing
+is ever written to the server from here. ``ASTRA_QUICK_PLAN=0`` turns it off.
 """
 
 from __future__ import annotations
@@ -146,6 +147,7 @@ def _plain(given: dict[str, Any]) -> bool:
         and given.get("output", "text") == "text"
         and str(given.get("server") or "").startswith("http://")
         and not (os.environ.get("GIT_DIR") or os.environ.get("GIT_WORK_TREE"))  # a repository elsewhere
+        and not any(k.lower() in ("http_proxy", "all_proxy") for k in os.environ)  # httpx would go through it
     )
 
 
@@ -225,7 +227,7 @@ def _tagged_reads(journal: list[tuple[str, str, int, str | None]]) -> list[tuple
         return None
     reads = []
     for method, url, status, tag in journal:
-        if method != "GET" or status != 200 or not tag or not url.startswith("http://"):
+        if method != "GET" or status != 200 or not tag or not url.startswith("http://") or "@" in url:
             return None
         reads.append((url, tag))
     kinds = sorted(url.rpartition("?")[2] for url, _ in reads)

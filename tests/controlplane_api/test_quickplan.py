@@ -5,6 +5,7 @@ moved (the full plan answers then, and says what changed)."""
 from __future__ import annotations
 
 import os
+import subprocess
 
 import httpx
 import pytest
@@ -144,3 +145,31 @@ def test_the_summary_tag_is_not_given_again_by_a_server_started_again(setup):
     setup.start()
     after = summaries(setup, tag)
     assert after.status_code == 200 and after.json() == listed.json()
+
+
+def test_a_git_repository_made_around_the_files_is_planned_in_full(setup, capsys, monkeypatch):
+    first = plan(capsys)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
+    env["GIT_COMMITTER_EMAIL"] = "t@t"
+    for argv in (["init", "-q", "-b", "main"], ["add", "runs"], ["commit", "-qm", "the runs"]):
+        subprocess.run(["git", *argv], cwd=setup.cwd, env=env, check=True)
+    code, out = plan(capsys)
+    assert out != first[1] and "the runs" in out  # the revision now says the commit
+    assert (code, out) == full_plan(capsys, monkeypatch)
+
+
+def test_a_template_file_beside_the_files_is_planned_in_full(setup, capsys, monkeypatch):
+    first = plan(capsys)
+    (setup.cwd / "templates").mkdir()  # on the search path, not among the files
+    (setup.cwd / "templates" / "t.yaml").write_text("parameters: {}\nspec: {}\n")
+    code, out = plan(capsys)
+    assert out != first[1]  # the files' revision holds the templates
+    assert (code, out) == full_plan(capsys, monkeypatch)
+
+
+def test_a_plan_through_a_proxy_is_not_answered(setup, capsys, monkeypatch):
+    plan(capsys)
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # the full plan still reaches the server
+    no_full_plan(monkeypatch)
+    assert plan(capsys)[0] == 1  # the refusal: the full plan was asked
