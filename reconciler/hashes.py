@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .atomic import write_atomically
 
-__all__ = ["RACY_NS", "StatHashes"]
+__all__ = ["RACY_NS", "StatHashes", "stat_key"]
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +104,11 @@ class StatHashes:
             del self._held[k]
         self._changed = self._changed or bool(gone)
 
+    def held_stat(self, name: str) -> str | None:
+        """The stat (``stat_key``) that ``name``'s remembered hash is for (``None``: none is)."""
+        held = self._held.get(self._key(name))
+        return None if held is None else held[:-65]
+
     def remembered(self) -> dict[str, str]:
         return dict(self._held)
 
@@ -115,3 +120,7 @@ class StatHashes:
 
 def _seen(st: os.stat_result) -> str:
     return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
+#: A file's stat as this memo compares it: ``"DEV:INO:SIZE:MTIME:CTIME"``.
+stat_key = _seen

@@ -6,7 +6,8 @@ the cluster and the store can be read from a forked process (``reads_apart``: th
 before their first call), a process (``reconciler.cores.aside``) that reads the source's
 inventory (without specs when the plan takes its fast path) and the cluster's run summaries,
 and sends them back as plain tuples (pickled 20,000 at a time in a few milliseconds; as objects,
-in 50). ``result()`` gives them back as ``Ahead``: plain data, or the error that stopped the
+in 50), with the calls it made when this process notes them (``clusters.http.JOURNAL``).
+``result()`` gives them back as ``Ahead``: plain data, or the error that stopped the
 reads (after the retries ``reconcile.retrying`` gives them), which is the plan's error once the
 files have loaded. ``result()`` is ``None`` when nothing was read ahead (too few files, a cluster
 that cannot be read apart, no fork, or the forked process could not answer: the last two are
@@ -97,8 +98,10 @@ def _read(source: str, cluster: Cluster, store: SourceStore, specs: bool) -> Ahe
 
 
 def _packed(got: Ahead) -> dict[str, Any]:
-    """``got`` as plain tuples."""
-    out: dict[str, Any] = {"failed": got.failed}
+    """``got`` as plain tuples (and the calls this process noted: ``http.JOURNAL``)."""
+    from .clusters import http
+
+    out: dict[str, Any] = {"failed": got.failed, "journal": http.JOURNAL}
     if got.inventory is not None:
         out["inventory"] = {n: (e.spec, e.applied_at, e.file, e.digest) for n, e in got.inventory.items()}
     if got.listed is not None:
@@ -107,6 +110,10 @@ def _packed(got: Ahead) -> dict[str, Any]:
 
 
 def _unpacked(packed: dict[str, Any]) -> Ahead:
+    from .clusters import http
+
+    if http.JOURNAL is not None and packed.get("journal"):  # the other process's calls, noted here
+        http.JOURNAL.extend(packed["journal"])
     inventory = packed.get("inventory")
     listed = packed.get("listed")
     return Ahead(

@@ -24,12 +24,15 @@ def main(argv: list[str] | None = None) -> int:
     # process ends here, what it made is garbage all at once, which the collector would walk
     # (30 ms after a plan of 10,000 runs) for the memory the exit gives back anyway: frozen
     with gc_paused(pause=bool(args) and args[0] in _FAST, exiting=argv is None):
-        fast = _fast_call(args)
+        quick = _quick(args)
+        fast = _fast_call(args) if quick is None else None
         if args in (["--version"], ["-V"]):  # said without typer's import
             from .output import version_line
 
             sys.stdout.write(version_line() + "\n")
             code = 0
+        elif quick is not None:  # the last plan again: nothing it depended on moved
+            code = quick
         elif fast is not None:  # plain arguments, without typer: typer imports pydantic (100+ ms)
             code = _guarded(*fast)
         else:
@@ -153,8 +156,39 @@ _CHOICES: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 
+def _quick(args: list[str]) -> int | None:
+    """The exit code of a plan with plain arguments that ``cli.quickplan`` answered (it printed
+    the plan); ``None``: the command runs."""
+    given = _given(args) if args and args[0] == "plan" else None
+    if given is None:
+        return None
+    from .quickplan import answer
+
+    return answer(args, given)
+
+
 def _fast_call(args: list[str]) -> tuple[Any, dict[str, Any]] | None:
     """The command and its arguments when ``args`` are plain (see ``_FAST``); else ``None``."""
+    given = _given(args)
+    if given is None:
+        return None
+    if args[0] == "validate":
+        if not given.get("paths"):
+            return None
+        return validate_command, {
+            "paths": given["paths"],
+            "as_json": given.get("output") == "json",
+            "template": given.get("template"),
+            "sets": given.get("sets", ()),
+            "strict": given.get("strict", False),
+        }
+    from .planning import plan_command
+
+    return plan_command, given
+
+
+def _given(args: list[str]) -> dict[str, Any] | None:
+    """The parameters of a command with plain arguments (see ``_FAST``); else ``None``."""
     if not args or args[0] not in _FAST:
         return None
     options, positional, environ = _FAST[args[0]]
@@ -185,19 +219,7 @@ def _fast_call(args: list[str]) -> tuple[Any, dict[str, Any]] | None:
     for param, variable in environ.items():
         if param not in given and os.environ.get(variable):
             given[param] = os.environ[variable]
-    if args[0] == "validate":
-        if not given.get("paths"):
-            return None
-        return validate_command, {
-            "paths": given["paths"],
-            "as_json": given.get("output") == "json",
-            "template": given.get("template"),
-            "sets": given.get("sets", ()),
-            "strict": given.get("strict", False),
-        }
-    from .planning import plan_command
-
-    return plan_command, given
+    return given
 
 
 def _guarded(command: Any, arguments: dict[str, Any]) -> int:

@@ -166,9 +166,13 @@ def plan_files(paths: list[str], **options: Any) -> tuple[Setup, Any]:
     """``setup`` with the options, then the plan of the files (the local cache used)."""
     from ..load import default_cache
     from ..reconcile import plan_source
+    from . import quickplan
 
+    quickplan.before_plan()
     s = setup(paths, **options)
-    _, made = plan_source(s.source, s.cluster, s.store, time.time(), cache=default_cache())
+    cache = default_cache()
+    loaded, made = plan_source(s.source, s.cluster, s.store, time.time(), cache=cache)
+    quickplan.noted(loaded, cache)
     return s, made
 
 
@@ -349,7 +353,12 @@ def plan_command(
             from ..plan.render_markdown import revision_lines
             from .colour import enabled, paint_plan
 
-            sys.stdout.write(paint_plan(revision_lines(data) + render_plan(data, verbose=verbose), enabled()))
+            shown = paint_plan(revision_lines(data) + render_plan(data, verbose=verbose), enabled())
+            sys.stdout.write(shown)
+            if out is None and not strict:
+                from .quickplan import record
+
+                record(shown, 2 if detailed_exitcode and made.has_changes else 0, made)
             if out is not None:
                 echo(f"Saved the plan to {out}: 'astra apply {out}' carries out exactly this plan.")
         warned = plan_warnings(made)

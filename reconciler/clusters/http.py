@@ -85,6 +85,10 @@ if TYPE_CHECKING:
 
 __all__ = ["ApiSourceStore", "HttpCluster", "api_base"]
 
+#: When a list: every call this process makes is noted in it, ``(method, url, status, etag)``
+#: (``reconciler.cli.quickplan`` records a plan only when it read nothing but two tagged GETs).
+JOURNAL: list[tuple[str, str, int, str | None]] | None = None
+
 _TRANSIENT = frozenset({502, 503, 504})
 #: Up to this many runs, an inventory read names them (``?run=…``); more: the whole inventory.
 _RUNS_BY_NAME = 50
@@ -137,6 +141,9 @@ class HttpCluster:
             response = self.client.request(method, path, **kwargs)
         except httpx.TransportError as exc:
             raise Unreachable(f"{self.address} cannot be reached: {exc or type(exc).__name__}") from exc
+        if JOURNAL is not None:
+            tag = response.headers.get("etag")
+            JOURNAL.append((method, str(response.request.url), response.status_code, tag))
         if response.is_success or response.status_code == 304:  # 304: the If-None-Match still holds
             return response
         detail = detail_of(response)

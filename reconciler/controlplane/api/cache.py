@@ -15,6 +15,7 @@ Must not touch: the engine's state (it only reads it), HTTP, the store.
 from __future__ import annotations
 
 import json
+import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -79,6 +80,9 @@ class ResponseCache:
         self.engine, self.scope = engine, scope
         self._runs: dict[str, _Held] = {}
         self._listing: tuple[int, str] | None = None
+        #: this cache's own part of the summary listing's tags: a server started again (its
+        #: generations from 0 again) or another scope never answers a tag it did not give
+        self._nonce = secrets.token_hex(8)
 
     def __len__(self) -> int:
         """How many runs' parts are kept."""
@@ -122,14 +126,27 @@ class ResponseCache:
 
     def summaries(self) -> str:
         """``GET /runs?view=summary``'s answer (a ``wire.RunSummaryList``) as JSON text."""
+        return self.tagged_summaries()[0]
+
+    def tagged_summaries(self) -> tuple[str, str]:
+        """``summaries()`` and its ETag, ``summary_tag()`` of the generation it shows."""
         generation = self.engine.generation  # read first: a change while the text is made makes it stale
         if self._listing is not None and self._listing[0] == generation:
-            return self._listing[1]
+            return self._listing[1], self._tag(generation)
         order = self.engine.runs_of(self.scope)
         text = '{"items":[' + ",".join(self.summary_text(name) for name in order) + "]}"
         self._forget_gone()
         self._listing = (generation, text)
-        return text
+        return text, self._tag(generation)
+
+    def summary_tag(self) -> str:
+        """The summary listing's ETag now: the engine's generation (which moves with every change
+        to any run) and this cache's nonce, so that a tag is never given again for another
+        listing, not even by a server started again."""
+        return self._tag(self.engine.generation)
+
+    def _tag(self, generation: int) -> str:
+        return f'"{self._nonce}-{generation}"'
 
     def _forget_gone(self) -> None:
         """Forget runs deleted since (after a listing, which holds every run that is)."""

@@ -136,9 +136,14 @@ def list_runs(
         Query(alias="view", description="summary: each run's summary (no documents); full: whole runs."),
     ] = None,
 ) -> Response:
-    """Every run, in submission order: whole runs, or (``?view=summary``) their summaries."""
+    """Every run, in submission order: whole runs, or (``?view=summary``) their summaries (with
+    an ETag; 304 when ``If-None-Match`` names the listing's tag now)."""
     if view_ is wire.RunView.SUMMARY:
-        return json_text(api.cache.summaries())
+        tag = api.cache.summary_tag()
+        if tag in {t.strip() for t in request.headers.get("if-none-match", "").split(",")}:
+            return Response(status_code=304, headers={"ETag": tag})
+        text, tag = api.cache.tagged_summaries()
+        return json_text(text, tag=tag)
     return json_text(api.cache.runs(api.runs_url(request), api.scope.workspace))
 
 
