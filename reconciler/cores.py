@@ -1,6 +1,6 @@
 """``on_every_core(work, shares)``: ``work(i, share)`` for each share of a job, the first in this
 process and the others in processes forked from it (so each starts with every import done), as
-many as there are cores; the answers in order, pickled back through a pipe (``aside``: a fork
+many as there are cores; the answers in order, pickled back (``aside``: a fork
 costs a millisecond, where a ``ProcessPoolExecutor`` costs 17 ms of imports and threads).
 ``split(items)`` makes one share a core.
 
@@ -9,7 +9,11 @@ hold): ``forkable(n, minimum)`` says whether ``n`` items are worth it here. Used
 ``astra validate`` (``reconciler.check``) and by a cold load (``reconciler.load.parallel``).
 
 ``aside(work)`` runs ``work()`` in one forked process while this one goes on; ``result()`` is
-its answer, pickled back (a plan reads the cluster there while it loads its files here).
+its answer, pickled back (a plan reads the cluster there while it loads its files here). The
+answer goes through an unnamed file (in memory: Linux's ``memfd``; else a temporary file), not
+a pipe: the forked process writes it whole
+and ends at once, so that its memory (the copies it made, what it read) is not kept while this
+one is still busy (through a pipe it would wait, holding all of it, until this one reads).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import pickle
 import threading
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 __all__ = ["Aside", "aside", "cores", "forkable", "on_every_core", "split"]
 
@@ -59,15 +63,16 @@ def on_every_core(work: Callable[[int, Any], T], shares: Sequence[Any]) -> list[
 class Aside:
     """``work()`` running in a forked process (see ``aside``)."""
 
-    def __init__(self, pid: int, pipe: int):
-        self._pid, self._pipe = pid, pipe
+    def __init__(self, pid: int, answer: IO[bytes]):
+        self._pid, self._answer = pid, answer
         self._done = False
 
     def result(self) -> Any:
         """Its answer, once it has ended (what it raised is raised here)."""
-        with os.fdopen(self._pipe, "rb") as f:
-            data = f.read()
         self._reap()
+        with self._answer as f:
+            f.seek(0)
+            data = f.read()
         ok, value = pickle.loads(data) if data else (False, RuntimeError("the forked process died"))
         if not ok:
             raise value
@@ -81,8 +86,7 @@ class Aside:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self._pid, signal.SIGKILL)
             self._reap()
-            with contextlib.suppress(OSError):
-                os.close(self._pipe)
+        self._answer.close()
 
     def _reap(self) -> None:
         if not self._done:
@@ -94,22 +98,30 @@ def aside(work: Callable[[], Any]) -> Aside:
     """``work()`` started in a forked process now. Fork only where ``forkable`` says so, and only
     work that shares nothing with this process but memory (no open connection): it ends with
     ``os._exit``, running none of this process's exit handlers, and writes nothing but its
-    answer."""
-    read, write = os.pipe()
+    answer (into a temporary file this process reads once it has ended)."""
+    answer = _unnamed_file()
     pid = os.fork()
     if pid == 0:  # the forked process
         try:
-            os.close(read)
             try:
-                answer = pickle.dumps((True, work()), pickle.HIGHEST_PROTOCOL)
+                data = pickle.dumps((True, work()), pickle.HIGHEST_PROTOCOL)
             except BaseException as exc:  # given to the caller, whatever it is
                 try:
-                    answer = pickle.dumps((False, exc), pickle.HIGHEST_PROTOCOL)
+                    data = pickle.dumps((False, exc), pickle.HIGHEST_PROTOCOL)
                 except Exception:
-                    answer = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
-            with os.fdopen(write, "wb") as f:
-                f.write(answer)
+                    data = pickle.dumps((False, RuntimeError(f"{type(exc).__name__}: {exc}")))
+            answer.write(data)
+            answer.flush()
         finally:
             os._exit(0)
-    os.close(write)
-    return Aside(pid, read)
+    return Aside(pid, answer)
+
+
+def _unnamed_file() -> IO[bytes]:
+    """A file with no name, for one answer: in memory where Linux has ``memfd_create`` (no
+    import: ``tempfile`` costs 3 ms of a validate's start), else a temporary file."""
+    if hasattr(os, "memfd_create"):
+        return os.fdopen(os.memfd_create("astra-aside", os.MFD_CLOEXEC), "w+b")
+    import tempfile
+
+    return tempfile.TemporaryFile()  # noqa: SIM115 (``Aside`` closes it)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 
 import pytest
 
@@ -48,3 +49,16 @@ def test_closing_an_aside_stops_work_that_would_never_end():
     work.close()  # killed and reaped: no process is left behind
     with pytest.raises(ChildProcessError):
         os.waitpid(work._pid, os.WNOHANG)
+
+
+def test_aside_ends_once_its_answer_is_written_without_waiting_for_the_reader():
+    # an answer larger than a pipe holds: the forked process must not stay alive, holding its
+    # memory, until this one reads the answer
+    work = aside(lambda: b"x" * 4_000_000)
+    pidfd = os.pidfd_open(work._pid)
+    try:
+        ended, _, _ = select.select([pidfd], [], [], 60)
+    finally:
+        os.close(pidfd)
+    assert ended, "the forked process still runs, its answer unread"
+    assert work.result() == b"x" * 4_000_000

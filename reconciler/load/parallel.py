@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 
 #: From this many files missing from the cache, they are loaded on every core (as validate does).
 PARALLEL_FROM = 500
+#: A share loads this many files at a time (their bytes and documents are then dropped): the
+#: memory of a share does not grow with the files it loads, but for their small cache entries.
+CHUNK = 1000
 
 
 def fill_cache(loaded: Loaded, names: list[str], cache: FileCache) -> dict[str, tuple[str, Any]]:
@@ -70,25 +73,31 @@ def _cache_share(
 ) -> tuple[dict[str, tuple[str, Any]], bool, dict[str, str]]:
     """One process's share: each name's hash and cache entry (from the cache, else loaded),
     whether it wrote the entries it made (its part of the pack ``generation``), and what its
-    ``StatHashes`` remembered. Each file is read once: the bytes hashed are the bytes loaded."""
-    share = Loaded([], template, (), templates=templates)
+    ``StatHashes`` remembered. Each file is read once: the bytes hashed are the bytes loaded.
+    The share goes ``CHUNK`` files at a time, so that only one chunk's bytes and documents are
+    alive at once: what is kept of each file is its small cache entry."""
     cache, hashes = FileCache(folder), StatHashes(None)
     found: dict[str, tuple[str, Any]] = {}
-    missed = []
-    contents: dict[str, bytes] = {}
-    for name in names:
-        try:
-            data, sha = hashes.read(name)
-        except OSError:
-            data, sha = None, ""  # load_desired says what is wrong with it
-        entry = cache.get(sha) if sha else None
-        if entry is not None and from_cache(share, name, sha, entry):
-            found[name] = (sha, entry)
-        else:
-            share.files[name] = LoadedFile(name, sha)
-            missed.append(name)
-            if data is not None:
-                contents[name] = data
-    fresh = load_here(share, missed, contents, documents=False) if missed else {}
-    found.update((n, (share.files[n].sha256, fresh.get(share.files[n].sha256))) for n in missed)
-    return found, cache.put_part(fresh, generation, share_index), hashes.remembered()
+    made: dict[str, dict[str, Any]] = {}
+    for at in range(0, len(names), CHUNK):
+        share = Loaded([], template, (), templates=templates)
+        missed = []
+        contents: dict[str, bytes] = {}
+        for name in names[at : at + CHUNK]:
+            try:
+                data, sha = hashes.read(name)
+            except OSError:
+                data, sha = None, ""  # load_desired says what is wrong with it
+            entry = cache.get(sha) if sha else None
+            if entry is not None and from_cache(share, name, sha, entry):
+                found[name] = (sha, entry)
+            else:
+                share.files[name] = LoadedFile(name, sha)
+                missed.append(name)
+                if data is not None:
+                    contents[name] = data
+        if missed:
+            fresh = load_here(share, missed, contents, documents=False)
+            found.update((n, (share.files[n].sha256, fresh.get(share.files[n].sha256))) for n in missed)
+            made.update(fresh)
+    return found, cache.put_part(made, generation, share_index), hashes.remembered()

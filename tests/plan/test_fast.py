@@ -256,9 +256,13 @@ def test_a_state_file_from_before_digests_gets_them(tmp_path):
     assert store.inventory("s", ["q"])["q"].digest == digest(spec)
 
 
-def test_a_cold_load_on_every_core_is_the_load_in_one_process(world, monkeypatch):
-
+@pytest.mark.parametrize("chunk", [parallel_module.CHUNK, 2], ids=["one chunk a share", "chunks of 2"])
+def test_a_cold_load_on_every_core_is_the_load_in_one_process(world, monkeypatch, chunk):
+    """The same files, runs, digests, problems and cache entries, whether each share loads its
+    files at once or a few at a time (a share at 100,000 files goes ``CHUNK`` at a time)."""
     from reconciler.load import FileCache
+
+    monkeypatch.setattr(parallel_module, "CHUNK", chunk)
 
     for i in range(7):
         world.run(f"r{i}")
