@@ -124,4 +124,4 @@ def _unnamed_file() -> IO[bytes]:
         return os.fdopen(os.memfd_create("astra-aside", os.MFD_CLOEXEC), "w+b")
     import tempfile
 
-    return tempfile.TemporaryFile()  # noqa: SIM115 (``Aside`` closes it)
+    return tempfile.TemporaryFile()  # ``Aside`` closes it
