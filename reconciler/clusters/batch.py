@@ -1,10 +1,11 @@
 """The client of ``POST /runs:batch``: many runs created, and recorded in a source, in one call.
 
-Owns ``create_batch``: the documents sent (each serialised once, compact, by orjson), as many as fit in
-``BODY_BUDGET`` bytes (the server takes at most 16 MiB; those left out are answered 424, not
-attempted, as the server answers the documents after a failure under ``stop_on_error``), and each
-document's status read back (201 created, 409, 422, 424: ``wire.batch``). ``None``: the server has
-no batch route (another Astraeus API: 404 or 405), and the caller goes run by run.
+Owns ``create_batch``: the documents sent (each serialised once, compact, by orjson:
+``wire.text``), as many as fit in ``BODY_BUDGET`` bytes (the server takes at most 16 MiB; those
+left out are answered 424, not attempted, as the server answers the documents after a failure
+under ``stop_on_error``), and each document's status read back (201 created, 409, 422, 424:
+``wire.batch``). ``None``: the server has no batch route (another Astraeus API: 404 or 405), and
+the caller goes run by run.
 
 The answer is read without pydantic (as ``http``'s decoders): only each item's ``status``. The
 caller redoes a document that was not created on its own (``POST /runs``), which answers the
@@ -18,11 +19,10 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from ..runspec.normalize import without_own
 from ..state import InventoryEntry, SourceState
 from ..wire import BATCH_MAX, BATCH_PATH, LOCK_HEADER
+from ..wire.text import compact
 from .base import ClusterError, NotFound
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def create_batch(
     texts: list[bytes] = []
     size = 0
     for doc in documents[:BATCH_MAX]:
-        text = _compact(_without_version(doc))
+        text = compact(_without_version(doc))
         if texts and size + len(text) > BODY_BUDGET:
             break
         texts.append(text)
@@ -102,19 +102,6 @@ def _statuses(response: Any, n: int) -> list[int] | None:
     if len(statuses) != n or not all(type(s) is int for s in statuses):
         return None
     return statuses
-
-
-def _compact(document: dict[str, Any]) -> bytes:
-    """``document`` as compact JSON: orjson's (many times ``json.dumps``), unless the document holds
-    what orjson would not write as ``json.dumps`` does (``null``: NaN and Infinity become ``null``;
-    an integer past 64 bits, which orjson refuses): then ``json.dumps``'s."""
-    try:
-        text = orjson.dumps(document)
-    except (TypeError, orjson.JSONEncodeError):
-        text = b"null"
-    if b"null" in text:
-        return json.dumps(document, separators=(",", ":")).encode()
-    return text
 
 
 def _without_version(document: dict[str, Any]) -> dict[str, Any]:

@@ -30,6 +30,7 @@ Must not touch: HTTP (``api``), the process model (``executor``), SQL (``store``
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -218,10 +219,12 @@ class Engine:
         record: BatchRecord | None = None,
         scope: Scope = DEFAULT_SCOPE,
         models: list[Run] | None = None,
+        audit: tuple[Sequence[Mapping[str, Any]], int] | None = None,
     ) -> list[int]:
         """Queue new runs of ``scope`` (validated documents of distinct names; ``models``: their
-        ``Run`` models, when made already) and, with ``record``, their inventory entries: ONE
-        transaction (``Store.create_runs``); each run's resource_version. ``NameExists`` on a
+        ``Run`` models, when made already) and, with ``record``, their inventory entries, with
+        ``audit`` their audit events: ONE transaction (``Store.create_runs``); each run's
+        resource_version. ``NameExists`` on a
         clash, and the store's errors, leave nothing queued."""
         added: list[tuple[RunRecord, dict[str, Any]]] = []
         try:
@@ -231,7 +234,7 @@ class Engine:
                 if name in self.state.runs:
                     raise NameExists(f"a run named {run.metadata.name} exists")
                 added.append((self.state.submit(run, now, name), _stored(document)))
-            versions = self.store.create_runs(added, now, record)
+            versions = self.store.create_runs(added, now, record, audit)
         except BaseException:  # whatever failed, the runs queued so far go, and it is raised again
             gone = {r.name for r, _ in added}
             s = self.state

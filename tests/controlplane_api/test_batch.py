@@ -8,7 +8,7 @@ import json
 import pytest
 
 from reconciler.runspec.normalize import digest, normalize
-from reconciler.wire import BATCH_MAX
+from reconciler.wire import BATCH_MAX, LOCK_HEADER
 
 from .conftest import LONG
 from .test_api import tiny
@@ -284,3 +284,28 @@ def test_the_run_model_checks_the_rules_unless_told_validate_data_did():
     with pytest.raises(ValidationError, match="max_parallel"):
         Run.model_validate(broken)
     assert Run.model_validate(broken, context=RULES_CHECKED).spec.array.max_parallel == 3
+
+
+def test_a_batch_whose_audit_events_cannot_be_written_creates_nothing(client):
+    """The runs, their inventory entries and their audit events are one transaction: a server
+    that fails (or is killed) between them leaves no run without its event."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import OperationalError
+
+    from reconciler.controlplane.store.tables import AUDIT
+
+    store = client.plane.store
+    lock = {"id": "L1", "owner": "me@h:1", "created_at": 1.0}
+    assert client.post("/api/sources/repo/lock", json=lock).status_code in (200, 201)
+    body = {"runs": [tiny("a"), tiny("b")], "record": {"source": "repo", "applied_at": 1.0}}
+    with store.engine.begin() as conn:  # the audit trail cannot be written
+        conn.execute(text(f"ALTER TABLE {AUDIT.name} RENAME TO away"))
+    with pytest.raises(OperationalError, match=AUDIT.name):
+        client.post(BATCH, json=body, headers={LOCK_HEADER: "L1"})
+    assert client.get("/api/runs").json()["items"] == []
+    assert client.get("/api/sources/repo/runs").json()["items"] == {}
+    with store.engine.begin() as conn:
+        conn.execute(text(f"ALTER TABLE away RENAME TO {AUDIT.name}"))
+    assert client.post(BATCH, json=body, headers={LOCK_HEADER: "L1"}).json()["created"] == 2
+    events = [e for e in client.get("/api/events").json()["items"] if e["kind"] == "run"]
+    assert [(e["action"], e["name"]) for e in events] == [("create", "a"), ("create", "b")]

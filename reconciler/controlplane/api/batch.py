@@ -6,13 +6,14 @@ workspace must have: ``drives.drives_missing``, the drives read once a batch), a
 a run, or by an earlier document of the batch) is the same 409; the documents that pass (each
 made a ``Run`` once, handed to the engine, and digested once: its ``spec_digest`` is both its
 listing's and its inventory entry's digest, ``normalize`` dropping astra's annotations) are
-created by ``Engine.submit_batch`` in ONE transaction, with their entries in the source's
-inventory when the batch says ``record`` (under the source's apply lock: ``X-Astra-Lock``, else
-409 ``LockHeld`` and nothing created), and the scheduler is woken once. The answer has one item
-per document, in order (``wire.batch.RunBatchResult``), with the source's ETag after it when it
-records them (as every source write answers it). A batch of more than ``BATCH_MAX`` documents is
-refused whole (422, in words), and so is a body that is no batch; the body's own limits
-(``body``: 16 MiB, 64 levels, a key twice) hold as for every route.
+created by ``Engine.submit_batch`` in ONE transaction, with their audit events (one a run, as
+``POST /runs`` writes it: a server killed after the commit leaves no run without its event) and,
+when the batch says ``record``, their entries in the source's inventory (under the source's
+apply lock: ``X-Astra-Lock``, else 409 ``LockHeld`` and nothing created), and the scheduler is
+woken once. The answer has one item per document, in order (``wire.batch.RunBatchResult``), with
+the source's ETag after it when it records them (as every source write answers it). A batch of
+more than ``BATCH_MAX`` documents is refused whole (422, in words), and so is a body that is no
+batch; the body's own limits (``body``: 16 MiB, 64 levels, a key twice) hold as for every route.
 
 The work is done in a worker thread (a batch of 1,000 documents is checked and created in about
 0.2 s), holding the engine's gate as every route does. Must not touch: SQL, scheduling rules,
@@ -141,16 +142,7 @@ def _create(api: Scoped, batch: wire_batch.RunBatch, lock_id: str | None) -> wir
         # normalize drops astra's annotations and the resource_version: each entry's digest is its run's
         made = {d["metadata"]["name"]: h for (_, d), h in zip(accepted, digests, strict=True)}
         record = BatchRecord(api.source_key(given.source), lock_id, entries, made)
-    try:
-        versions = engine.submit_batch([d for _, d in accepted], api.clock.now(), record, api.scope, models)
-    except LockMismatch as exc:
-        raise ApiError(409, wire.LockHeld(detail=str(exc), lock=_lock(exc.lock))) from exc
-    except NameExists as exc:
-        raise ApiError(409, wire.Detail(detail=str(exc))) from exc
-    for (i, doc), rv, h in zip(accepted, versions, digests, strict=True):
-        items[i] = _item(doc, 201, resource_version=rv)
-        api.cache.digested(api.key(doc["metadata"]["name"]), h)  # as POST /runs makes it with the document
-    api.audit_many(  # the audit trail: one event per run, as POST /runs writes it; one commit
+    audit = api.audit_events(  # the audit trail: one event per run, as POST /runs writes it
         [
             (
                 "create",
@@ -162,6 +154,17 @@ def _create(api: Scoped, batch: wire_batch.RunBatch, lock_id: str | None) -> wir
             for _, doc in accepted
         ]
     )
+    try:
+        versions = engine.submit_batch(
+            [d for _, d in accepted], api.clock.now(), record, api.scope, models, audit
+        )
+    except LockMismatch as exc:
+        raise ApiError(409, wire.LockHeld(detail=str(exc), lock=_lock(exc.lock))) from exc
+    except NameExists as exc:
+        raise ApiError(409, wire.Detail(detail=str(exc))) from exc
+    for (i, doc), rv, h in zip(accepted, versions, digests, strict=True):
+        items[i] = _item(doc, 201, resource_version=rv)
+        api.cache.digested(api.key(doc["metadata"]["name"]), h)  # as POST /runs makes it with the document
     done = [item for item in items if item is not None]
     return wire_batch.RunBatchResult(created=len(accepted), items=done)
 

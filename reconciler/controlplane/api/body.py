@@ -18,7 +18,9 @@ a key given twice in one object                422     at the key's path: ``dupl
 
 The value is read by orjson when it reads it as ``json.loads`` with these checks would
 (``_read_plainly`` says when: no key twice, no integer past 64 bits), three times faster: a
-batch of 1,000 runs is a body of about 1 MB; else by ``json.loads``, which says what is wrong.
+batch of 1,000 runs is a body of about 1 MB; its nesting is then counted on the value read
+(``_nesting``). Else the bytes' nesting is counted first (``_depth``: ``json.loads`` recurses),
+and ``json.loads`` reads them, which says what is wrong.
 
 An integer is read exactly up to ``INT_DIGITS_MAX`` digits (Python's own default bound for reading
 one: past it, ``int`` refuses in words about ``sys.set_int_max_str_digits``); a longer one is
@@ -157,12 +159,14 @@ def strict_json(raw: bytes, *, values: bool = True) -> Any:
         raise _refused(
             FieldPath.root(), f"the body is not JSON: it is not UTF-8 text ({exc.reason} at byte {exc.start})"
         ) from None
-    if _depth(raw) > BODY_DEPTH_MAX:
-        raise _refused(FieldPath.root(), TOO_DEEP)
     reading = _Reading()
-    value = _read_plainly(raw)
+    value = _read_plainly(raw)  # orjson reads no more than 1,024 levels: past them, it is _UNSURE
     if value is _UNSURE:
+        if _depth(raw) > BODY_DEPTH_MAX:
+            raise _refused(FieldPath.root(), TOO_DEEP)
         value = _read(text, reading)
+    elif _nesting(value) > BODY_DEPTH_MAX:
+        raise _refused(FieldPath.root(), TOO_DEEP)
     if reading.flagged or values:
         found = list(_problems(value, values=values))
         if found:
@@ -219,6 +223,22 @@ def _depth(raw: bytes) -> int:
         return opening
     brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
     return max(accumulate(1 if b in b"[{" else -1 for b in brackets), default=0)
+
+
+def _nesting(value: Any) -> int:
+    """How deep ``value`` nests (``_depth`` of the bytes it was read from), counted level by
+    level up to one past ``BODY_DEPTH_MAX``: five times faster than ``_depth`` scans its bytes."""
+    depth = 0
+    level = [value] if type(value) is dict or type(value) is list else []
+    while level and depth <= BODY_DEPTH_MAX:
+        depth += 1
+        inner = []
+        for v in level:
+            for x in v.values() if type(v) is dict else v:
+                if type(x) is dict or type(x) is list:
+                    inner.append(x)
+        level = inner
+    return depth
 
 
 def _problems(doc: Any, *, values: bool) -> Iterator[wire.Problem]:

@@ -205,27 +205,35 @@ class Scoped:
         workspace: str | None = None,
     ) -> None:
         """``audit`` of many writes (``(action, kind, name, detail, source)`` each), in one
-        transaction of the store: a batch of runs."""
+        transaction of the store."""
+        self.app.engine.store.add_audit(*self.audit_events(writes, workspace=workspace))
+
+    def audit_events(
+        self,
+        writes: list[tuple[str, str, str, dict[str, Any] | None, str | None]],
+        *,
+        workspace: str | None = None,
+    ) -> tuple[list[dict[str, Any]], int]:
+        """The audit events of ``writes`` (as ``audit_many``), and how many events a workspace
+        keeps: for a write that records them in its own transaction (a batch of runs)."""
         now = self.clock.now()
         token = self.caller.name if self.caller is not None else "-"
-        self.app.engine.store.add_audit(
-            [
-                {
-                    "at": now,
-                    "org": self.scope.org,
-                    "workspace": workspace or self.scope.workspace,
-                    "cluster": self.scope.cluster,
-                    "token": token,
-                    "action": action,
-                    "kind": kind,
-                    "name": name,
-                    "source": source,
-                    "detail": detail or {},
-                }
-                for action, kind, name, detail, source in writes
-            ],
-            self.app.audit_keep,
-        )
+        events = [
+            {
+                "at": now,
+                "org": self.scope.org,
+                "workspace": workspace or self.scope.workspace,
+                "cluster": self.scope.cluster,
+                "token": token,
+                "action": action,
+                "kind": kind,
+                "name": name,
+                "source": source,
+                "detail": detail or {},
+            }
+            for action, kind, name, detail, source in writes
+        ]
+        return events, self.app.audit_keep
 
 
 async def api_context(request: Request) -> Scoped:

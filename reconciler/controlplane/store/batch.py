@@ -4,15 +4,15 @@ Owns ``BatchWrites``, the part of ``Store`` that writes a batch: its runs insert
 statement, each with its own ``resource_version`` (the store's counter moved once by the number
 of runs, so the versions are consecutive and still only grow), and, when a source records them,
 their inventory entries written in the same transaction under the source's apply lock, the
-source's resource_version moved once. Either all of it is written or none of it (a
-``LockMismatch`` or a ``NameExists`` leaves the database as it was).
+source's resource_version moved once; and the runs' audit events, in that transaction too (a
+server killed after it leaves no run without its event). Either all of it is written or none of
+it (a ``LockMismatch`` or a ``NameExists`` leaves the database as it was).
 
 Must not touch: validation (the API's), the scheduler's records (the engine's), HTTP.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,8 +24,9 @@ from ..scheduler import RunRecord
 from .errors import NameExists
 from .mapping import run_values
 from .migrations.schema4 import RESOURCE_VERSION
-from .sources import KeptSources, source_run_row
+from .sources import KeptSources, compact, source_run_row
 from .tables import RUNS, SEQUENCES, SOURCE_RUNS
+from .teams import write_audit
 
 __all__ = ["BatchRecord", "BatchWrites"]
 
@@ -51,9 +52,12 @@ class BatchWrites(KeptSources):
         runs: Sequence[tuple[RunRecord, dict[str, Any]]],
         now: float,
         record: BatchRecord | None = None,
+        audit: tuple[Sequence[Mapping[str, Any]], int] | None = None,
     ) -> list[int]:
         """Insert ``runs`` (each a record and its stored document) and, with ``record``, their
-        inventory entries: one transaction. Each run's resource_version, in order.
+        inventory entries, and with ``audit`` (events, and how many each workspace keeps:
+        ``KeptTeams.add_audit``'s) their audit events: one transaction, so that no run is left
+        without its entry or its event. Each run's resource_version, in order.
 
         ``NameExists`` when a name is taken; ``LockMismatch`` when ``record``'s lock is not the
         source's: nothing is written then."""
@@ -71,6 +75,8 @@ class BatchWrites(KeptSources):
                 conn.execute(insert(RUNS), rows)
                 if record is not None and record.entries:
                     self._record(conn, record, now)
+                if audit is not None:
+                    write_audit(conn, *audit)
         except IntegrityError as exc:
             raise NameExists(f"a run of this batch exists already: {exc.orig}") from exc
         return versions
@@ -90,7 +96,7 @@ class BatchWrites(KeptSources):
 def _run_row(record: RunRecord, document: dict[str, Any], now: float, rv: int) -> dict[str, Any]:
     return {
         "name": record.name,
-        "document": json.dumps(document, separators=(",", ":")),
+        "document": compact(document),
         "seq": record.seq,
         "created_at": now,
         "updated_at": now,

@@ -37,7 +37,7 @@ from .mapping import TickWrite, machine_json, run_record, run_values, tick_rows,
 from .migrations import REVISIONS, prepare
 from .migrations.legacy import fence
 from .migrations.schema4 import RESOURCE_VERSION
-from .sources import KeptSources
+from .sources import KeptSources, compact
 from .tables import CLUSTER_MACHINES, EVENTS, MACHINES, RUNS, SEQUENCES, WORKERS
 from .teams import KeptTeams
 
@@ -123,7 +123,7 @@ class Store(BatchWrites, KeptSources, KeptTeams, KeptDrives):
         ``NameExists`` on a clash (the counter does not move then)."""
         values = {
             "name": record.name,
-            "document": json.dumps(document, separators=(",", ":")),
+            "document": compact(document),
             "seq": record.seq,
             "created_at": now,
             "updated_at": now,

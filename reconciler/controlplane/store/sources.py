@@ -30,6 +30,7 @@ from sqlalchemy.engine import Engine
 
 from ...runspec.normalize import spec_digest
 from ...runspec.vocabulary import HISTORY_KEEP
+from ...wire import text
 from ..scopes import SOURCE_MARK, source_name
 from .errors import LockMismatch, NotFound, Stale
 from .tables import SOURCE_RUNS, SOURCES
@@ -311,7 +312,8 @@ def _str_or_null(x: str | None) -> str:
 
 
 def compact(data: Any) -> str:
-    return json.dumps(data, separators=(",", ":"))
+    """``data`` as compact JSON text, as ``json.loads`` reads it back (``wire.text``: orjson's)."""
+    return text.compact(data).decode()
 
 
 def _tag(resource_version: int, lock: str | None) -> str:

@@ -20,10 +20,11 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
+from ...wire import text
 from .errors import NameExists
 from .tables import AUDIT, QUOTAS, TOKENS, WORKSPACES
 
-__all__ = ["KeptTeams"]
+__all__ = ["KeptTeams", "write_audit"]
 
 
 class KeptTeams:
@@ -108,20 +109,8 @@ class KeptTeams:
         not one a run."""
         if not events:
             return
-        a = AUDIT
-        rows = [
-            {**e, "detail": json.dumps(e.get("detail") or {}, separators=(",", ":"), sort_keys=True)}
-            for e in events
-        ]
         with self.engine.begin() as conn:
-            conn.execute(insert(a), rows)
-            for org, workspace in sorted({(r["org"], r["workspace"]) for r in rows}):
-                mine = (a.c.org == org, a.c.workspace == workspace)
-                edge = conn.execute(
-                    select(a.c.id).where(*mine).order_by(a.c.id.desc()).offset(keep).limit(1)
-                ).scalar()
-                if edge is not None:
-                    conn.execute(delete(a).where(*mine, a.c.id <= edge))
+            write_audit(conn, events, keep)
 
     def audit_rows(
         self,
@@ -151,3 +140,20 @@ class KeptTeams:
         for r in rows:
             r["detail"] = json.loads(r["detail"])
         return rows[::-1]
+
+
+def write_audit(conn: Any, events: Sequence[Mapping[str, Any]], keep: int) -> None:
+    """``KeptTeams.add_audit``'s writes, in the caller's transaction (a batch of runs writes its
+    runs' events in its own: ``BatchWrites.create_runs``)."""
+    if not events:
+        return
+    a = AUDIT
+    rows = [{**e, "detail": text.compact(e.get("detail") or {}, sort_keys=True).decode()} for e in events]
+    conn.execute(insert(a), rows)
+    for org, workspace in sorted({(r["org"], r["workspace"]) for r in rows}):
+        mine = (a.c.org == org, a.c.workspace == workspace)
+        edge = conn.execute(
+            select(a.c.id).where(*mine).order_by(a.c.id.desc()).offset(keep).limit(1)
+        ).scalar()
+        if edge is not None:
+            conn.execute(delete(a).where(*mine, a.c.id <= edge))
