@@ -2,7 +2,9 @@
 process and the others in processes forked from it (so each starts with every import done), as
 many as there are cores; the answers in order, pickled back (``aside``: a fork
 costs a millisecond, where a ``ProcessPoolExecutor`` costs 17 ms of imports and threads).
-``split(items)`` makes one share a core.
+``split(items)`` makes one share a core. ``Turns(chunks)`` hands a job's chunks out instead to
+whichever process asks first: a process slowed down (its core shared with other work, as a
+plan's read-ahead) takes fewer, and none waits idle at the end for another's fixed share.
 
 Only a process without other threads is forked (a fork copies none of them, nor the locks they
 hold): ``forkable(n, minimum)`` says whether ``n`` items are worth it here. Used by
@@ -22,11 +24,11 @@ import contextlib
 import os
 import pickle
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import IO, Any, TypeVar
 
-__all__ = ["Aside", "aside", "cores", "forkable", "on_every_core", "split"]
+__all__ = ["Aside", "Turns", "aside", "cores", "forkable", "on_every_core", "split"]
 
 T = TypeVar("T")
 
@@ -45,6 +47,38 @@ def split(items: Sequence[T]) -> list[list[T]]:
     """One share a core (every ``cores()``-th item, so that each gets alike)."""
     jobs = cores()
     return [list(items[i::jobs]) for i in range(jobs)]
+
+
+class Turns:
+    """``chunks`` taken in turn by the processes of ``on_every_core(work, turns.shares())``, each
+    ``work`` looping on ``taken()``: every chunk is taken once, by whichever process asks first.
+    Their numbers sit in a pipe, written whole before any process is forked (at most ``MOST``:
+    4 KiB, what the smallest pipe holds); reading one (two bytes, less than ``PIPE_BUF``) is
+    atomic. ``close()`` once done."""
+
+    MOST = 2048
+
+    def __init__(self, chunks: Sequence[T]):
+        if len(chunks) > self.MOST:
+            raise ValueError(f"at most {self.MOST} chunks, not {len(chunks)}")
+        self._chunks = chunks
+        self._read, write = os.pipe()
+        try:
+            os.write(write, b"".join(i.to_bytes(2, "little") for i in range(len(chunks))))
+        finally:
+            os.close(write)  # once read to the end, a read answers nothing: no chunk is left
+
+    def shares(self) -> list[Turns]:
+        """One share a core: each is this."""
+        return [self] * cores()
+
+    def taken(self) -> Iterator[Any]:
+        """The chunks this process takes, one at a time, until none is left."""
+        while len(number := os.read(self._read, 2)) == 2:
+            yield self._chunks[int.from_bytes(number, "little")]
+
+    def close(self) -> None:
+        os.close(self._read)
 
 
 def on_every_core(work: Callable[[int, Any], T], shares: Sequence[Any]) -> list[T]:

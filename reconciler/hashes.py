@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from .atomic import write_atomically
+from .atomic import compact_json, write_atomically
 
 __all__ = ["RACY_NS", "StatHashes", "stat_key"]
 
@@ -114,7 +114,7 @@ class StatHashes:
 
     def save(self) -> None:
         if self.path is not None and self._changed:
-            text = json.dumps({"version": _VERSION, "files": self._held}, separators=(",", ":"))
+            text = compact_json({"version": _VERSION, "files": self._held})
             self._changed = not write_atomically(self.path, text)
 
 

@@ -7,7 +7,8 @@ import select
 
 import pytest
 
-from reconciler.cores import aside, on_every_core
+from reconciler import cores
+from reconciler.cores import Turns, aside, on_every_core
 
 
 def doubled(index: int, share: int) -> tuple[int, int, int]:
@@ -23,6 +24,27 @@ def test_the_first_share_is_done_here_and_the_others_in_forked_processes():
 
 def test_one_share_is_done_here_without_forking():
     assert on_every_core(doubled, [5]) == [(0, 10, os.getpid())]
+
+
+def taken_here(_index: int, turns: Turns) -> list[list[int]]:
+    return list(turns.taken())
+
+
+def test_chunks_taken_in_turn_are_each_taken_once_by_one_of_the_processes(monkeypatch):
+    monkeypatch.setattr(cores, "cores", lambda: 3)
+    chunks = [[i, i + 1] for i in range(0, 200, 2)]
+    turns = Turns(chunks)
+    try:
+        answers = on_every_core(taken_here, turns.shares())
+    finally:
+        turns.close()
+    assert len(answers) == 3
+    assert sorted(c for taken in answers for c in taken) == chunks  # none twice, none left
+
+
+def test_more_chunks_than_a_pipe_surely_holds_are_refused():
+    with pytest.raises(ValueError, match="at most 2048 chunks"):
+        Turns([[i] for i in range(Turns.MOST + 1)])
 
 
 def pid_and(value: int) -> tuple[int, int]:

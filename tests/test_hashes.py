@@ -129,3 +129,16 @@ def test_files_a_load_no_longer_finds_under_its_folders_are_forgotten(tmp_path, 
     left = StatHashes(tmp_path / "stat.json")
     assert left.known(str(kept)) == sha(b"x") and left.known(str(elsewhere)) == sha(b"x")
     assert str(gone) not in left._held  # its entry is gone with it; another folder's stays
+
+
+def test_a_file_whose_name_is_not_utf8_is_remembered_too(tmp_path, later):
+    """Such a name is kept as Python holds it (a surrogate escape), which the fast JSON writer
+    refuses: the memory is written all the same, and read back."""
+    name = os.path.join(os.fsdecode(tmp_path), os.fsdecode(b"caf\xe9.yaml"))
+    with open(name, "wb") as f:
+        f.write(b"one")
+    first = StatHashes(tmp_path / "stat.json")
+    first.sha256(name)
+    first.save()
+    again = StatHashes(tmp_path / "stat.json")
+    assert again.known(name) == sha(b"one")

@@ -178,22 +178,24 @@ def plan_files(paths: list[str], **options: Any) -> tuple[Setup, Any]:
 
 @contextmanager
 def failures() -> Iterator[None]:
-    """Our errors as one line and ``Exit(1)`` (the files' problems one per line first)."""
-    from ..apply import ApplyFailed
-    from ..clusters.base import ClusterError
-    from ..plan import PlanError
-    from ..reconcile import LoadFailed, ReconcileError
-    from ..sources import SourceError
-    from ..state import StateError
-
+    """Our errors as one line and ``Exit(1)`` (the files' problems one per line first). Their
+    classes are imported only when something was raised: ``reconciler.apply`` costs a plan 5 ms."""
     try:
         yield
-    except LoadFailed as exc:
-        for e in exc.errors:
-            echo(e.format(), err=True)
-        error(str(exc))
-        raise Exit(1) from None
-    except (ClusterError, StateError, PlanError, ReconcileError, ApplyFailed, SourceError) as exc:
+    except Exception as exc:
+        from ..apply import ApplyFailed
+        from ..clusters.base import ClusterError
+        from ..plan import PlanError
+        from ..reconcile import LoadFailed, ReconcileError
+        from ..sources import SourceError
+        from ..state import StateError
+
+        ours = (ClusterError, StateError, PlanError, ReconcileError, ApplyFailed, SourceError)
+        if isinstance(exc, LoadFailed):
+            for e in exc.errors:
+                echo(e.format(), err=True)
+        elif not isinstance(exc, ours):
+            raise
         error(str(exc))
         raise Exit(1) from None
 

@@ -30,7 +30,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..atomic import write_atomically
+from ..atomic import compact_json, write_atomically
 from ..hashes import StatHashes
 from ..runs import DesiredItem
 from ..runspec.files import published_text
@@ -130,7 +130,7 @@ class FileCache:
         if len(entries) < PACK_FROM:
             for digest, entry in entries.items():
                 path = self._path(digest)
-                if write_atomically(path, json.dumps(entry, separators=(",", ":"))):
+                if write_atomically(path, compact_json(entry)):
                     self._folders().add(path.parent.name)
             return
         if self.put_part(entries, new_generation(), 0):
@@ -141,7 +141,7 @@ class FileCache:
         ``prune_packs`` after): whether it was written."""
         if self.folder is None or not entries:
             return False
-        text = json.dumps({"salt": self._salt, "entries": entries}, separators=(",", ":"))
+        text = compact_json({"salt": self._salt, "entries": entries})
         if not write_atomically(self._packs / f"{generation}-{part}.json", text):
             return False
         if self._index is not None:

@@ -1,12 +1,16 @@
 """The parallel load: a cold load of many files hashed and loaded on every core.
 
-``fill_cache(loaded, names, cache)`` splits ``names`` into one share a core
-(``reconciler.cores``); each forked share reads each file once (the bytes hashed are the bytes
-loaded), answers what the cache already knows and loads the rest, writes its part of one new
-pack, and sends back each name's content hash and cache entry (``None``: the file has
-problems), and the hashes its ``StatHashes`` learned. The caller then takes every file from
+``fill_cache(loaded, names, cache)`` cuts ``names`` into chunks that one process a core takes
+in turn (``reconciler.cores.Turns``: a process slowed by the plan's read-ahead beside it takes
+fewer, and none waits for another at the end); each share reads each file once (the bytes
+hashed are the bytes loaded), answers what the cache already knows and loads the rest, writes
+its part of one new pack, and sends back each name's content hash and cache entry (``None``:
+the file has problems), and the hashes its ``StatHashes`` learned. The caller then takes every file from
 those entries as from a warm cache (``from_cache``), so the result is the load in one process:
 ``tests/plan/test_fast.py`` compares the two.
+
+Before forking, one file is loaded here and thrown away (``_warm``): the imports, the compiled
+schema and the caches that loading makes are then made once, not once a share.
 
 When the shares cannot run (no fork, a share died), the names they did not answer are loaded
 in this process (the plain path), and the reason is logged at debug level.
@@ -21,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..cores import on_every_core, split
+from ..cores import Turns, on_every_core
 from ..hashes import StatHashes
 from .cache import FileCache, from_cache, new_generation
 from .fresh import load_here
@@ -33,23 +37,31 @@ log = logging.getLogger(__name__)
 
 #: From this many files missing from the cache, they are loaded on every core (as validate does).
 PARALLEL_FROM = 500
-#: A share loads this many files at a time (their bytes and documents are then dropped): the
-#: memory of a share does not grow with the files it loads, but for their small cache entries.
-CHUNK = 1000
+#: A share takes this many files at a time (their bytes and documents are then dropped): the
+#: memory of a share does not grow with the files it loads, but for their small cache entries;
+#: and the shares end within one chunk's time of each other.
+CHUNK = 250
 
 
 def fill_cache(loaded: Loaded, names: list[str], cache: FileCache) -> dict[str, tuple[str, Any]]:
     """Hash ``names`` on every core, and load the ones the cache does not know: each name's
     content hash and cache entry (``None`` when it has problems). The new entries go into the
     cache (one pack when many), and the hashes learned into ``cache.hashes``."""
+    if names:
+        _warm(loaded, names[0])
     work = partial(_cache_share, loaded.template, loaded.templates, cache.folder, new_generation())
+    size = max(CHUNK, -(-len(names) // Turns.MOST))
     found: dict[str, tuple[str, Any]] = {}
     wrote = False
     try:
-        for part, written, learned in on_every_core(work, split(names)):
-            found.update(part)
-            wrote = wrote or written
-            cache.hashes.learn(learned)
+        turns = Turns([names[at : at + size] for at in range(0, len(names), size)])
+        try:
+            for part, written, learned in on_every_core(work, turns.shares()):
+                found.update(part)
+                wrote = wrote or written
+                cache.hashes.learn(learned)
+        finally:
+            turns.close()
     except Exception as exc:  # a fork or a share failed: whatever was not found is loaded here
         log.debug(
             "parallel load: the shares failed (%s: %s): %d of %d files are loaded in this process",
@@ -63,27 +75,37 @@ def fill_cache(loaded: Loaded, names: list[str], cache: FileCache) -> dict[str, 
     return found
 
 
+def _warm(loaded: Loaded, name: str) -> None:
+    """Load one file here, for nothing but what loading makes on its way (the loader's and the
+    YAML parser's imports, the schema's compiled validator, the caches of its rules): the shares
+    forked next start with them, rather than each making its own (30 ms of CPU a share). What
+    it loads is thrown away: its share loads the file again."""
+    probe = Loaded([], loaded.template, loaded.sets, templates=loaded.templates)
+    probe.files[name] = LoadedFile(name, "")  # no hash: no cache entry is made
+    load_here(probe, [name], documents=False)
+
+
 def _cache_share(
     template: str | None,
     templates: dict[str, str],
     folder: Path | None,
     generation: str,
     share_index: int,
-    names: list[str],
+    turns: Turns,
 ) -> tuple[dict[str, tuple[str, Any]], bool, dict[str, str]]:
     """One process's share: each name's hash and cache entry (from the cache, else loaded),
     whether it wrote the entries it made (its part of the pack ``generation``), and what its
     ``StatHashes`` remembered. Each file is read once: the bytes hashed are the bytes loaded.
-    The share goes ``CHUNK`` files at a time, so that only one chunk's bytes and documents are
-    alive at once: what is kept of each file is its small cache entry."""
+    The share goes one chunk (``turns.taken()``) at a time, so that only one chunk's bytes and
+    documents are alive at once: what is kept of each file is its small cache entry."""
     cache, hashes = FileCache(folder), StatHashes(None)
     found: dict[str, tuple[str, Any]] = {}
     made: dict[str, dict[str, Any]] = {}
-    for at in range(0, len(names), CHUNK):
+    for chunk in turns.taken():
         share = Loaded([], template, (), templates=templates)
         missed = []
         contents: dict[str, bytes] = {}
-        for name in names[at : at + CHUNK]:
+        for name in chunk:
             try:
                 data, sha = hashes.read(name)
             except OSError:

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from ..runs import DesiredItem, LiveRun, RunSummary, WorkerInfo
 from .cost import cost_of
 from .diff import compare
-from .model import Action, Change, Plan, PlanError, action_for
+from .model import Action, Change, Plan, PlanError, action_for, quick_change
 from .normalize import normalize
 
 __all__ = ["Applied", "DesiredItem", "build_plan", "in_scope", "stopping"]
@@ -174,7 +174,7 @@ def _unchanged(want: DesiredItem, have: LiveRun | RunSummary, applied: Applied) 
     same file too, apply has nothing to send or record: the noop carries no documents (its
     ``before`` and ``after`` are ``None``), and the run's document is never read."""
     after = None if applied.file == want.file else want.after()
-    return Change(
+    return quick_change(
         address=want.name,
         action=Action.noop,
         before=after,

@@ -277,9 +277,9 @@ def test_a_cold_load_on_every_core_is_the_load_in_one_process(world, monkeypatch
         g = forked.files[name]
         assert [(i, r.name, r.digest) for i, r in g.entries] == [(i, r.name, r.digest) for i, r in f.entries]
     packs = list((world.root / "cold" / "packs").glob("*.json"))
-    assert len(packs) == 2  # a part from each share: one pack
+    assert len({p.name.split("-")[0] for p in packs}) == 1  # a part from each share that took files: one pack
     entries = [e for p in packs for e in json.loads(p.read_text())["entries"]]
-    assert len(entries) == 7  # the bad file is never cached
+    assert len(entries) == 7  # each file once; the bad file is never cached
 
 
 def test_a_cold_plan_reads_the_cluster_apart_while_other_cores_load_its_files(world, monkeypatch):
