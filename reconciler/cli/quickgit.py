@@ -43,6 +43,7 @@ is refused by this rule: such a plan is recorded by the next one.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from collections.abc import Sequence
@@ -106,21 +107,23 @@ def _above(folder: str) -> str | None:
         folder = up
 
 
-def unchanged(kept: dict[str, Any], paths: Sequence[str]) -> dict[str, str] | None:
-    """The stat of each entry under ``paths`` (by name) when every file ``kept`` watched is as it
-    was; ``None`` when any moved."""
+def unchanged(kept: dict[str, Any], paths: Sequence[str]) -> bool:
+    """Whether every file ``kept`` watched, and every entry under ``paths``, is as it was (then so
+    are the spec files among them, found as they were: ``recorded`` saw each at its hash's stat,
+    so none through a symbolic link)."""
     for name, key in kept["watched"]:
         if _key(name) != key:
-            return None
+            return False
     tree = _tree(paths)
-    if tree is None or [(n, _stat_key(st)) for n, st in tree] != kept["tree"]:
-        return None
-    return {n: stat_key(st) for n, st in tree if stat.S_ISREG(st.st_mode)}
+    return tree is not None and _digest(tree) == kept["tree"]
 
 
-def recorded(paths: Sequence[str], revision: dict[str, Any], since_ns: int) -> dict[str, Any] | None:
+def recorded(
+    paths: Sequence[str], revision: dict[str, Any], since_ns: int, files: dict[str, str]
+) -> dict[str, Any] | None:
     """What the plan's ``revision`` was decided by, to be checked by ``unchanged``; ``None``:
-    refused, or anything watched changed within ``RACY_NS`` before ``since_ns``."""
+    refused, anything watched changed within ``RACY_NS`` before ``since_ns``, or a spec file
+    not with the stat its hash was taken at (``files``)."""
     try:
         git = repository(paths)
         if git is None:
@@ -165,13 +168,16 @@ def recorded(paths: Sequence[str], revision: dict[str, Any], since_ns: int) -> d
         return None
     if tree is None:
         return None
+    seen = {n: stat_key(st) for n, st in tree}
+    if any(seen.get(n) != held for n, held in files.items()):  # one changed, or read through a link
+        return None
     latest = since_ns - hashes.RACY_NS
     if any(st is not None and max(st.st_mtime_ns, st.st_ctime_ns) >= latest for _, st in (*stats, *tree)):
         return None
     return {
         "dir": git,
         "watched": [(n, None if st is None else _stat_key(st)) for n, st in stats],
-        "tree": [(n, _stat_key(st)) for n, st in tree],
+        "tree": _digest(tree),
     }
 
 
@@ -223,13 +229,16 @@ def _asked_of_git(top: str, configs: list[str]) -> list[str] | None:
 
 
 def _tree(paths: Sequence[str]) -> list[tuple[str, os.stat_result]] | None:
-    """Each path and every entry under it, hidden ones too, by ``lstat``, in a stable order
-    (``None``: a nested repository, or a path gone)."""
+    """Each path and every entry under it, hidden ones too, by ``lstat`` (a symbolic link as git
+    sees it, not followed), in a stable order (``None``: a nested repository, a path that is or
+    goes through a symbolic link, or a path gone: refused)."""
     out: list[tuple[str, os.stat_result]] = []
     try:
         for p in paths:
             st = os.lstat(p)
             out.append((p, st))
+            if os.path.realpath(p) != os.path.abspath(p) or stat.S_ISLNK(st.st_mode):
+                return None
             if stat.S_ISDIR(st.st_mode) and not _walk(p, out):
                 return None
     except OSError:
@@ -247,6 +256,12 @@ def _walk(folder: str, out: list[tuple[str, os.stat_result]]) -> bool:
         if stat.S_ISDIR(st.st_mode) and not _walk(entry.path, out):
             return False
     return True
+
+
+def _digest(tree: list[tuple[str, os.stat_result]]) -> str:
+    """One hash of the names and stats of ``tree``: the entry kept is small, read quickly."""
+    text = "\0".join(f"{n}\0{_stat_key(st)}" for n, st in tree)
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _lstat(name: str) -> os.stat_result | None:

@@ -95,9 +95,10 @@ def answer(args: list[str], given: dict[str, Any]) -> int | None:
         git = entry["git"]
         if quickgit.repository(paths) != (git and git["dir"]):
             return None
-        known = quickgit.unchanged(git, paths) if git else {}
-        files = None if known is None else _files_now(paths, known)
-        if files is None or files != entry["files"]:
+        if git:  # every entry under the folders as it was: the same files, with the same stats
+            if not quickgit.unchanged(git, paths) or _templates(paths, [f for f, _ in entry["files"]]):
+                return None
+        elif _files_now(paths) != entry["files"]:
             return None
         if not _unchanged_server(entry["reads"], given.get("token")):
             return None
@@ -155,7 +156,7 @@ def record(text: str, code: int, made: Any) -> None:
         return
     git = None
     if (made.revision or {}).get("top") is not None:  # a working tree's: what its revision says
-        git = quickgit.recorded(paths, made.revision, armed["since"])
+        git = quickgit.recorded(paths, made.revision, armed["since"], seen)
         if git is None:
             return
     else:
@@ -223,31 +224,37 @@ def _entry_path(key: str) -> str:
 
 def _found(paths: list[str]) -> list[str] | None:
     """The spec files of ``paths`` (``None``: a path is missing, or a template may be used)."""
-    from ..runspec.files import SPEC_SUFFIXES, find_files
-    from ..template_files import folders_for
+    from ..runspec.files import find_files
 
     files, errors = find_files(paths)
-    if errors or not paths:
+    if errors or not paths or _templates(paths, files):
         return None
+    return files
+
+
+def _templates(paths: list[str], files: list[str]) -> bool:
+    """Whether a template file is on the search path of ``files`` (``template_files.folders_for``)."""
+    from ..runspec.files import SPEC_SUFFIXES
+    from ..template_files import folders_for
+
     for templates in folders_for(paths, {f.rpartition(os.sep)[0] for f in files}):
         try:
             names = os.listdir(templates)
         except OSError:
             continue
         if any(os.path.splitext(n)[1] in SPEC_SUFFIXES and not n.startswith(".") for n in names):
-            return None
-    return files
+            return True
+    return False
 
 
-def _files_now(paths: list[str], known: dict[str, str]) -> list[tuple[str, str]] | None:
-    """Each spec file of ``paths`` with its stat now (``hashes.stat_key``), as ``record`` keeps them
-    (``known``: the stats of the regular files just taken by ``lstat``, the same)."""
+def _files_now(paths: list[str]) -> list[tuple[str, str]] | None:
+    """Each spec file of ``paths`` with its stat now (``hashes.stat_key``), as ``record`` keeps them."""
     from ..hashes import stat_key
 
     files = _found(paths)
     if files is None:
         return None
-    return [(f, known.get(f) or stat_key(os.stat(f))) for f in files]
+    return [(f, stat_key(os.stat(f))) for f in files]
 
 
 def _tagged_reads(journal: list[tuple[str, str, int, str | None]]) -> list[tuple[str, str]] | None:

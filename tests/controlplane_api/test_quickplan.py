@@ -254,3 +254,18 @@ def test_a_linked_worktree_is_planned_in_full(repo, capsys, monkeypatch):
     with monkeypatch.context() as m:
         no_full_plan(m)
         assert plan(capsys)[0] == 1  # never recorded: a .git file
+
+
+def test_a_spec_file_linked_from_outside_the_folders_is_read_again(repo, capsys, monkeypatch):
+    (repo.cwd / "other").mkdir()
+    (repo.cwd / "other" / "c.yaml").write_text(spec("c"))
+    os.symlink(os.path.join("..", "other", "c.yaml"), repo.cwd / "runs" / "c.yaml")
+    applied = repo.astra("apply", "-f", "runs", "--source", "s", "--yes")
+    assert applied.returncode == 0, applied.stderr
+    until(lambda: _settled(repo), what="the runs to end")
+    plan(capsys)
+    assert "No changes" in plan(capsys)[1]
+    (repo.cwd / "other" / "c.yaml").write_text(spec("c", "echo"))  # the link itself as it was
+    code, out = plan(capsys)
+    assert "1 to replace" in out
+    assert (code, out) == full_plan(capsys, monkeypatch)
