@@ -146,7 +146,7 @@ def recorded(
         for p in paths:
             real = os.path.realpath(p)
             folder = real if os.path.isdir(real) else os.path.dirname(real)
-            while folder.startswith(top):
+            while folder == top or folder.startswith(top + os.sep):
                 watched += [os.path.join(folder, ".gitignore"), os.path.join(folder, ".gitattributes")]
                 if folder == top:
                     break
@@ -188,7 +188,7 @@ def _head(git: str) -> tuple[str | None, str | None]:
     if head.startswith("ref: refs/heads/"):
         branch = head.removeprefix("ref: refs/heads/")
         return branch, _ref(git, f"refs/heads/{branch}")
-    return None, head if not head.startswith("ref:") else None
+    return None, (None if head.startswith("ref:") else head)  # detached (or on no branch: refused)
 
 
 def _ref(git: str, ref: str) -> str | None:
