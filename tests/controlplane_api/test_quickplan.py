@@ -269,3 +269,19 @@ def test_a_spec_file_linked_from_outside_the_folders_is_read_again(repo, capsys,
     code, out = plan(capsys)
     assert "1 to replace" in out
     assert (code, out) == full_plan(capsys, monkeypatch)
+
+
+@pytest.mark.parametrize("where", [".gitignore", ".git/info/exclude"])
+def test_an_ignore_rule_added_above_the_folders_is_planned_in_full(repo, capsys, monkeypatch, where):
+    (repo.cwd / "runs" / "notes.txt").write_text("not a spec\n")  # untracked: dirty
+    dirty = plan(capsys)
+    assert "+dirty" in dirty[1]
+    with monkeypatch.context() as m:
+        no_full_plan(m)
+        assert plan(capsys) == dirty  # a dirty tree's plan is answered too
+    (repo.cwd / where).parent.mkdir(exist_ok=True)
+    with open(repo.cwd / where, "a") as f:
+        f.write("notes.txt\n")
+    code, out = plan(capsys)
+    assert "+dirty" not in out
+    assert (code, out) == full_plan(capsys, monkeypatch)
