@@ -10,8 +10,12 @@ though, and each part can be checked for having moved without being read again:
   and change times in nanoseconds; a file changed within ``hashes.RACY_NS`` of being hashed is
   not remembered there, so it is never recorded here: git's racy-clean rule). The change time
   cannot be set back, so a file written again does not match. No template file on the search
-  path (``template_files.folders_for``), none used, and no ``.git`` above the folders (a plan
-  of a working tree says its revision, which moves without its files' stats);
+  path (``template_files.folders_for``), none used;
+* **the revision**: no ``.git`` above the folders, as when recorded; or, for folders in a git
+  working tree, whose plan says its branch, commit and ``dirty`` (which move without the spec
+  files' stats), the same repository with the same stat of each file that decided those
+  (``cli.quickgit``: ``HEAD``, the branch, the index, every entry under the folders, the ignore
+  and configuration files), checked with no git process;
 * **the server**: the plan read exactly two things, both tagged: the source's inventory
   (``GET /sources/{name}/runs?view=digest``, whose ETag moves with every write and lock) and
   the run summaries (``GET /runs?view=summary``, whose ETag is the engine's generation, which
@@ -39,17 +43,34 @@ import hashlib
 import marshal
 import os
 import sys
+import time
 from typing import Any
+
+from . import quickgit
 
 __all__ = ["OFF", "answer", "before_plan", "noted", "record"]
 
 #: ``ASTRA_QUICK_PLAN=0``: every plan is a full one (and none is recorded).
 OFF = "ASTRA_QUICK_PLAN"
-_VERSION = 1
+_VERSION = 2
 #: Options that make a plan this path does not answer (or that it would not print as text).
 _BARRED = ("template", "sets", "git", "ref", "path", "git_token_file", "revision", "replace", "state", "out")
-#: The environment, besides ``ASTRA_*``, that may change what a plan prints.
-_ENVIRON = ("NO_COLOR", "FORCE_COLOR", "TERM", "HOME", "XDG_STATE_HOME", "PYTHONIOENCODING", "PYTHONUTF8")
+#: The environment, besides ``ASTRA_*``, that may change what a plan prints (``XDG_CONFIG_HOME``:
+#: where git's own configuration is; the names a detached ``HEAD``'s branch is read from,
+#: ``sources.worktree._CI_REFS``).
+_ENVIRON = (
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "TERM",
+    "HOME",
+    "XDG_STATE_HOME",
+    "XDG_CONFIG_HOME",
+    "PYTHONIOENCODING",
+    "PYTHONUTF8",
+    "GITHUB_HEAD_REF",
+    "GITHUB_REF_NAME",
+    "CI_COMMIT_REF_NAME",
+)
 _TIMEOUT = 5.0
 
 #: Set by ``answer`` when this plan may be recorded: its key and options, then what it loaded.
@@ -71,8 +92,13 @@ def answer(args: list[str], given: dict[str, Any]) -> int | None:
         if not isinstance(entry, dict) or entry.get("version") != _VERSION:
             return None
         paths = _paths(given)
-        files = _files_now(paths)
-        if files is None or files != entry["files"]:
+        git = entry["git"]
+        if quickgit.repository(paths) != (git and git["dir"]):
+            return None
+        if git:  # every entry under the folders as it was: the same files, with the same stats
+            if not quickgit.unchanged(git, paths) or _templates(paths, [f for f, _ in entry["files"]]):
+                return None
+        elif _files_now(paths) != entry["files"]:
             return None
         if not _unchanged_server(entry["reads"], given.get("token")):
             return None
@@ -88,6 +114,7 @@ def before_plan() -> None:
         from ..clusters import http
 
         http.JOURNAL = []
+        _armed["since"] = time.time_ns()
 
 
 def noted(loaded: Any, cache: Any) -> None:
@@ -109,7 +136,7 @@ def record(text: str, code: int, made: Any) -> None:
     loaded, cache = armed["loaded"], armed["cache"]
     if not loaded.ok or loaded.templates or loaded.templated or loaded.base_errors:
         return
-    if (made.revision or {}).get("top") is not None or cache is None or cache.folder is None:
+    if cache is None or cache.folder is None:
         return
     reads = _tagged_reads(journal)
     if reads is None:
@@ -127,9 +154,21 @@ def record(text: str, code: int, made: Any) -> None:
         return
     if files is None or sorted(files) != sorted(seen):
         return
+    git = None
+    if (made.revision or {}).get("top") is not None:  # a working tree's: what its revision says
+        git = quickgit.recorded(paths, made.revision, armed["since"], seen)
+        if git is None:
+            return
+    else:
+        try:
+            if quickgit.repository(paths) is not None:
+                return
+        except (OSError, ValueError):
+            return
     entry = {
         "version": _VERSION,
         "files": [(f, seen[f]) for f in files],
+        "git": git,
         "reads": reads,
         "text": text,
         "code": code,
@@ -184,31 +223,28 @@ def _entry_path(key: str) -> str:
 
 
 def _found(paths: list[str]) -> list[str] | None:
-    """The spec files of ``paths`` (``None``: a path is missing, a template may be used, or the
-    folders are in a git working tree)."""
-    from ..runspec.files import SPEC_SUFFIXES, find_files
-    from ..template_files import folders_for
+    """The spec files of ``paths`` (``None``: a path is missing, or a template may be used)."""
+    from ..runspec.files import find_files
 
     files, errors = find_files(paths)
-    if errors or not paths:
+    if errors or not paths or _templates(paths, files):
         return None
-    for path in paths:
-        folder = os.path.realpath(path)
-        while True:
-            if os.path.lexists(os.path.join(folder, ".git")):
-                return None
-            up = os.path.dirname(folder)
-            if up == folder:
-                break
-            folder = up
+    return files
+
+
+def _templates(paths: list[str], files: list[str]) -> bool:
+    """Whether a template file is on the search path of ``files`` (``template_files.folders_for``)."""
+    from ..runspec.files import SPEC_SUFFIXES
+    from ..template_files import folders_for
+
     for templates in folders_for(paths, {f.rpartition(os.sep)[0] for f in files}):
         try:
             names = os.listdir(templates)
         except OSError:
             continue
         if any(os.path.splitext(n)[1] in SPEC_SUFFIXES and not n.startswith(".") for n in names):
-            return None
-    return files
+            return True
+    return False
 
 
 def _files_now(paths: list[str]) -> list[tuple[str, str]] | None:

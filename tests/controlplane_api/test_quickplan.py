@@ -173,3 +173,115 @@ def test_a_plan_through_a_proxy_is_not_answered(setup, capsys, monkeypatch):
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # the full plan still reaches the server
     no_full_plan(monkeypatch)
     assert plan(capsys)[0] == 1  # the refusal: the full plan was asked
+
+
+def git(cwd, *argv: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t"}
+    env["GIT_COMMITTER_EMAIL"] = "t@t"
+    subprocess.run(["git", *argv], cwd=cwd, env=env, check=True)
+
+
+@pytest.fixture
+def repo(setup, capsys):
+    """``setup`` with its work folder a git repository, the runs committed, and a plan recorded
+    (the first plan's ``git status`` writes the index again: the next one is recorded)."""
+    (setup.cwd / "README.md").write_text("runs\n")
+    for f in (setup.cwd / "README.md", *(setup.cwd / "runs").iterdir()):
+        past = os.stat(f).st_mtime_ns - 10**10  # older than the index, as git wants (not racily clean)
+        os.utime(f, ns=(past, past))
+    git(setup.cwd, "init", "-q", "-b", "main")
+    git(setup.cwd, "add", ".")
+    git(setup.cwd, "commit", "-qm", "the runs")
+    first = plan(capsys)
+    assert plan(capsys) == first and "main@sha1:" in first[1] and "the runs" in first[1]
+    return setup
+
+
+def test_a_warm_plan_in_a_git_working_tree_is_answered_with_the_same_bytes(repo, capsys, monkeypatch):
+    full = full_plan(capsys, monkeypatch)
+    (repo.cwd / "README.md").write_text("the runs, outside their folder\n")  # not in the status
+    assert full_plan(capsys, monkeypatch) == full
+    with monkeypatch.context() as m:
+        no_full_plan(m)
+        assert plan(capsys) == full
+
+
+def test_a_commit_made_after_the_plan_is_planned_in_full(repo, capsys, monkeypatch):
+    before = plan(capsys)
+    git(repo.cwd, "commit", "-q", "--allow-empty", "-m", "another commit")  # the same files
+    code, out = plan(capsys)
+    assert out != before[1] and "another commit" in out
+    assert (code, out) == full_plan(capsys, monkeypatch)
+
+
+@pytest.mark.parametrize("how", ["checkout", "symbolic-ref"])
+def test_a_checkout_of_another_branch_is_planned_in_full(repo, capsys, monkeypatch, how):
+    before = plan(capsys)
+    if how == "checkout":  # the same commit, the same files (the index written again)
+        git(repo.cwd, "checkout", "-q", "-b", "other")
+    else:  # only HEAD moves
+        git(repo.cwd, "branch", "other")
+        git(repo.cwd, "symbolic-ref", "HEAD", "refs/heads/other")
+    code, out = plan(capsys)
+    assert out != before[1] and "other@sha1:" in out
+    assert (code, out) == full_plan(capsys, monkeypatch)
+
+
+@pytest.mark.parametrize("change", ["untracked", "tracked edited", "staged"])
+def test_a_tree_made_dirty_in_the_folders_is_planned_in_full(repo, capsys, monkeypatch, change):
+    before = plan(capsys)
+    runs = repo.cwd / "runs"
+    if change == "untracked":
+        (runs / "notes.txt").write_text("not a spec\n")
+    elif change == "tracked edited":
+        git(repo.cwd, "mv", "README.md", "runs/README.md")
+        git(repo.cwd, "commit", "-qm", "the readme with the runs")
+        plan(capsys)
+        before = plan(capsys)  # recorded again, clean
+        (runs / "README.md").write_text("edited\n")
+    else:
+        git(repo.cwd, "rm", "-q", "--cached", "runs/b.yaml")  # the file stays, untracked
+    code, out = plan(capsys)
+    assert "+dirty" in out and "+dirty" not in before[1]
+    assert (code, out) == full_plan(capsys, monkeypatch)
+
+
+def test_a_linked_worktree_is_planned_in_full(repo, capsys, monkeypatch):
+    git(repo.cwd, "worktree", "add", "-q", "../linked")
+    monkeypatch.chdir(repo.cwd.parent / "linked")
+    plan(capsys)
+    plan(capsys)
+    with monkeypatch.context() as m:
+        no_full_plan(m)
+        assert plan(capsys)[0] == 1  # never recorded: a .git file
+
+
+def test_a_spec_file_linked_from_outside_the_folders_is_read_again(repo, capsys, monkeypatch):
+    (repo.cwd / "other").mkdir()
+    (repo.cwd / "other" / "c.yaml").write_text(spec("c"))
+    os.symlink(os.path.join("..", "other", "c.yaml"), repo.cwd / "runs" / "c.yaml")
+    applied = repo.astra("apply", "-f", "runs", "--source", "s", "--yes")
+    assert applied.returncode == 0, applied.stderr
+    until(lambda: _settled(repo), what="the runs to end")
+    plan(capsys)
+    assert "No changes" in plan(capsys)[1]
+    (repo.cwd / "other" / "c.yaml").write_text(spec("c", "echo"))  # the link itself as it was
+    code, out = plan(capsys)
+    assert "1 to replace" in out
+    assert (code, out) == full_plan(capsys, monkeypatch)
+
+
+@pytest.mark.parametrize("where", [".gitignore", ".git/info/exclude"])
+def test_an_ignore_rule_added_above_the_folders_is_planned_in_full(repo, capsys, monkeypatch, where):
+    (repo.cwd / "runs" / "notes.txt").write_text("not a spec\n")  # untracked: dirty
+    dirty = plan(capsys)
+    assert "+dirty" in dirty[1]
+    with monkeypatch.context() as m:
+        no_full_plan(m)
+        assert plan(capsys) == dirty  # a dirty tree's plan is answered too
+    (repo.cwd / where).parent.mkdir(exist_ok=True)
+    with open(repo.cwd / where, "a") as f:
+        f.write("notes.txt\n")
+    code, out = plan(capsys)
+    assert "+dirty" not in out
+    assert (code, out) == full_plan(capsys, monkeypatch)
