@@ -43,6 +43,7 @@ is refused by this rule: such a plan is recorded by the next one.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -192,19 +193,18 @@ def _head(git: str) -> tuple[str | None, str | None]:
 
 
 def _ref(git: str, ref: str) -> str | None:
-    try:
-        with open(os.path.join(git, ref), encoding="utf-8") as f:
-            return f.read().strip()
-    except FileNotFoundError:
-        pass
-    try:
-        with open(os.path.join(git, "packed-refs"), encoding="utf-8") as f:
-            for line in f:
-                sha, _, name = line.rstrip("\n").partition(" ")
-                if name == ref:
-                    return sha
-    except FileNotFoundError:
-        pass
+    """The commit ``ref`` names: its loose file's, else its line of ``packed-refs``; ``None`` when
+    neither holds it (a branch with no commit yet)."""
+    with contextlib.suppress(FileNotFoundError), open(os.path.join(git, ref), encoding="utf-8") as f:
+        return f.read().strip()
+    with (
+        contextlib.suppress(FileNotFoundError),
+        open(os.path.join(git, "packed-refs"), encoding="utf-8") as f,
+    ):
+        for line in f:
+            sha, _, name = line.rstrip("\n").partition(" ")
+            if name == ref:
+                return sha
     return None
 
 
