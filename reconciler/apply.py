@@ -4,7 +4,8 @@
 
 1. checks every document it will send (``validate_data``) before the first call, and stops if
    any fails (a dry run of the whole plan);
-2. takes the source's apply lock (``Locked`` when another apply holds it);
+2. takes the source's apply lock (``Locked`` when another apply holds it), unless the caller
+   holds it already (``apply_source`` takes it before it plans);
 3. refuses a stale plan (``StalePlan``: a file or a run changed since the plan);
 4. applies the changes in order (creates, updates and replaces by name, then deletes), each
    create and update with the resource version the plan saw, so that a concurrent change is a
@@ -26,10 +27,11 @@ never make a difference, and the inventory keeps the spec without them.
 It follows ``Change.action`` only, never the reasons. The result (``ApplyResult``) tags each
 run created, configured, replaced, deleted, unchanged, recorded, forgotten, failed or skipped.
 
-``apply_source(source, cluster, store, …)`` is what ``astra apply`` does, in one call: plan the
-source's files (``reconcile.plan_source``), or take a saved plan; show it to ``review``, which
-may stop it; then either check it without changing anything (``dry_run``: ``preflight`` and
-``check_fresh``) or apply it (``apply_plan``, as the caller's user, at the files' git commit).
+``apply_source(source, cluster, store, …)`` is what ``astra apply`` does, in one call: take the
+lock, plan the source's files (``reconcile.plan_source``) or take a saved plan; show it to
+``review``, which may stop it; then apply it (``apply_plan``, as the caller's user, at the
+files' git commit), or, a dry run, check it without the lock and without changing anything
+(``preflight`` and ``check_fresh``).
 A plan of a dirty working tree (``Plan.revision["dirty"]``) is refused in CI (``CI=true``:
 ``DirtyTree``) unless ``allow_dirty``: what CI applies must be a commit.
 
@@ -54,7 +56,7 @@ from .load import FileCache
 from .plan import Action, Change, Plan, compare, normalize
 from .reconcile import ReconcileError, Source, StalePlan, check_fresh, plan_source
 from .runspec.normalize import OWN_PREFIX, without_own
-from .state import HistoryEntry, InventoryEntry, SourceStore, git_commit, owner
+from .state import HistoryEntry, InventoryEntry, Lock, SourceStore, git_commit, owner
 
 __all__ = [
     "BATCH_RUNS",
@@ -154,11 +156,18 @@ def apply_plan(
     keep_going: bool = False,
     only: Collection[str] | None = None,
     note: str = "",
+    held: Lock | None = None,
+    checked: bool = False,
 ) -> ApplyResult:
     """Apply ``plan`` (see the module docstring). ``only`` limits it to those runs; ``note`` is
-    said in the history (a rollback says so by itself)."""
+    said in the history (a rollback says so by itself). ``held``: the source's lock, taken by
+    the caller, who releases it (step 2 is skipped). ``checked``: the plan's documents are the
+    ones a load validated (a plan made here and now), so step 1 is skipped (the cluster checks
+    each one again as it takes it)."""
     with gc_paused():  # many small trees, no cycles: see ``collector``
-        return _apply_plan(plan, cluster, store, now, who, commit, on_entry, keep_going, only, note)
+        return _apply_plan(
+            plan, cluster, store, now, who, commit, on_entry, keep_going, only, note, held, checked
+        )
 
 
 def _apply_plan(
@@ -172,13 +181,15 @@ def _apply_plan(
     keep_going: bool,
     only: Collection[str] | None,
     note: str,
+    held: Lock | None,
+    checked: bool,
 ) -> ApplyResult:
     """``apply_plan``'s work (the steps of the module docstring)."""
-    problems = preflight(plan)
+    problems = [] if checked else preflight(plan)
     if problems:
         raise ApplyFailed("the plan holds documents the cluster would refuse: " + "; ".join(problems))
     result = ApplyResult(plan.source)
-    lock = store.lock(plan.source, who, now())
+    lock = held or store.lock(plan.source, who, now())
     try:
         stale = check_fresh(plan, cluster)
         if stale:
@@ -216,7 +227,8 @@ def _apply_plan(
             outcome = "applied" if result.ok else f"failed: {result.error or 'some runs failed'}"
             store.add_history(plan.source, _record(plan, result, who, now(), commit, outcome, note))
         finally:
-            store.unlock(plan.source, lock.id)
+            if held is None:
+                store.unlock(plan.source, lock.id)
     return result
 
 
@@ -290,27 +302,51 @@ def apply_source(
     (``dry_run``: ``StalePlan`` when it no longer holds) or apply it as ``who`` (default: this
     user, host and process) at the files' git commit. ``LoadFailed``, ``StalePlan``,
     ``ApplyFailed``, ``Locked``, ``DirtyTree`` and the cluster's errors rise as ``apply_plan``
-    raises them."""
-    made = plan if plan is not None else plan_source(source, cluster, store, now(), cache=cache)[1]
-    refuse_dirty(made, allow_dirty=allow_dirty or dry_run)
-    if review is not None and not review(made):
-        return SourceApplied(made, dry_run=dry_run)
+    raises them.
+
+    The source's lock is taken first, before the plan, as Terraform takes its state lock: an
+    apply that another one holds off is refused at once, not after planning every file, and no
+    other apply changes the source between the plan shown and the plan applied. It is held
+    while ``review`` asks, and released whatever happens (a dry run takes none)."""
     if dry_run:
+        made = plan if plan is not None else plan_source(source, cluster, store, now(), cache=cache)[1]
+        if review is not None and not review(made):
+            return SourceApplied(made, dry_run=True)
         problems = preflight(made)
         stale = check_fresh(made, cluster)
         if stale:
             raise StalePlan(stale)
         return SourceApplied(made, problems=problems, dry_run=True)
-    commit = None
-    if not (made.revision or {}).get("commit"):  # a plan that does not say (an older saved one)
-        paths = sorted(made.files) if plan is not None and made.files else list(source.paths)
-        commit = git_commit(paths)
-    result = apply_plan(made, cluster, store, now=now, who=who or owner(), commit=commit, on_entry=on_entry)
-    if result.ok:  # `astra status` says so (the loop's words: reconciler.applied)
-        from .applied import ready_status
+    who = who or owner()
+    name = plan.source if plan is not None else source.name
+    lock = store.lock(name, who, now())
+    try:
+        made = plan if plan is not None else plan_source(source, cluster, store, now(), cache=cache)[1]
+        refuse_dirty(made, allow_dirty=allow_dirty)
+        if review is not None and not review(made):
+            return SourceApplied(made)
+        commit = None
+        if not (made.revision or {}).get("commit"):  # a plan that does not say (an older saved one)
+            paths = sorted(made.files) if plan is not None and made.files else list(source.paths)
+            commit = git_commit(paths)
+        result = apply_plan(
+            made,
+            cluster,
+            store,
+            now=now,
+            who=who,
+            commit=commit,
+            on_entry=on_entry,
+            held=lock,
+            checked=plan is None,
+        )
+        if result.ok:  # `astra status` says so (the loop's words: reconciler.applied)
+            from .applied import ready_status
 
-        store.set_status(made.source, ready_status(made, now()))
-    return SourceApplied(made, result)
+            store.set_status(made.source, ready_status(made, now()))
+        return SourceApplied(made, result)
+    finally:
+        store.unlock(name, lock.id)
 
 
 def stamped(change: Change, plan: Plan) -> dict[str, Any]:

@@ -238,3 +238,35 @@ def test_apply_source_applies_a_saved_plan_only_while_it_holds(world):
     assert done.ok and done.plan is saved and world.cluster.names() == ["a"]
     with pytest.raises(StalePlan, match="run a was created on the cluster since the plan"):
         apply_source(world.source(), world.cluster, world.store, plan=saved)
+
+
+def test_apply_source_takes_the_lock_before_it_plans_and_holds_it_while_review_asks(world, monkeypatch):
+    from reconciler import reconcile
+    from reconciler.apply import apply_source
+
+    world.run("a")
+    held = world.store.lock("test", "other@ci:42", NOW - 600)
+
+    def planned(*_, **__):
+        raise AssertionError("a locked source was planned")
+
+    with monkeypatch.context() as m:
+        m.setattr("reconciler.apply.plan_source", planned)
+        with pytest.raises(Locked, match=f"astra force-unlock {held.id}"):
+            apply_source(world.source(), world.cluster, world.store, now=lambda: world.now)
+    world.store.unlock("test", held.id)
+
+    locks = []
+
+    def review(plan):
+        locks.append(world.store.read("test").lock)
+        return False  # said no: nothing applied, and the lock is let go all the same
+
+    declined = apply_source(world.source(), world.cluster, world.store, now=lambda: world.now, review=review)
+    assert declined.result is None and locks[0] is not None and locks[0].owner != "other@ci:42"
+    assert world.store.read("test").lock is None
+    with pytest.raises(reconcile.LoadFailed):  # a file that does not load: the lock is let go too
+        world.write("b.yaml", "metadata: {name: b}\nspec: {}\n")
+        apply_source(world.source(), world.cluster, world.store, now=lambda: world.now)
+    assert world.store.read("test").lock is None
+    assert world.cluster.names() == []
