@@ -7,14 +7,15 @@
 2. takes the source's apply lock (``Locked`` when another apply holds it), unless the caller
    holds it already (``apply_source`` takes it before it plans);
 3. refuses a stale plan (``StalePlan``: a file or a run changed since the plan);
-4. applies the changes in order (creates, updates and replaces by name, then deletes), each
-   create and update with the resource version the plan saw, so that a concurrent change is a
-   ``Conflict`` and never an overwrite; records each run in the inventory as soon as it is
-   applied (so a killed apply resumes where it stopped: the next plan holds only what is left);
-   a create that finds the run already there with the same normalised spec counts as done;
-   consecutive creates go ``BATCH_RUNS`` at a time when the store is the cluster's own and
-   offers ``create_runs`` (``POST /runs:batch``): each batch's runs and their inventory entries
-   are ONE write on the server, so a killed apply leaves whole batches, each recorded;
+4. applies the changes in order (the runs left as they are, the creates, the updates and
+   replaces, then the deletes; each by name), each create and update with the resource
+   version the plan saw, so that a concurrent change is a ``Conflict`` and never an
+   overwrite; records each run in the inventory as soon as it is applied (so a killed apply
+   resumes where it stopped: the next plan holds only what is left); a create that finds the
+   run already there with the same normalised spec counts as done; the creates go
+   ``BATCH_RUNS`` at a time when the store is the cluster's own and offers ``create_runs``
+   (``POST /runs:batch``): each batch's runs and their inventory entries are ONE write on the
+   server, so a killed apply leaves whole batches, each recorded;
 5. records the apply in the history (who, when, commit, summary, result; the plan's revision,
    the runs by outcome, a note such as a rollback) and releases the lock, whatever happened.
 
@@ -127,8 +128,14 @@ class ApplyResult:
         }
 
 
+#: The order of step 4 by action (then by name): the runs left as they are (at most an inventory
+#: entry written), then the creates, all together so that they go in full batches however the
+#: new names fall among the old ones, then updates and replaces, and deletes last.
+_RANK = {Action.noop: 0, Action.create: 1, Action.update: 2, Action.replace: 2, Action.delete: 3}
+
+
 def _order(change: Change) -> tuple[int, str]:
-    return (1 if change.action is Action.delete else 0, change.address)
+    return (_RANK[change.action], change.address)
 
 
 def preflight(plan: Plan) -> list[str]:

@@ -116,3 +116,26 @@ def test_a_batch_sends_each_document_as_it_is_whatever_its_text_and_numbers(clie
         assert held["spec"] == doc["spec"] and held["metadata"].get("labels") == doc["metadata"].get("labels")
     r = client.post("/api/runs", json=docs[2])
     assert r.status_code == 422 and "priority" in r.text
+
+
+def test_new_runs_whose_names_fall_among_the_applied_ones_go_in_full_batches(client, folder):
+    for i in range(35, 70):  # r000 … r069: every other name is new, as runs added to a repo
+        (folder / "runs" / f"r{i:03d}.json").unlink(missing_ok=True)
+    for i in range(0, 70, 2):
+        (folder / "runs" / f"r{i:03d}.json").unlink(missing_ok=True)
+    transport = CountingAsgi(client.app)
+    cluster = HttpCluster("http://astra.test", TOKEN, transport=transport)
+    store, plan = plan_of(cluster)
+    assert apply_plan(plan, cluster, store, now=lambda: 2.0, who="me@h:1").ok  # r001, r003, … r033
+    for i in range(0, 70, 2):
+        (folder / "runs" / f"r{i:03d}.json").write_text(json.dumps(tiny(f"r{i:03d}")))
+    store, plan = plan_of(cluster)
+    transport.clear()
+    result = apply_plan(plan, cluster, store, now=lambda: 3.0, who="me@h:1")
+    assert result.ok and result.counts == {"created": 35, "unchanged": 17}
+    batches = [r for r in transport.seen if r.url.path.endswith("/runs:batch")]
+    assert [len(json.loads(r.content)["runs"]) for r in batches] == [10, 10, 10, 5]
+    assert not [r for r in transport.seen if r.method == "POST" and r.url.path.endswith("/runs")]
+    assert sorted(client.plane.engine.state.runs) == sorted(
+        [f"r{i:03d}" for i in range(1, 35, 2)] + [f"r{i:03d}" for i in range(0, 70, 2)]
+    )
