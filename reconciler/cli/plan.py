@@ -251,6 +251,7 @@ def apply(
         astra apply -f runs/ --revision 3f8a819 --yes   (a rollback: the files as of that commit)
     """
     from ..apply import apply_source
+    from ..collector import gc_paused
     from ..load import default_cache
     from .planning import Git
 
@@ -265,7 +266,7 @@ def apply(
         saved, s = _setup(
             planfile, files, source, state, server, token, template, sets, prune, allow_empty, given, replace
         )
-        with progress:
+        with progress, gc_paused():  # the plan's documents are trees without cycles: see collector
             done = apply_source(
                 s.source,
                 s.cluster,
@@ -380,6 +381,7 @@ def _setup(
 
 def _outcome(done: Any, cluster: Any, *, verbose: bool, wait: bool, settle: float = 10.0) -> int:
     """Print what ``apply_source`` did; the exit code (``--wait``: once the runs settled)."""
+    from ..collector import gc_paused
     from ..plan import render_apply
 
     if done.dry_run:
@@ -390,7 +392,8 @@ def _outcome(done: Any, cluster: Any, *, verbose: bool, wait: bool, settle: floa
     if done.result is None:  # not confirmed: said already
         return 1
     if done.plan.has_changes or not done.result.ok or verbose:
-        sys.stdout.write(render_apply(done.result.to_json(), verbose=verbose))
+        with gc_paused():  # an entry a run: not a cycle among them
+            sys.stdout.write(render_apply(done.result.to_json(), verbose=verbose))
     if not done.result.ok:
         return 1
     if wait:
