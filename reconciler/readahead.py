@@ -3,10 +3,14 @@ while this one loads the files.
 
 ``read_ahead(source, cluster, store, files=n)`` starts, from ``READ_APART_FROM`` files and when
 the cluster and the store can be read from a forked process (``reads_apart``: the HTTP ones
-before their first call), a process (``reconciler.cores.aside``) that reads the source's
+before their first call; after it, copies of them with connections of their own, ``apart()``:
+an apply calls the server for its lock before it plans), a process
+(``reconciler.cores.aside``) that reads the source's
 inventory (without specs when the plan takes its fast path) and the cluster's run summaries,
 and sends them back as plain tuples (pickled 20,000 at a time in a few milliseconds; as objects,
 in 50), with the calls it made when this process notes them (``clusters.http.JOURNAL``).
+``held()`` says, once the forked process has answered and without waiting for it, which runs
+the inventory holds (a cold load keeps the documents of the others: ``load.parallel``).
 ``result()`` gives them back as ``Ahead``: plain data, or the error that stopped the
 reads (after the retries ``reconcile.retrying`` gives them), which is the plan's error once the
 files have loaded. ``result()`` is ``None`` when nothing was read ahead (too few files, a cluster
@@ -20,6 +24,7 @@ protocols.
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,16 +55,31 @@ class ReadAhead:
 
     def __init__(self, apart: Aside | None):
         self._apart = apart
+        self._answer: tuple[Ahead | None] | None = None  # once taken
 
     def result(self) -> Ahead | None:
         """What the other process read; ``None`` when it read nothing that can be used."""
         if self._apart is None:
             return None
-        try:
-            return _unpacked(self._apart.result())
-        except Exception as exc:  # it died or answered nothing: the plan reads in its turn
-            log.debug("read-ahead: no answer (%s: %s): the plan reads in its turn", type(exc).__name__, exc)
+        if self._answer is None:
+            try:
+                self._answer = (_unpacked(self._apart.result()),)
+            except Exception as exc:  # it died or answered nothing: the plan reads in its turn
+                log.debug(
+                    "read-ahead: no answer (%s: %s): the plan reads in its turn", type(exc).__name__, exc
+                )
+                self._answer = (None,)
+        return self._answer[0]
+
+    def held(self) -> Collection[str] | None:
+        """The runs the source's inventory holds, once the read has answered (never waits for
+        it): ``None`` until then, or when it read nothing. The load keeps the documents of the
+        others as it reads them (``load.parallel``): they are the plan's creates, whose
+        documents it would otherwise read again."""
+        if self._apart is None or (self._answer is None and not self._apart.ready()):
             return None
+        got = self.result()
+        return None if got is None or got.inventory is None else got.inventory.keys()
 
     def close(self) -> None:
         if self._apart is not None:
@@ -72,15 +92,31 @@ def reads_apart(cluster: Cluster, store: SourceStore) -> bool:
     return getattr(cluster, "reads_apart", False) is True and getattr(store, "reads_apart", False) is True
 
 
+def _apart(cluster: Cluster, store: SourceStore) -> tuple[Cluster, SourceStore] | None:
+    """Copies of a cluster and store that were called already (an apply took its lock first),
+    for the forked process to read with (``apart()``: the HTTP ones, each with connections of
+    its own); else ``None``."""
+    copy_cluster, copy_store = getattr(cluster, "apart", None), getattr(store, "apart", None)
+    if copy_cluster is None or copy_store is None:
+        return None
+    cluster_apart, store_apart = copy_cluster(), copy_store()
+    if cluster_apart is None or store_apart is None:
+        return None
+    return cluster_apart, store_apart
+
+
 def read_ahead(source: str, cluster: Cluster, store: SourceStore, *, files: int, specs: bool) -> ReadAhead:
     """Start reading ``source``'s inventory (``specs``: with its specs) and the cluster's run
     summaries in a forked process, when it pays and can be done (see the module docstring)."""
     if not forkable(files, READ_APART_FROM):
         return ReadAhead(None)
     if not reads_apart(cluster, store):
-        where = (cluster.address, getattr(store, "address", type(store).__name__))
-        log.debug("read-ahead: %s or %s cannot be read apart: the plan reads in its turn", *where)
-        return ReadAhead(None)
+        copies = _apart(cluster, store)
+        if copies is None:
+            where = (cluster.address, getattr(store, "address", type(store).__name__))
+            log.debug("read-ahead: %s or %s cannot be read apart: the plan reads in its turn", *where)
+            return ReadAhead(None)
+        cluster, store = copies
     try:
         return ReadAhead(aside(lambda: _packed(_read(source, cluster, store, specs))))
     except OSError as exc:  # no fork here: the plan reads in its turn

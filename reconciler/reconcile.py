@@ -404,6 +404,12 @@ class _Retrying:
         self.address = cluster.address
         self._attempts, self._timeout = attempts, timeout
 
+    def apart(self) -> Cluster | None:
+        """The cluster's copy for a forked process (``HttpCluster.apart``), retried alike."""
+        copy = getattr(self._cluster, "apart", None)
+        made = copy() if copy is not None else None
+        return None if made is None else _Retrying(made, self._attempts, self._timeout)  # type: ignore[return-value]
+
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._cluster, name)
         if name not in self._RETRIED:
@@ -452,7 +458,12 @@ def plan_source(
             ahead = read_ahead(source.name, cluster, store, files=len(found[0]), specs=not FAST_PATH)
             try:
                 loaded = load_source(
-                    paths, template=source.template, sets=source.sets, cache=cache, found=found
+                    paths,
+                    template=source.template,
+                    sets=source.sets,
+                    cache=cache,
+                    found=found,
+                    held=ahead.held,
                 )
                 read = ahead.result()
             finally:

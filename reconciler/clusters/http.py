@@ -132,6 +132,15 @@ class HttpCluster:
         and no transport of this process (an app in-process, whose state it would copy)."""
         return self._transport is None and "client" not in self.__dict__
 
+    def apart(self) -> HttpCluster | None:
+        """A copy that a forked process may call once this one has connections open: the same
+        server and token, none of its connections (the forked process leaves this one's alone
+        and ends without closing them: ``cores.aside``); ``None`` with a transport of this
+        process's."""
+        if self._transport is not None:
+            return None
+        return HttpCluster(self.address, self._token, timeout=self._timeout)
+
     # ---- one call ----------------------------------------------------------------------------
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
@@ -290,6 +299,11 @@ class ApiSourceStore:
     def reads_apart(self) -> bool:
         """Whether a forked process may read it: as its cluster (``HttpCluster.reads_apart``)."""
         return self.cluster.reads_apart
+
+    def apart(self) -> ApiSourceStore | None:
+        """A store over ``HttpCluster.apart()`` (it knows no source and holds no lock)."""
+        cluster = self.cluster.apart()
+        return None if cluster is None else ApiSourceStore(cluster)
 
     def _path(self, name: str) -> str:
         return f"/sources/{quote(name, safe='')}"

@@ -21,12 +21,14 @@ Must not touch: clusters, the plan, the source's state.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Collection
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ..cores import Turns, on_every_core
 from ..hashes import StatHashes
+from ..runs import DesiredItem
 from .cache import FileCache, from_cache, new_generation
 from .fresh import load_here
 from .loaded import Loaded, LoadedFile
@@ -42,22 +44,34 @@ PARALLEL_FROM = 500
 #: and the shares end within one chunk's time of each other.
 CHUNK = 250
 
+#: What tells the share of this process which runs the source's inventory holds: ``None`` until
+#: it is known (``ReadAhead.held``, asked before each chunk). From then on, the runs it does not
+#: hold, the plan's creates, keep their documents as they are loaded: the plan needs them, and
+#: would read their files again otherwise (``load.reread``). The forked shares keep none: their
+#: documents would cost more to send back than to read again.
+Held = Callable[[], Collection[str] | None]
 
-def fill_cache(loaded: Loaded, names: list[str], cache: FileCache) -> dict[str, tuple[str, Any]]:
+
+def fill_cache(
+    loaded: Loaded, names: list[str], cache: FileCache, held: Held | None = None
+) -> tuple[dict[str, tuple[str, Any]], dict[str, list[tuple[int, DesiredItem]]]]:
     """Hash ``names`` on every core, and load the ones the cache does not know: each name's
     content hash and cache entry (``None`` when it has problems). The new entries go into the
-    cache (one pack when many), and the hashes learned into ``cache.hashes``."""
+    cache (one pack when many), and the hashes learned into ``cache.hashes``. With ``held``
+    (see ``Held``), also the runs this process loaded with their documents, by file."""
     if names:
         _warm(loaded, names[0])
-    work = partial(_cache_share, loaded.template, loaded.templates, cache.folder, new_generation())
+    work = partial(_cache_share, loaded.template, loaded.templates, cache.folder, new_generation(), held)
     size = max(CHUNK, -(-len(names) // Turns.MOST))
     found: dict[str, tuple[str, Any]] = {}
+    kept: dict[str, list[tuple[int, DesiredItem]]] = {}
     wrote = False
     try:
         turns = Turns([names[at : at + size] for at in range(0, len(names), size)])
         try:
-            for part, written, learned in on_every_core(work, turns.shares()):
+            for part, written, learned, documents in on_every_core(work, turns.shares()):
                 found.update(part)
+                kept.update(documents)
                 wrote = wrote or written
                 cache.hashes.learn(learned)
         finally:
@@ -72,7 +86,12 @@ def fill_cache(loaded: Loaded, names: list[str], cache: FileCache) -> dict[str, 
         )
     if wrote:
         cache.prune_packs()
-    return found
+    return found, kept
+
+
+def _new(inventory: Collection[str]) -> Callable[[str], bool]:
+    """Whether a run is not one ``inventory`` holds."""
+    return lambda run: run not in inventory
 
 
 def _warm(loaded: Loaded, name: str) -> None:
@@ -90,18 +109,24 @@ def _cache_share(
     templates: dict[str, str],
     folder: Path | None,
     generation: str,
+    held: Held | None,
     share_index: int,
     turns: Turns,
-) -> tuple[dict[str, tuple[str, Any]], bool, dict[str, str]]:
+) -> tuple[dict[str, tuple[str, Any]], bool, dict[str, str], dict[str, list[tuple[int, DesiredItem]]]]:
     """One process's share: each name's hash and cache entry (from the cache, else loaded),
-    whether it wrote the entries it made (its part of the pack ``generation``), and what its
-    ``StatHashes`` remembered. Each file is read once: the bytes hashed are the bytes loaded.
-    The share goes one chunk (``turns.taken()``) at a time, so that only one chunk's bytes and
-    documents are alive at once: what is kept of each file is its small cache entry."""
+    whether it wrote the entries it made (its part of the pack ``generation``), what its
+    ``StatHashes`` remembered, and (the share of this process, with ``held``) the runs it kept
+    with their documents, by file. Each file is read once: the bytes hashed are the bytes
+    loaded. The share goes one chunk (``turns.taken()``) at a time, so that only one chunk's
+    bytes and documents are alive at once: what is kept of each file is its small cache entry
+    (and, in this process, the documents of runs the inventory does not hold)."""
     cache, hashes = FileCache(folder), StatHashes(None)
     found: dict[str, tuple[str, Any]] = {}
     made: dict[str, dict[str, Any]] = {}
+    kept: dict[str, list[tuple[int, DesiredItem]]] = {}
+    here = held if share_index == 0 else None  # share 0 runs in this process (on_every_core)
     for chunk in turns.taken():
+        inventory = here() if here is not None else None
         share = Loaded([], template, (), templates=templates)
         missed = []
         contents: dict[str, bytes] = {}
@@ -119,7 +144,11 @@ def _cache_share(
                 if data is not None:
                     contents[name] = data
         if missed:
-            fresh = load_here(share, missed, contents, documents=False)
+            fresh = load_here(
+                share, missed, contents, documents=False if inventory is None else _new(inventory)
+            )
             found.update((n, (share.files[n].sha256, fresh.get(share.files[n].sha256))) for n in missed)
             made.update(fresh)
-    return found, cache.put_part(made, generation, share_index), hashes.remembered()
+            if inventory is not None:
+                kept.update((n, share.files[n].entries) for n in missed if share.files[n].entries)
+    return found, cache.put_part(made, generation, share_index), hashes.remembered(), kept

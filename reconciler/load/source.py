@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 
 from ..cores import forkable
 from ..hashes import StatHashes
+from ..runs import DesiredItem
 from ..runspec.errors import FieldError
 from ..runspec.files import SPEC_SUFFIXES, find_files
 from . import parallel
@@ -62,16 +63,18 @@ def load_source(
     sets: Sequence[str] = (),
     cache: FileCache | None = None,
     found: tuple[list[str], list[FieldError]] | None = None,
+    held: parallel.Held | None = None,
 ) -> Loaded:
     """Load a source's files (see the module docstring). ``found``: ``find_files(paths)``, when
-    the caller has it already."""
+    the caller has it already; ``held``: the runs the source's inventory holds, once known (a
+    cold load keeps the documents of the others: ``load.parallel.Held``)."""
     loaded = Loaded([os.fspath(p) for p in paths], template, tuple(sets))
     files, loaded.base_errors = found if found is not None else find_files(paths)
     loaded.parents = {os.path.dirname(f) for f in files}
     loaded.templates = _template_fingerprint(loaded.paths, loaded.parents)
     if cache is not None and cache.folder is not None:  # what was deleted since is forgotten
         cache.hashes.forget_under([os.fspath(p) for p in paths if os.path.isdir(p)], files)
-    _load_files(loaded, files, cache)
+    _load_files(loaded, files, cache, held)
     finish(loaded)
     return loaded
 
@@ -114,7 +117,9 @@ def refresh(
     return again
 
 
-def _load_files(loaded: Loaded, names: list[str], cache: FileCache | None) -> None:
+def _load_files(
+    loaded: Loaded, names: list[str], cache: FileCache | None, held: parallel.Held | None = None
+) -> None:
     """Load ``names`` into ``loaded``: from the cache where it holds them, else here (on every
     core when many), the new ones written to the cache. A file whose stat ``cache.hashes``
     does not remember is hashed first (on every core, when many), then looked up."""
@@ -142,8 +147,10 @@ def _load_files(loaded: Loaded, names: list[str], cache: FileCache | None) -> No
             loaded.files[name] = LoadedFile(name, known)
             missed.append(name)
     if unknown and use_cache and cache is not None and forkable(len(unknown), parallel.PARALLEL_FROM):
-        found = parallel.fill_cache(loaded, unknown, cache)
+        found, kept = parallel.fill_cache(loaded, unknown, cache, held)
         shared = {n for n in unknown if from_cache(loaded, n, *found.get(n, ("", None)))}
+        for n in shared & kept.keys():
+            _with_documents(loaded.files[n], kept[n])
         if shared:
             loaded.taken["shares"] += len(shared)
         unknown = [n for n in unknown if n not in shared]
@@ -161,6 +168,16 @@ def _load_files(loaded: Loaded, names: list[str], cache: FileCache | None) -> No
         fresh = load_here(loaded, missed)
         if use_cache and cache is not None:
             cache.put_many(fresh)
+
+
+def _with_documents(f: LoadedFile, kept: list[tuple[int, DesiredItem]]) -> None:
+    """``f``'s runs (as the cache entry gave them: digests only) with the documents a share
+    kept of the same runs (the same index, name and digest)."""
+    have = {i: item for i, item in kept if item.digest is not None}
+    f.entries = [
+        (i, have[i] if i in have and (have[i].name, have[i].digest) == (item.name, item.digest) else item)
+        for i, item in f.entries
+    ]
 
 
 def default_cache() -> FileCache:

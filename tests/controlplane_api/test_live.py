@@ -265,6 +265,15 @@ def test_a_plan_reads_the_server_in_a_forked_process_while_it_loads_its_files(li
     here = plan(1000)
     assert forks == [1] and listed_here == [1]
     assert apart == here
+
+    # an apply takes the lock before it plans: its connection is open, and a copy of the cluster
+    # and the store, with connections of their own, reads apart all the same
+    monkeypatch.setattr(readahead, "READ_APART_FROM", 2)
+    s = setup(["runs"], source="s", state=None, server=live.url, token=TOKEN)
+    lock = s.store.lock("s", "me@here:1", 1.0)
+    _, made = reconcile.plan_source(s.source, s.cluster, s.store, 1.0, cache=FileCache(live.cwd / "c"))
+    assert forks == [1, 1] and listed_here == [1] and plan_to_json(made) == apart
+    s.store.unlock("s", lock.id)  # over the connection the forked process left alone
     changed = [(c["address"], c["action"]) for c in apart["changes"] if c["action"] != "noop"]
     assert changed == [("r0", "replace")]
 
@@ -272,4 +281,4 @@ def test_a_plan_reads_the_server_in_a_forked_process_while_it_loads_its_files(li
     s = setup(["runs"], source="s", state=None, server=live.url, token="not-the-token")
     with pytest.raises(Exception, match="401"):  # the reads failed apart: that is the plan's error
         reconcile.plan_source(s.source, s.cluster, s.store, 1.0, cache=FileCache(live.cwd / "c"))
-    assert forks == [1, 1]
+    assert forks == [1, 1, 1]
