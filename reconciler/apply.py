@@ -43,10 +43,12 @@ final): what ``--wait`` shows.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
@@ -399,28 +401,75 @@ def _steps(
     kept_by = getattr(getattr(store, "cluster", None), "address", None)  # the store's own cluster
     batch = getattr(store, "create_runs", None) if kept_by == cluster.address else None
     pending = deque(changes)
-    while pending:
-        if batch is None or pending[0].action is not Action.create:
-            change = pending.popleft()
-            yield change, one(change)
-            continue
-        chunk = [pending.popleft()]
-        while pending and pending[0].action is Action.create and len(chunk) < BATCH_RUNS:
-            chunk.append(pending.popleft())
-        files = {c.address: c.file for c in chunk if c.file is not None}
-        statuses = batch(plan.source, [stamped(c, plan) for c in chunk], files, now())
-        if statuses is None:  # the cluster has no batch route: run by run
-            batch = None
-            pending.extendleft(reversed(chunk))
-            continue
-        for i, (change, status) in enumerate(zip(chunk, statuses, strict=True)):
-            if status == 201:
-                yield change, ("created", "")
-            elif status == NOT_ATTEMPTED:
-                pending.extendleft(reversed(chunk[i:]))
-                break
-            else:
+    ahead = _Ahead(plan)
+    try:
+        while pending:
+            if batch is None or pending[0].action is not Action.create:
+                change = pending.popleft()
                 yield change, one(change)
+                continue
+            chunk = [pending.popleft()]
+            while pending and pending[0].action is Action.create and len(chunk) < BATCH_RUNS:
+                chunk.append(pending.popleft())
+            files = {c.address: c.file for c in chunk if c.file is not None}
+            documents, texts = ahead.take(chunk)
+            ahead.start(list(itertools.islice(itertools.takewhile(_creates, pending), BATCH_RUNS)))
+            statuses = batch(plan.source, documents, files, now(), texts)
+            if statuses is None:  # the cluster has no batch route: run by run
+                batch = None
+                pending.extendleft(reversed(chunk))
+                continue
+            for i, (change, status) in enumerate(zip(chunk, statuses, strict=True)):
+                if status == 201:
+                    yield change, ("created", "")
+                elif status == NOT_ATTEMPTED:
+                    pending.extendleft(reversed(chunk[i:]))
+                    break
+                else:
+                    yield change, one(change)
+    finally:
+        ahead.close()
+
+
+def _creates(change: Change) -> bool:
+    return change.action is Action.create
+
+
+class _Ahead:
+    """The next batch made ready (its documents stamped, their texts written) in a thread while
+    the current one is on the wire: this process only waits for the server's answer then. A
+    batch that is not the one made ready (a create before it failed) is made on the spot."""
+
+    def __init__(self, plan: Plan):
+        self._plan = plan
+        self._pool: ThreadPoolExecutor | None = None
+        self._next: tuple[list[str], Future[tuple[list[dict[str, Any]], list[bytes]]]] | None = None
+
+    def take(self, chunk: list[Change]) -> tuple[list[dict[str, Any]], list[bytes]]:
+        """``chunk``'s documents and texts: as made ready, else made now."""
+        ready, self._next = self._next, None
+        if ready is not None and ready[0] == [c.address for c in chunk]:
+            return ready[1].result()
+        return _batch_of(chunk, self._plan)
+
+    def start(self, chunk: list[Change]) -> None:
+        """Make ``chunk`` ready meanwhile (nothing when it is empty)."""
+        if not chunk:
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="astra-batch")
+        self._next = ([c.address for c in chunk], self._pool.submit(_batch_of, chunk, self._plan))
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _batch_of(chunk: list[Change], plan: Plan) -> tuple[list[dict[str, Any]], list[bytes]]:
+    from .clusters.batch import batch_texts
+
+    documents = [stamped(c, plan) for c in chunk]
+    return documents, batch_texts(documents)
 
 
 def _apply_one(

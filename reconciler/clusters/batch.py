@@ -28,7 +28,7 @@ from .base import ClusterError, NotFound
 if TYPE_CHECKING:
     from .http import HttpCluster
 
-__all__ = ["BODY_BUDGET", "NOT_ATTEMPTED", "Batch", "create_batch"]
+__all__ = ["BODY_BUDGET", "NOT_ATTEMPTED", "Batch", "batch_texts", "create_batch"]
 
 #: The most bytes of documents one batch carries (the server's limit for a body is 16 MiB).
 BODY_BUDGET = 8 * 1024 * 1024
@@ -59,19 +59,26 @@ class Batch:
         return state
 
 
+def batch_texts(documents: list[dict[str, Any]]) -> list[bytes]:
+    """What ``create_batch`` sends of each document (made ahead by a caller that has the time)."""
+    return [compact(_without_version(doc)) for doc in documents[:BATCH_MAX]]
+
+
 def create_batch(
     cluster: HttpCluster,
     documents: list[dict[str, Any]],
     *,
     record: dict[str, Any] | None = None,
     lock: str | None = None,
+    texts: list[bytes] | None = None,
 ) -> Batch | None:
     """Create ``documents`` in order, stopping at the first that is not created; each one's
-    status (see the module docstring), or ``None`` when the server has no batch route."""
-    texts: list[bytes] = []
+    status (see the module docstring), or ``None`` when the server has no batch route.
+    ``texts``: ``batch_texts(documents)``, when the caller made them already."""
+    made = batch_texts(documents) if texts is None else texts[:BATCH_MAX]
+    texts = []
     size = 0
-    for doc in documents[:BATCH_MAX]:
-        text = compact(_without_version(doc))
+    for text in made:
         if texts and size + len(text) > BODY_BUDGET:
             break
         texts.append(text)

@@ -425,17 +425,25 @@ class ApiSourceStore:
             self._write(name, "DELETE", path, change)
 
     def create_runs(
-        self, name: str, documents: list[dict[str, Any]], files: dict[str, str], applied_at: float
+        self,
+        name: str,
+        documents: list[dict[str, Any]],
+        files: dict[str, str],
+        applied_at: float,
+        texts: list[bytes] | None = None,
     ) -> list[int] | None:
         """``POST /runs:batch`` (``clusters.batch``): the runs created and recorded in ``name``'s
         inventory in one write, under this store's lock; each document's status (``None``: no
-        batch route). The state kept follows, as after ``_write``, when the tag shows it may."""
+        batch route). The state kept follows, as after ``_write``, when the tag shows it may.
+        ``texts``: what is sent of each document (``batch.batch_texts``), when made already."""
         from .batch import create_batch
 
         known = self._known.pop(name, None)
         record = {"source": name, "applied_at": applied_at, "files": files}
         try:
-            done = create_batch(self.cluster, documents, record=record, lock=self._held.get(name))
+            done = create_batch(
+                self.cluster, documents, record=record, lock=self._held.get(name), texts=texts
+            )
         except Conflict as exc:
             raise StateError(f"source '{name}' refused the write ({exc})") from exc
         if done is None:
