@@ -166,16 +166,19 @@ def apply_plan(
     only: Collection[str] | None = None,
     note: str = "",
     held: Lock | None = None,
-    checked: bool = False,
+    fresh: bool = False,
 ) -> ApplyResult:
     """Apply ``plan`` (see the module docstring). ``only`` limits it to those runs; ``note`` is
     said in the history (a rollback says so by itself). ``held``: the source's lock, taken by
-    the caller, who releases it (step 2 is skipped). ``checked``: the plan's documents are the
-    ones a load validated (a plan made here and now), so step 1 is skipped (the cluster checks
-    each one again as it takes it)."""
+    the caller, who releases it (step 2 is skipped). ``fresh``: the caller made the plan just
+    now, under that lock, from files a load validated (``apply_source``): step 1 is skipped (the
+    cluster checks each document again as it takes it), step 3 does not read the files again
+    (what is applied is the plan's documents, as shown), and of the source's state only the
+    entries of runs left as they are with a document are read (not the whole state, which a
+    watch's store reads to keep it from one pass to the next)."""
     with gc_paused():  # many small trees, no cycles: see ``collector``
         return _apply_plan(
-            plan, cluster, store, now, who, commit, on_entry, keep_going, only, note, held, checked
+            plan, cluster, store, now, who, commit, on_entry, keep_going, only, note, held, fresh
         )
 
 
@@ -191,20 +194,24 @@ def _apply_plan(
     only: Collection[str] | None,
     note: str,
     held: Lock | None,
-    checked: bool,
+    fresh: bool,
 ) -> ApplyResult:
     """``apply_plan``'s work (the steps of the module docstring)."""
-    problems = [] if checked else preflight(plan)
+    problems = [] if fresh else preflight(plan)
     if problems:
         raise ApplyFailed("the plan holds documents the cluster would refuse: " + "; ".join(problems))
     result = ApplyResult(plan.source)
     lock = held or store.lock(plan.source, who, now())
     try:
-        stale = check_fresh(plan, cluster)
+        stale = check_fresh(plan, cluster, files=not fresh)
         if stale:
             raise StalePlan(stale)
-        inventory = store.read(plan.source).inventory
         changes = [c for c in sorted(plan.changes, key=_order) if only is None or c.address in only]
+        if fresh:  # the entries of the runs left as they are with a document: no others are looked at
+            kept = [c.address for c in changes if c.action is Action.noop and c.after is not None]
+            inventory = store.inventory(plan.source, kept, specs=False) if kept else {}
+        else:
+            inventory = store.read(plan.source).inventory
         for change, done in _steps(changes, cluster, store, plan, inventory, now):
             if isinstance(done, ClusterError):
                 entry = Entry(change.address, change.action.value, "failed", str(done))
@@ -347,7 +354,7 @@ def apply_source(
             commit=commit,
             on_entry=on_entry,
             held=lock,
-            checked=plan is None,
+            fresh=plan is None,
         )
         if result.ok:  # `astra status` says so (the loop's words: reconciler.applied)
             from .applied import ready_status

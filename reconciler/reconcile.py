@@ -348,10 +348,12 @@ def _observe_fast(
     return live, unchanged
 
 
-def check_fresh(plan: Plan, cluster: Cluster) -> list[str]:
-    """Why ``plan`` no longer holds (empty: it holds)."""
+def check_fresh(plan: Plan, cluster: Cluster, *, files: bool = True) -> list[str]:
+    """Why ``plan`` no longer holds (empty: it holds). Without ``files``, the files it was made
+    from are not read again (a plan made by this process for the apply it is about to make:
+    what is applied is the plan's documents, as shown, whatever the files say since)."""
     reasons = []
-    for path, digest in sorted(plan.files.items()):
+    for path, digest in sorted(plan.files.items()) if files else ():
         try:
             with open(path, "rb") as f:
                 now = hashlib.sha256(f.read()).hexdigest()

@@ -293,6 +293,33 @@ def test_an_apply_of_n_runs_makes_a_few_small_source_calls_and_no_whole_put(wire
     assert state.inventory["r007"].file == "runs/r007.json"
 
 
+def test_astra_apply_of_n_runs_reads_nothing_of_the_source_it_does_not_compare(wire, tmp_path, monkeypatch):
+    """``astra apply -f`` (``apply_source``) takes the lock, plans, and applies: of the source's
+    state it reads the inventory's digests for the plan, and nothing more while it applies."""
+    from reconciler.apply import apply_source
+
+    cluster, transport = wire
+    write_runs(tmp_path / "runs", 50)
+    monkeypatch.chdir(tmp_path)
+    store = cluster.source_store()
+    done = apply_source(Source(GIT, ("runs",)), cluster, store, now=lambda: 2.0, who="me@h:1")
+    assert done.ok and done.result.counts == {"created": 50}
+    calls = [(r.method, r.url.raw_path.decode().split(ENC, 1)[1].split("?")[0]) for r in transport.sources()]
+    assert calls == [
+        ("POST", "/lock"),
+        ("GET", "/runs"),  # the plan's: the inventory's digests
+        ("POST", "/history"),
+        ("PUT", "/status"),
+        ("DELETE", "/lock"),
+    ]
+    assert transport.sources()[1].url.params["view"] == "digest"
+    write_runs(tmp_path / "runs", 51)  # one more run: the 50 others are left as they are
+    transport.clear()
+    again = apply_source(Source(GIT, ("runs",)), cluster, store, now=lambda: 3.0, who="me@h:1")
+    assert again.ok and again.result.counts == {"created": 1, "unchanged": 50}
+    assert [r.method for r in transport.sources()].count("GET") == 1  # the plan's read only
+
+
 def watched(cluster: HttpCluster, tmp_path: Path, n: int) -> tuple[ApiSourceStore, Reconciler]:
     """A source of ``n`` runs, and a watch's reconciler of it after its first pass (Ready)."""
     write_runs(tmp_path / "runs", n)
