@@ -260,9 +260,8 @@ def test_a_spec_file_linked_from_outside_the_folders_is_read_again(repo, capsys,
     (repo.cwd / "other").mkdir()
     (repo.cwd / "other" / "c.yaml").write_text(spec("c"))
     os.symlink(os.path.join("..", "other", "c.yaml"), repo.cwd / "runs" / "c.yaml")
-    applied = repo.astra(
-        "apply", "-f", "runs", "--source", "s", "--yes", "--allow-dirty"
-    )  # other/ is untracked
+    # other/ is untracked: the tree is dirty, which CI (CI=true) refuses without --allow-dirty
+    applied = repo.astra("apply", "-f", "runs", "--source", "s", "--yes", "--allow-dirty")
     assert applied.returncode == 0, applied.stderr
     until(lambda: _settled(repo), what="the runs to end")
     plan(capsys)
