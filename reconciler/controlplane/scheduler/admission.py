@@ -60,10 +60,11 @@ def admit(state: ClusterState, r: RunRecord, memo: Memo | None = None) -> list[D
         n = res.machines if res and res.machines else None
         if res is None or res.gpu_requests is None:
             n = n or 1
-            workers = [NewWorker(f"{name}-{i}", name, i, n, ask_of(tt)) for i in range(n)]
+            ask = ask_of(tt)  # one for all of them (an Ask is frozen), as a task group's
+            workers = [NewWorker(f"{name}-{i}", name, i, n, ask) for i in range(n)]
         elif n is not None:
-            share = res.gpu_requests.count // n
-            workers = [NewWorker(f"{name}-{i}", name, i, n, ask_of(tt, share)) for i in range(n)]
+            ask = ask_of(tt, res.gpu_requests.count // n)
+            workers = [NewWorker(f"{name}-{i}", name, i, n, ask) for i in range(n)]
     why = never_fits(state, r, workers, start, memo)
     if why is not None:
         return [MarkRun(name, RunState.FAILED, why)]
