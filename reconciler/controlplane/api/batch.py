@@ -176,8 +176,10 @@ def _paused(
     """The body read (``strict_json``, as ``read_json`` reads it), held to the batch's rules and
     created (``_create``), with the cyclic collector paused (``gc_paused``): a batch makes many
     small trees and no cycles; the collector would walk them again and again as they are read
-    (twice the time orjson takes to read them) and validated (pydantic, three times slower)."""
-    with gc_paused():
+    (twice the time orjson takes to read them) and validated (pydantic, three times slower). The
+    runs created live as long as the server holds them: frozen as the batch ends (``keeping``),
+    the collector's full passes do not walk them again, nor the runs of every batch before."""
+    with gc_paused(keeping=True):
         batch = _envelope(strict_json(raw, values=False))
         return batch, _create(api, batch, lock_id)
 
