@@ -15,6 +15,7 @@ Must not touch: tables, rows, the schema (``tables``, ``migrations``).
 from __future__ import annotations
 
 import functools
+import operator
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -62,9 +63,9 @@ def execute_many(conn: Connection, stmt: Executable, rows: Sequence[Mapping[str,
     SQLAlchemy makes a dict of every row's parameters, then a tuple of it for a driver that takes
     them by position: a third of the time of writing a batch of 500 runs' rows. Here the
     statement is compiled once for its dialect and the rows' keys (``_by_position``), and each
-    row is handed to the driver as the tuple of its values in the statement's order, each through
-    its column type's bind processor where it has one (a boolean as SQLite keeps it): the values
-    the driver is given are SQLAlchemy's own. Where that does not hold (a driver that takes
+    row is handed to the driver as the tuple of its values in the statement's order (taken by one
+    ``itemgetter``), those of a type with a bind processor through it (a boolean as SQLite keeps
+    it): the values the driver is given are SQLAlchemy's own. Where that does not hold (a driver that takes
     named parameters, as PostgreSQL's; a parameter that is no key of the rows, as a column's
     default), ``conn.execute`` runs it as it is."""
     if not rows:
@@ -73,11 +74,14 @@ def execute_many(conn: Connection, stmt: Executable, rows: Sequence[Mapping[str,
     if plan is None:
         conn.execute(stmt, list(rows))
         return
-    sql, keys, processors = plan
-    if processors:
-        params = [tuple(p(r[k]) if p else r[k] for k, p in zip(keys, processors, strict=True)) for r in rows]
-    else:
-        params = [tuple(r[k] for k in keys) for r in rows]
+    sql, values_of, processed = plan
+    params = list(map(values_of, rows))
+    if processed:
+        for at, row in enumerate(params):
+            values = list(row)
+            for i, process in processed:
+                values[i] = process(values[i])
+            params[at] = tuple(values)
     conn.exec_driver_sql(sql, params)
 
 
@@ -91,19 +95,25 @@ def _insert(table: Table) -> Executable:
     return insert(table)
 
 
-_Processor = Callable[[Any], Any] | None
+#: A row's values in the order of a statement's parameters.
+_Values = Callable[[Mapping[str, Any]], tuple[Any, ...]]
+#: Each parameter whose type has a bind processor: its place, and the processor.
+_Processed = tuple[tuple[int, Callable[[Any], Any]], ...]
 
 
 @functools.lru_cache(maxsize=64)
 def _by_position(
     stmt: Executable, dialect: Dialect, keys: tuple[str, ...]
-) -> tuple[str, tuple[str, ...], tuple[_Processor, ...]] | None:
-    """``stmt`` compiled for ``dialect`` and rows of ``keys``: its SQL, the keys in the order of
-    its parameters and their types' bind processors (all ``None``: none); ``None`` when its
-    parameters are not positional, or not all keys of the rows."""
+) -> tuple[str, _Values, _Processed] | None:
+    """``stmt`` compiled for ``dialect`` and rows of ``keys``: its SQL, what takes a row's values
+    in the order of its parameters (an ``itemgetter``), and the bind processor of each parameter
+    whose type has one, by its place; ``None`` when its parameters are not positional, or not all
+    keys of the rows."""
     compiled = stmt.compile(dialect=dialect, column_keys=list(keys))  # type: ignore[attr-defined]
     order = tuple(compiled.positiontup or ())
-    if not compiled.positional or not set(order) <= set(keys):
+    if not compiled.positional or not order or not set(order) <= set(keys):
         return None
-    processors = tuple(compiled.binds[k].type.dialect_impl(dialect).bind_processor(dialect) for k in order)
-    return compiled.string, order, processors if any(processors) else ()
+    types = [compiled.binds[k].type.dialect_impl(dialect) for k in order]
+    processed = tuple((i, p) for i, t in enumerate(types) if (p := t.bind_processor(dialect)) is not None)
+    values_of = operator.itemgetter(*order) if len(order) > 1 else lambda row: (row[order[0]],)
+    return compiled.string, values_of, processed
