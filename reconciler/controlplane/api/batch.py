@@ -17,8 +17,7 @@ batch; the body's own limits (``body``: 16 MiB, 64 levels, a key twice) hold as 
 
 The work is done in a worker thread, the body's reading too (a batch of 1,000 documents is read,
 checked and created in about 0.2 s), with the cyclic collector paused (``_paused``), holding the
-engine's gate as every route does. Must not touch: SQL, scheduling rules,
-processes.
+engine's gate as every route does. Must not touch: SQL, scheduling rules, processes.
 """
 
 from __future__ import annotations
