@@ -66,13 +66,6 @@ KeepWithin = Literal["nvlink_domain", "fabric", "rack"]
 VolumeMode = Literal["ReadOnly", "ReadWrite"]
 
 
-def _whole(value: Any) -> Any:
-    """JSON Schema's ``integer`` admits 2.0: so does the model (and turns it into 2)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
 def _quantity(parse, pattern: str, message: str, title: str, description: str, minimum: int):
     """An int that also accepts a friendly string; its schema admits both, with one message."""
 
@@ -184,9 +177,13 @@ class _Strict(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _as_the_schema_reads(cls, value: Any) -> Any:
+        """No null; a whole float as an integer: JSON Schema's ``integer`` admits 2.0, so the
+        model does (and turns it into 2). Called for every field of every run read: one call."""
         if value is None:
             raise ValueError("must not be null: leave the field out")
-        return _whole(value)
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value
 
 
 # ---- metadata ---------------------------------------------------------------------------------

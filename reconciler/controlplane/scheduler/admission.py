@@ -60,10 +60,11 @@ def admit(state: ClusterState, r: RunRecord, memo: Memo | None = None) -> list[D
         n = res.machines if res and res.machines else None
         if res is None or res.gpu_requests is None:
             n = n or 1
-            workers = [NewWorker(f"{name}-{i}", name, i, n, ask_of(tt)) for i in range(n)]
+            ask = ask_of(tt)  # one for all of them (an Ask is frozen), as a task group's
+            workers = [NewWorker(f"{name}-{i}", name, i, n, ask) for i in range(n)]
         elif n is not None:
-            share = res.gpu_requests.count // n
-            workers = [NewWorker(f"{name}-{i}", name, i, n, ask_of(tt, share)) for i in range(n)]
+            ask = ask_of(tt, res.gpu_requests.count // n)
+            workers = [NewWorker(f"{name}-{i}", name, i, n, ask) for i in range(n)]
     why = never_fits(state, r, workers, start, memo)
     if why is not None:
         return [MarkRun(name, RunState.FAILED, why)]
@@ -212,10 +213,21 @@ def _shape_never_fits(view: View, run: Run, net: Net, memo: Memo | None) -> str 
 def one_by_one(view: View, workers: list[NewWorker]) -> str | None:
     """Why one of ``workers``, each placed alone, fits on no machine (of ``view``), or ``None``."""
     for w in workers:
-        if not any(view.fits(m, w.ask, w.ask.gpus) for m in view.s.inventory):
+        if not _fits_alone(view, w.ask):
             g = w.ask.gpus
             return (
                 f"worker {shown(w.name)} needs {g} GPUs, {w.ask.cores(g)} cores and "
                 f"{w.ask.memory(g)} bytes of memory on one machine, more than any machine has"
             )
     return None
+
+
+def _fits_alone(view: View, ask: Ask) -> bool:
+    """Whether one worker of ``ask`` fits on some machine of ``view``: on an empty cluster, the
+    inventory's answer, kept by the state once made (``ClusterState.fits_alone``)."""
+    if not view.empty or view.over:
+        return any(view.fits(m, ask, ask.gpus) for m in view.s.inventory)
+    kept = view.s.fits_alone
+    if ask not in kept:
+        kept[ask] = any(view.fits(m, ask, ask.gpus) for m in view.s.inventory)
+    return kept[ask]

@@ -8,7 +8,7 @@ a worker ready. Every change to a run or one of its workers is told to the ticks
 (``_touch``: what it knows of that run holds no more, ``quiet``). ``submit``,
 ``observe`` and ``apply`` are the one place records change, written so that a store can do the
 same with rows (the simulation and the engine call them). It also holds what ticks learned and
-keep (``netgroups``, ``verdicts``, ``quiet``): caches that change no decision.
+keep (``netgroups``, ``verdicts``, ``fits_alone``, ``quiet``): caches that change no decision.
 
 Must not touch: clocks (``now`` is an argument), I/O, the decisions' reasons (a tick chooses those),
 placement. The indexes change only together with the records they index.
@@ -44,6 +44,7 @@ from .records import (
     ENDED,
     HOLDING,
     AdmitRun,
+    Ask,
     CancelRun,
     Decision,
     ImagePulling,
@@ -124,6 +125,8 @@ class ClusterState:
         #: Why what a template asks of one machine fits no machine (or ``None``), per ask
         #: (``admission``): the inventory's answer, kept once made.
         self.verdicts: dict[tuple[Any, ...], str | None] = {}
+        #: Whether one worker of an ask fits on some machine of the empty cluster (``admission``).
+        self.fits_alone: dict[Ask, bool] = {}
         #: Moves when the order runs are served in may have: a run added, a priority changed.
         self.order_version = 0
         #: Runs a user asked to cancel that are not finished yet (``tick.cancellations``).

@@ -17,10 +17,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 
 from ..scheduler import RunRecord
+from .database import insert_many
 from .errors import NameExists
 from .mapping import run_values
 from .migrations.schema4 import RESOURCE_VERSION
@@ -72,7 +73,7 @@ class BatchWrites(KeptSources):
                 last = conn.execute(select(seq.c.value).where(seq.c.name == RESOURCE_VERSION)).scalar_one()
                 versions = list(range(last - len(runs) + 1, last + 1))
                 rows = [_run_row(r, doc, now, rv) for (r, doc), rv in zip(runs, versions, strict=True)]
-                conn.execute(insert(RUNS), rows)
+                insert_many(conn, RUNS, rows)
                 if record is not None and record.entries:
                     self._record(conn, record, now)
                 if audit is not None:
@@ -90,7 +91,7 @@ class BatchWrites(KeptSources):
             conn.execute(delete(r).where(r.c.source == record.source, r.c.run.in_(names[i : i + 500])))
         made = record.digests
         rows = [source_run_row(record.source, n, e, made.get(n)) for n, e in record.entries.items()]
-        conn.execute(insert(r), rows)
+        insert_many(conn, r, rows)
 
 
 def _run_row(record: RunRecord, document: dict[str, Any], now: float, rv: int) -> dict[str, Any]:

@@ -18,6 +18,7 @@ HTTP. It never reads a clock: callers pass ``now``.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable
 from typing import Any
@@ -30,7 +31,7 @@ from ..inventory import Inventory
 from ..scheduler import RunRecord, WorkerRecord
 from ..scopes import DEFAULT, shown
 from .batch import BatchWrites
-from .database import make_engine, redact
+from .database import execute_many, insert_many, make_engine, redact
 from .drives import KeptDrives
 from .errors import NameExists, NotFound, Stale, StoreError
 from .mapping import TickWrite, machine_json, run_record, run_values, tick_rows, worker_record
@@ -213,21 +214,21 @@ class Store(BatchWrites, KeptSources, KeptTeams, KeptDrives):
         rows = tick_rows(tick)
         try:
             with self.engine.begin() as conn:
-                if rows.new_workers:
-                    conn.execute(insert(WORKERS), rows.new_workers)
+                insert_many(conn, WORKERS, rows.new_workers)
                 _update_by_name(conn, WORKERS, rows.workers)
                 _update_by_name(conn, RUNS, rows.runs)
-                if rows.started:
-                    stmt = (
-                        update(RUNS)
-                        .where(RUNS.c.name == bindparam("b_name"), RUNS.c.started_at.is_(None))
-                        .values(started_at=bindparam("started_at"))
-                    )
-                    conn.execute(stmt, rows.started)
-                if tick.events:
-                    conn.execute(insert(EVENTS), tick.events)
+                execute_many(conn, _STARTED, rows.started)
+                insert_many(conn, EVENTS, tick.events)
         except IntegrityError as exc:
             raise NameExists(f"a worker name is taken: {exc.orig}") from exc
+
+
+#: A run's first start, kept: set once, by the tick that starts it.
+_STARTED = (
+    update(RUNS)
+    .where(RUNS.c.name == bindparam("b_name"), RUNS.c.started_at.is_(None))
+    .values(started_at=bindparam("started_at"))
+)
 
 
 def _update_by_name(conn: Any, table: Any, rows: list[dict[str, Any]]) -> None:
@@ -236,12 +237,14 @@ def _update_by_name(conn: Any, table: Any, rows: list[dict[str, Any]]) -> None:
     for r in rows:
         groups.setdefault(tuple(r), []).append(r)
     for keys, batch in groups.items():
-        stmt = (
-            update(table)
-            .where(table.c.name == bindparam("b_name"))
-            .values({c: bindparam(c) for c in keys if c != "b_name"})
-        )
-        conn.execute(stmt, batch)
+        execute_many(conn, _update_of(table, keys), batch)
+
+
+@functools.lru_cache(maxsize=64)
+def _update_of(table: Any, keys: tuple[str, ...]) -> Any:
+    """The ``UPDATE`` of ``table``'s columns ``keys`` (but ``b_name``) in the row named ``b_name``."""
+    values: dict[str, Any] = {c: bindparam(c) for c in keys if c != "b_name"}
+    return update(table).where(table.c.name == bindparam("b_name")).values(values)
 
 
 def _next_value(conn: Any, name: str) -> int:

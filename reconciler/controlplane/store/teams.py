@@ -21,6 +21,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from ...wire import text
+from .database import insert_many
 from .errors import NameExists
 from .tables import AUDIT, QUOTAS, TOKENS, WORKSPACES
 
@@ -149,7 +150,7 @@ def write_audit(conn: Any, events: Sequence[Mapping[str, Any]], keep: int) -> No
         return
     a = AUDIT
     rows = [{**e, "detail": text.compact(e.get("detail") or {}, sort_keys=True).decode()} for e in events]
-    conn.execute(insert(a), rows)
+    insert_many(conn, a, rows)
     for org, workspace in sorted({(r["org"], r["workspace"]) for r in rows}):
         mine = (a.c.org == org, a.c.workspace == workspace)
         edge = conn.execute(
