@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     # collector would walk them again and again, from the first import on; and when this
     # process ends here, what it made is garbage all at once, which the collector would walk
     # (30 ms after a plan of 10,000 runs) for the memory the exit gives back anyway: frozen
-    with gc_paused(pause=bool(args) and args[0] in _FAST, exiting=argv is None):
+    with gc_paused(pause=bool(args) and args[0] in _PAUSED, exiting=argv is None):
         quick = _quick(args)
         fast = _fast_call(args) if quick is None else None
         if args in (["--version"], ["-V"]):  # said without typer's import
@@ -106,7 +106,7 @@ def validate_command(
 #: typer, which answers as for any command; both routes call the same function. It saves
 #: typer's import: ``astra validate examples/laptop`` takes 111 ms by this route and 279 ms through
 #: typer (medians of 15 runs each). ``tests/plan/test_cli.py`` checks it against every option typer
-#: declares for the two commands.
+#: declares for each of these commands.
 _FAST: dict[str, tuple[dict[str, tuple[str, str]], str | None, dict[str, str]]] = {
     "validate": (
         {
@@ -148,12 +148,59 @@ _FAST: dict[str, tuple[dict[str, tuple[str, str]], str | None, dict[str, str]]] 
         "paths",
         {"server": "ASTRA_SERVER", "token": "ASTRA_TOKEN"},
     ),
+    "apply": (
+        {
+            "-f": ("files", "list"),
+            "--file": ("files", "list"),
+            "--template": ("template", "value"),
+            "--set": ("sets", "list"),
+            "--prune": ("prune", "flag"),
+            "--allow-empty": ("allow_empty", "flag"),
+            "-y": ("yes", "flag"),
+            "--yes": ("yes", "flag"),
+            "--dry-run": ("dry_run", "flag"),
+            "--wait": ("wait", "flag"),
+            "--settle": ("settle", "value"),
+            "-v": ("verbose", "flag"),
+            "--verbose": ("verbose", "flag"),
+            "--source": ("source", "value"),
+            "--state": ("state", "value"),
+            "--server": ("server", "value"),
+            "--token": ("token", "value"),
+            "--git": ("git", "value"),
+            "--ref": ("ref", "value"),
+            "--path": ("path", "value"),
+            "--git-token-file": ("git_token_file", "value"),
+            "--revision": ("revision", "value"),
+            "--allow-dirty": ("allow_dirty", "flag"),
+            "--strict": ("strict", "flag"),
+            "--replace": ("replace", "list"),
+        },
+        "targets",
+        {"server": "ASTRA_SERVER", "token": "ASTRA_TOKEN"},
+    ),
+    "force-unlock": (
+        {
+            "--source": ("source", "value"),
+            "--state": ("state", "value"),
+            "--server": ("server", "value"),
+            "--token": ("token", "value"),
+        },
+        "lock_id",
+        {"server": "ASTRA_SERVER", "token": "ASTRA_TOKEN"},
+    ),
 }
 #: Each command's options that take one of a few values (its typer Enum's).
 _CHOICES: dict[str, dict[str, tuple[str, ...]]] = {
     "validate": {"output": ("text", "json")},
     "plan": {"output": ("text", "json", "markdown")},
+    "apply": {},
+    "force-unlock": {},
 }
+#: The commands whose whole run has the cyclic collector paused (``collector``): a short-lived
+#: process that keeps every document it reads. An apply pauses it while it plans and applies,
+#: not while ``--wait`` follows the runs (that may last hours).
+_PAUSED = frozenset({"validate", "plan"})
 
 
 def _quick(args: list[str]) -> int | None:
@@ -182,6 +229,24 @@ def _fast_call(args: list[str]) -> tuple[Any, dict[str, Any]] | None:
             "sets": given.get("sets", ()),
             "strict": given.get("strict", False),
         }
+    if args[0] == "apply":
+        if "settle" in given:  # a number of seconds, at least 0; else typer says what is wrong
+            try:
+                given["settle"] = float(given["settle"])
+            except ValueError:
+                return None
+            if not given["settle"] >= 0:
+                return None
+        from .applying import apply_command
+
+        return apply_command, given
+    if args[0] == "force-unlock":
+        ids = given.pop("lock_id", [])
+        if len(ids) != 1:  # one lock: else typer says what is missing or extra
+            return None
+        from .applying import force_unlock_command
+
+        return force_unlock_command, {"lock_id": ids[0], **given}
     from .planning import plan_command
 
     return plan_command, given

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
+from .applying import force_unlock_command
 from .listing import ListFormat, ListOutput, print_listing
 from .options import ServerOpt, TokenOpt
 from .output import echo
@@ -184,15 +185,4 @@ def force_unlock(
     token: TokenOpt = None,
 ) -> None:
     """Clear a stale apply lock (left by an apply that was killed). Be sure no apply is running."""
-    from ..state import StateError
-
-    with failures():
-        s = setup(["."], source=source or "-", state=state, server=server, token=token, start=False)
-        name = source
-        if name is None:
-            held = [src.name for src in s.store.sources() if src.lock is not None and src.lock.id == lock_id]
-            if not held:
-                raise StateError(f"no source holds lock {lock_id}")
-            name = held[0]
-        s.store.unlock(name, lock_id)
-    echo(f"lock {lock_id} of source {name} cleared")
+    raise typer.Exit(force_unlock_command(lock_id, source, state, server, token))
