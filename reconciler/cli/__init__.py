@@ -107,6 +107,33 @@ def validate_command(
 #: typer's import: ``astra validate examples/laptop`` takes 111 ms by this route and 279 ms through
 #: typer (medians of 15 runs each). ``tests/plan/test_cli.py`` checks it against every option typer
 #: declares for each of these commands.
+#: The options of a source's state and server (every command of the fast route but validate).
+_CONNECTION = {
+    "--source": ("source", "value"),
+    "--state": ("state", "value"),
+    "--server": ("server", "value"),
+    "--token": ("token", "value"),
+}
+#: The options that say a source (its files, templates, git, state and server): plan's and apply's.
+_SOURCE = {
+    **_CONNECTION,
+    "-f": ("files", "list"),
+    "--file": ("files", "list"),
+    "--template": ("template", "value"),
+    "--set": ("sets", "list"),
+    "--prune": ("prune", "flag"),
+    "--allow-empty": ("allow_empty", "flag"),
+    "-v": ("verbose", "flag"),
+    "--verbose": ("verbose", "flag"),
+    "--git": ("git", "value"),
+    "--ref": ("ref", "value"),
+    "--path": ("path", "value"),
+    "--git-token-file": ("git_token_file", "value"),
+    "--revision": ("revision", "value"),
+    "--strict": ("strict", "flag"),
+    "--replace": ("replace", "list"),
+}
+_SERVER_ENV = {"server": "ASTRA_SERVER", "token": "ASTRA_TOKEN"}
 _FAST: dict[str, tuple[dict[str, tuple[str, str]], str | None, dict[str, str]]] = {
     "validate": (
         {
@@ -121,74 +148,29 @@ _FAST: dict[str, tuple[dict[str, tuple[str, str]], str | None, dict[str, str]]] 
     ),
     "plan": (
         {
-            "-f": ("files", "list"),
-            "--file": ("files", "list"),
-            "--template": ("template", "value"),
-            "--set": ("sets", "list"),
-            "--prune": ("prune", "flag"),
-            "--allow-empty": ("allow_empty", "flag"),
+            **_SOURCE,
             "-o": ("output", "value"),
             "--output": ("output", "value"),
             "--out": ("out", "value"),
             "--detailed-exitcode": ("detailed_exitcode", "flag"),
-            "-v": ("verbose", "flag"),
-            "--verbose": ("verbose", "flag"),
-            "--source": ("source", "value"),
-            "--state": ("state", "value"),
-            "--server": ("server", "value"),
-            "--token": ("token", "value"),
-            "--git": ("git", "value"),
-            "--ref": ("ref", "value"),
-            "--path": ("path", "value"),
-            "--git-token-file": ("git_token_file", "value"),
-            "--revision": ("revision", "value"),
-            "--strict": ("strict", "flag"),
-            "--replace": ("replace", "list"),
         },
         "paths",
-        {"server": "ASTRA_SERVER", "token": "ASTRA_TOKEN"},
+        _SERVER_ENV,
     ),
     "apply": (
         {
-            "-f": ("files", "list"),
-            "--file": ("files", "list"),
-            "--template": ("template", "value"),
-            "--set": ("sets", "list"),
-            "--prune": ("prune", "flag"),
-            "--allow-empty": ("allow_empty", "flag"),
+            **_SOURCE,
             "-y": ("yes", "flag"),
             "--yes": ("yes", "flag"),
             "--dry-run": ("dry_run", "flag"),
             "--wait": ("wait", "flag"),
             "--settle": ("settle", "value"),
-            "-v": ("verbose", "flag"),
-            "--verbose": ("verbose", "flag"),
-            "--source": ("source", "value"),
-            "--state": ("state", "value"),
-            "--server": ("server", "value"),
-            "--token": ("token", "value"),
-            "--git": ("git", "value"),
-            "--ref": ("ref", "value"),
-            "--path": ("path", "value"),
-            "--git-token-file": ("git_token_file", "value"),
-            "--revision": ("revision", "value"),
             "--allow-dirty": ("allow_dirty", "flag"),
-            "--strict": ("strict", "flag"),
-            "--replace": ("replace", "list"),
         },
         "targets",
-        {"server": "ASTRA_SERVER", "token": "ASTRA_TOKEN"},
+        _SERVER_ENV,
     ),
-    "force-unlock": (
-        {
-            "--source": ("source", "value"),
-            "--state": ("state", "value"),
-            "--server": ("server", "value"),
-            "--token": ("token", "value"),
-        },
-        "lock_id",
-        {"server": "ASTRA_SERVER", "token": "ASTRA_TOKEN"},
-    ),
+    "force-unlock": (_CONNECTION, "lock_id", _SERVER_ENV),
 }
 #: Each command's options that take one of a few values (its typer Enum's).
 _CHOICES: dict[str, dict[str, tuple[str, ...]]] = {

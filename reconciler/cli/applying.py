@@ -57,90 +57,49 @@ def apply_command(
     replace: list[str] | None = None,
 ) -> int:
     """``astra apply`` (its help is the typer command's, in ``reconciler.cli.plan``); the exit code."""
-    try:
-        return _apply(
-            [Path(t) for t in targets or []],
-            [Path(f) for f in files] if files else None,
-            template,
-            sets,
-            prune,
-            allow_empty,
-            yes,
-            dry_run,
-            wait,
-            settle,
-            verbose,
-            source,
-            state,
-            server,
-            token,
-            git,
-            ref,
-            path,
-            git_token_file,
-            revision,
-            allow_dirty,
-            strict,
-            replace,
-        )
-    except Exit as done:
-        return done.code
-
-
-def _apply(
-    targets: list[Path],
-    files: list[Path] | None,
-    template: str | None,
-    sets: list[str] | None,
-    prune: bool,
-    allow_empty: bool,
-    yes: bool,
-    dry_run: bool,
-    wait: bool,
-    settle: float,
-    verbose: bool,
-    source: str | None,
-    state: str | None,
-    server: str | None,
-    token: str | None,
-    git: str | None,
-    ref: str | None,
-    path: str | None,
-    git_token_file: str | None,
-    revision: str | None,
-    allow_dirty: bool,
-    strict: bool,
-    replace: list[str] | None,
-) -> int:
     from ..apply import apply_source
     from ..collector import gc_paused
     from ..load import default_cache
     from .planning import Git
 
-    planfile, files = _saved_plan_or_paths(targets, files)
-    if planfile is not None and files:
+    planfile, paths = _saved_plan_or_paths([Path(t) for t in targets or []], [Path(f) for f in files or []])
+    if planfile is not None and paths:
         error("give a saved plan or -f PATH, not both")
-        raise Exit(1)
+        return 1
     progress = _Progress()
     review = _reviewer(progress, lambda: s.cluster, verbose=verbose, dry_run=dry_run, yes=yes, strict=strict)
     given = Git(git, ref, path, git_token_file, revision)
-    with failures():
-        saved, s = _setup(
-            planfile, files, source, state, server, token, template, sets, prune, allow_empty, given, replace
-        )
-        with progress, gc_paused():  # the plan's documents are trees without cycles: see collector
-            done = apply_source(
-                s.source,
-                s.cluster,
-                s.store,
-                plan=saved,
-                cache=None if saved is not None else default_cache(),
-                review=review,
-                dry_run=dry_run,
-                on_entry=progress.advance,
-                allow_dirty=allow_dirty,
+    try:
+        with failures():
+            saved, s = _setup(
+                planfile,
+                paths,
+                source,
+                state,
+                server,
+                token,
+                template,
+                sets,
+                prune,
+                allow_empty,
+                given,
+                replace,
             )
-        return _outcome(done, s.cluster, verbose=verbose, wait=wait, settle=settle)
+            with progress, gc_paused():  # the plan's documents are trees without cycles: see collector
+                done = apply_source(
+                    s.source,
+                    s.cluster,
+                    s.store,
+                    plan=saved,
+                    cache=None if saved is not None else default_cache(),
+                    review=review,
+                    dry_run=dry_run,
+                    on_entry=progress.advance,
+                    allow_dirty=allow_dirty,
+                )
+            return _outcome(done, s.cluster, verbose=verbose, wait=wait, settle=settle)
+    except Exit as ended:  # said already (``failures``, the saved plan)
+        return ended.code
 
 
 def force_unlock_command(
