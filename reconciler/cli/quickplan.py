@@ -98,7 +98,7 @@ def answer(args: list[str], given: dict[str, Any]) -> int | None:
         if git:  # every entry under the folders as it was: the same files, with the same stats
             if not quickgit.unchanged(git, paths) or _templates(paths, [f for f, _ in entry["files"]]):
                 return None
-        elif _files_now(paths) != entry["files"]:
+        elif _files_now(paths) != entry["files"]:  # both sorted by name
             return None
         if not _unchanged_server(entry["reads"], given.get("token")):
             return None
@@ -148,11 +148,8 @@ def record(text: str, code: int, made: Any) -> None:
             return
         seen[name] = held
     paths = _paths(armed["given"])
-    try:
-        files = _found(paths)
-    except ValueError:
-        return
-    if files is None or sorted(files) != sorted(seen):
+    files = sorted(seen)  # the files the load found (its base errors: none), not walked again
+    if not paths or _templates(paths, files):
         return
     git = None
     if (made.revision or {}).get("top") is not None:  # a working tree's: what its revision says
@@ -248,13 +245,14 @@ def _templates(paths: list[str], files: list[str]) -> bool:
 
 
 def _files_now(paths: list[str]) -> list[tuple[str, str]] | None:
-    """Each spec file of ``paths`` with its stat now (``hashes.stat_key``), as ``record`` keeps them."""
+    """Each spec file of ``paths`` with its stat now (``hashes.stat_key``), sorted by name, as
+    ``record`` keeps them."""
     from ..hashes import stat_key
 
     files = _found(paths)
     if files is None:
         return None
-    return [(f, stat_key(os.stat(f))) for f in files]
+    return sorted((f, stat_key(os.stat(f))) for f in files)
 
 
 def _tagged_reads(journal: list[tuple[str, str, int, str | None]]) -> list[tuple[str, str]] | None:
