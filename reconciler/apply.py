@@ -324,8 +324,12 @@ def apply_source(
     apply that another one holds off is refused at once, not after planning every file, and no
     other apply changes the source between the plan shown and the plan applied. It is held
     while ``review`` asks, and released whatever happens (a dry run takes none)."""
+
+    def planned() -> Plan:
+        return plan if plan is not None else plan_source(source, cluster, store, now(), cache=cache)[1]
+
     if dry_run:
-        made = plan if plan is not None else plan_source(source, cluster, store, now(), cache=cache)[1]
+        made = planned()
         if review is not None and not review(made):
             return SourceApplied(made, dry_run=True)
         problems = preflight(made)
@@ -337,7 +341,7 @@ def apply_source(
     name = plan.source if plan is not None else source.name
     lock = store.lock(name, who, now())
     try:
-        made = plan if plan is not None else plan_source(source, cluster, store, now(), cache=cache)[1]
+        made = planned()
         refuse_dirty(made, allow_dirty=allow_dirty)
         if review is not None and not review(made):
             return SourceApplied(made)
