@@ -90,7 +90,7 @@ def _duplicates(runs: list[tuple[str, str, int]]) -> list[FieldError]:
 def _check(_share: int, files: list[str], template: str | None, sets: tuple[str, ...]) -> Checked:
     from .desired import load_desired
 
-    desired = load_desired(files, template=template, sets=sets, warnings=True)
+    desired = load_desired(files, template=template, sets=sets, warnings=True, listed=True)
     names = {d.source.name for d in desired.documents}
     runs = [(r.name or "", r.document.source.name, r.document.index) for r in desired.runs]
     return Checked(desired.errors, len(desired.documents), names, runs, desired.warnings)

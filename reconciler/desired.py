@@ -130,6 +130,7 @@ def load_desired(
     contents: Mapping[str, bytes] | None = None,
     warnings: bool = False,
     checked: bool = False,
+    listed: bool = False,
 ) -> Desired:
     """Load files and folders, apply templates, validate: the final runs and every error.
 
@@ -138,8 +139,10 @@ def load_desired(
     of each run that load gave (``load.reread``, which refuses any other): they are not
     validated again.
     ``warnings``: also the warnings (``lint``) of each valid run of a file without errors, placed
-    in its file (a plan does not ask: placing them composes the documents' YAML nodes)."""
-    files, errors = find_files(paths)
+    in its file (a plan does not ask: placing them composes the documents' YAML nodes).
+    ``listed``: ``paths`` are files ``find_files`` gave already (a load's shares): not looked at
+    again."""
+    files, errors = ([os.fspath(p) for p in paths], []) if listed else find_files(paths)
     given: dict[str, tuple[Any, Origin]] = {}
     if sets:
         from .templates import parse_sets

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .atomic import compact_json, write_atomically
+from .runspec.files import read_file
 
 __all__ = ["RACY_NS", "StatHashes", "stat_key"]
 
@@ -76,9 +77,7 @@ class StatHashes:
     def read(self, name: str) -> tuple[bytes, str]:
         """``name``'s bytes and their sha256, which is remembered (unless the file changed within
         ``RACY_NS``): for a caller that needs the bytes too, so that the file is read once."""
-        with open(name, "rb") as f:
-            st = os.fstat(f.fileno())
-            data = f.read()
+        data, st = read_file(name)
         digest = hashlib.sha256(data).hexdigest()
         if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS:
             self._held[self._key(name)] = f"{_seen(st)} {digest}"

@@ -11,9 +11,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
+import threading
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -637,6 +639,26 @@ def test_file_of_exactly_10_mib_is_read(tmp_path):
     f.write_bytes(head + b"#" * (msg.MAX_FILE_BYTES - len(head)))
     docs, errors = load_file(f)
     assert errors == [] and len(docs) == 1
+
+
+def test_a_spec_given_through_a_pipe_is_read_whole(tmp_path):
+    """A file that is no regular file (a FIFO, `<(…)` in a shell) has no size: it is read to its
+    end, past the first chunk, and refused once it passes the limit, as a regular file is."""
+    head = b"metadata:\n  name: piped\nspec:\n  task_template:\n    image: busybox\n"
+    for size, refused in ((200_000, False), (msg.MAX_FILE_BYTES + 1, True)):
+        fifo = tmp_path / f"piped-{size}.yaml"
+        os.mkfifo(fifo)
+        writer = threading.Thread(target=fifo.write_bytes, args=(head + b"#" * (size - len(head)),))
+        writer.start()
+        try:
+            docs, errors = load_file(fifo)
+        finally:
+            writer.join()
+        if refused:
+            assert docs == [] and len(errors) == 1
+            assert errors[0].message.startswith(f"the file is {msg.MAX_FILE_BYTES + 1} bytes")
+        else:
+            assert errors == [] and [d.name for d in docs] == ["piped"]
 
 
 # ---- one source: pydantic agrees with the schema and rules ----------------------------------------

@@ -32,7 +32,7 @@ def load_here(
     predicate on the run's name, the runs it is true of keep their documents."""
     from ..desired import load_desired  # not needed by a load the cache answers
 
-    desired = load_desired(names, template=loaded.template, sets=loaded.sets, contents=contents)
+    desired = load_desired(names, template=loaded.template, sets=loaded.sets, contents=contents, listed=True)
     by_file = {n: loaded.files[n] for n in names}
     made: dict[str, list[list[Any]]] = {n: [] for n in names}  # each file's [index, name, digest]s
     for run in desired.runs:

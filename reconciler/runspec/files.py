@@ -16,7 +16,7 @@ from typing import Any
 from .errors import ErrorType, FieldError
 from .paths import FieldPath
 
-__all__ = ["SPEC_SUFFIXES", "find_files", "published_schema", "published_text"]
+__all__ = ["SPEC_SUFFIXES", "find_files", "published_schema", "published_text", "read_file"]
 
 SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -62,6 +62,35 @@ def find_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[str], list
                 FieldError(ErrorType.file, FieldPath.root(), "no such file or folder", str(given), None, None)
             )
     return files, errors
+
+
+_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+
+def read_file(path: str | os.PathLike[str], most: int | None = None) -> tuple[bytes, os.stat_result]:
+    """The bytes of the file at ``path`` (with ``most``: at most ``most + 1`` of them, so that
+    more than ``most`` says the file is larger), and its ``fstat``. Read with ``os.read`` on a
+    plain descriptor: half the time of ``open().read()``, whose buffered file object costs more
+    than reading a spec file (a cold load reads every one). ``OSError`` as ``open`` raises it."""
+    fd = os.open(path, _FLAGS)
+    try:
+        st = os.fstat(fd)
+        cap = -1 if most is None else most + 1
+        regular = stat.S_ISREG(st.st_mode)
+        parts, total = [], 0
+        while total != cap:
+            # a regular file's size, and one byte more: a short read is its end
+            want = st.st_size + 1 - total if regular and st.st_size >= total else 1 << 16
+            want = want if cap < 0 else min(want, cap - total)
+            chunk = os.read(fd, want)
+            if chunk:
+                parts.append(chunk)
+                total += len(chunk)
+            if not chunk or (regular and len(chunk) < want):
+                break
+    finally:
+        os.close(fd)
+    return (parts[0] if len(parts) == 1 else b"".join(parts)), st
 
 
 def _walk(folder: str, found: list[str]) -> None:

@@ -33,15 +33,24 @@ def _warning(path: FieldPath, message: str) -> FieldError:
     return FieldError(ErrorType.warning, path, message)
 
 
-def _templates(spec: dict[str, Any]) -> list[tuple[FieldPath, dict[str, Any]]]:
-    out = []
-    if isinstance(spec.get("task_template"), dict):
-        out.append((_TEMPLATE, spec["task_template"]))
+def _templates(spec: dict[str, Any]) -> list[tuple[int | None, dict[str, Any]]]:
+    """The worker templates of a spec: ``None`` for ``task_template``, else the group's index
+    (its path is built only for a warning: nearly every run has none)."""
+    out: list[tuple[int | None, dict[str, Any]]] = []
+    template = spec.get("task_template")
+    if isinstance(template, dict):
+        out.append((None, template))
     for i, group in enumerate(spec.get("task_groups") or []):
         if isinstance(group, dict) and isinstance(group.get("task_template"), dict):
-            path = _ROOT.child("spec", "task_groups").index(i).child("task_template")
-            out.append((path, group["task_template"]))
+            out.append((i, group["task_template"]))
     return out
+
+
+def _path(index: int | None) -> FieldPath:
+    """Where the template of ``_templates`` is."""
+    if index is None:
+        return _TEMPLATE
+    return _ROOT.child("spec", "task_groups").index(index).child("task_template")
 
 
 def _mentions(value: Any, name: str) -> bool:
@@ -73,17 +82,18 @@ def lint(doc: Any) -> list[FieldError]:
         return []
     found: list[FieldError] = []
     service = spec.get("lifetime") == "Service"
-    for path, template in _templates(spec):
+    array = spec.get("array") is not None
+    for index, template in _templates(spec):
         command = template.get("command")
         if isinstance(command, str) and " " in command.strip():
-            found.append(_warning(path.child("command"), msg.LINT_ONE_STRING_COMMAND))
+            found.append(_warning(_path(index).child("command"), msg.LINT_ONE_STRING_COMMAND))
         if not service and template.get("time_limit_seconds") is None:
-            found.append(_warning(path.child("time_limit_seconds"), msg.LINT_NO_TIME_LIMIT))
-        if spec.get("array") is not None:
+            found.append(_warning(_path(index).child("time_limit_seconds"), msg.LINT_NO_TIME_LIMIT))
+        if array:
             for field in ("command", "args", "env"):
                 value = template.get(field)
                 if not _mentions(value, "SLURM_ARRAY_TASK_ID"):
                     continue
-                for where in _reads(value, path.child(field), "SLURM_ARRAY_TASK_ID"):
+                for where in _reads(value, _path(index).child(field), "SLURM_ARRAY_TASK_ID"):
                     found.append(_warning(where, msg.LINT_SLURM_ARRAY_TASK_ID))
     return sorted(found, key=lambda e: str(e.path)) if len(found) > 1 else found

@@ -32,6 +32,7 @@ from typing import Any
 
 from . import messages as msg
 from .errors import ErrorType, FieldError
+from .files import read_file
 from .paths import FieldPath
 from .positions import ODD, block_position
 
@@ -177,18 +178,14 @@ def load_file(
     if data is not None and len(data) <= msg.MAX_FILE_BYTES:
         return _load_bytes(data, name)
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            # never more than the limit in memory; a plain read() of a regular file allocates
-            # its size once (read(limit) would allocate the whole limit for every file)
-            data = f.read() if 0 < size <= msg.MAX_FILE_BYTES else f.read(msg.MAX_FILE_BYTES + 1)
-            if len(data) > msg.MAX_FILE_BYTES:
-                size = max(size, len(data))
-                text = (
-                    f"the file is {size} bytes; a spec file may be at most {msg.MAX_FILE_BYTES} bytes "
-                    f"({msg.MAX_FILE_BYTES // 2**20} MiB): split it into several files"
-                )
-                return [], [_file_error(name, text)]
+        data, st = read_file(path, msg.MAX_FILE_BYTES)  # never more than the limit in memory
+        if len(data) > msg.MAX_FILE_BYTES:
+            size = max(st.st_size, len(data))
+            text = (
+                f"the file is {size} bytes; a spec file may be at most {msg.MAX_FILE_BYTES} bytes "
+                f"({msg.MAX_FILE_BYTES // 2**20} MiB): split it into several files"
+            )
+            return [], [_file_error(name, text)]
     except OSError as exc:
         return [], [_file_error(name, f"cannot read the file: {exc.strerror or exc}")]
     return _load_bytes(data, name)

@@ -27,6 +27,7 @@ __all__ = ["COMBINATIONS", "Combination", "check_rules"]
 
 SPEC = FieldPath.root().child("spec")
 _TEMPLATE = SPEC.child("task_template")
+_GROUPS = SPEC.child("task_groups")
 _RES = "requested_resources"
 RESERVED_ENV = (
     "RANK",
@@ -122,6 +123,8 @@ def _combinations(spec: dict) -> list[FieldError]:
             value = _dig(spec, rule.field)
             if value is not None and value != rule.allowed:
                 found.append(rule)
+    if not found:
+        return []
     if len(found) > 1:
         found.sort(key=COMBINATIONS.index)  # the table's order, whatever the grouping
     return [FieldError.forbidden(SPEC.child(*rule.field), rule.message) for rule in found]
@@ -225,7 +228,7 @@ def _resources(res: dict, template: FieldPath, in_group: bool) -> list[FieldErro
 @lru_cache(maxsize=256)
 def _group(i: int, *steps: str) -> FieldPath:
     """``spec.task_groups[i]…``: built once a process (every document with groups asks)."""
-    return SPEC.child("task_groups").index(i).child(*steps)
+    return _GROUPS.index(i).child(*steps)
 
 
 def _groups(spec: dict) -> list[FieldError]:
@@ -233,7 +236,7 @@ def _groups(spec: dict) -> list[FieldError]:
     if not isinstance(groups, list):
         return []
     errors: list[FieldError] = []
-    path = SPEC.child("task_groups")
+    path = _GROUPS
     names: dict[str, int] = {}
     for i, group in enumerate(groups):
         if not isinstance(group, dict):
@@ -270,7 +273,8 @@ def _groups(spec: dict) -> list[FieldError]:
             )
         elif isinstance(name, str):
             after[name] = target
-    errors += _cycles(after, names, path)
+    if after:
+        errors += _cycles(after, names, path)
     return errors
 
 
@@ -311,7 +315,7 @@ def _workers(spec: dict) -> list[FieldError]:
     counts = [n for n in replicas if n is not None and n >= 1]
     if any(n > msg.WORKERS_MAX for n in counts) or sum(counts) <= msg.WORKERS_MAX:
         return []
-    return [FieldError.invalid(SPEC.child("task_groups"), msg.WORKERS_SUM.format(n=sum(counts)))]
+    return [FieldError.invalid(_GROUPS, msg.WORKERS_SUM.format(n=sum(counts)))]
 
 
 def _quantities(template: dict, path: FieldPath) -> list[FieldError]:
@@ -363,7 +367,7 @@ def _worker_names(doc: dict, spec: dict) -> list[FieldError]:
         if len(example) > msg.WORKER_NAME_MAX:
             errors.append(
                 FieldError.invalid(
-                    SPEC.child("task_groups").index(i).child("name"),
+                    _GROUPS.index(i).child("name"),
                     msg.WORKER_NAME_TOO_LONG.format(example=example, length=len(example)),
                 )
             )
