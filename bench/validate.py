@@ -40,6 +40,22 @@ FLOORS = {
     "yaml-rs": ("import yaml_rs", "yaml_rs.loads(text)"),
     "PyYAML C": ("import yaml", "yaml.load(text, Loader=yaml.CSafeLoader)"),
 }
+#: ``astra validate DIR`` with some of its checks taken away (references at the main size, no
+#: verdict): what reading and parsing cost on every core, and what the schema check adds, so that
+#: the ratio to the one-core floor can be read as parse, schema, and the rest.
+WITHOUT = """\
+import sys
+from reconciler import cli, desired
+from reconciler.runspec import validate
+none = lambda *args, **kwargs: []
+desired.lint = validate.check_limits = validate.check_rules = none
+{more}
+cli.main(["validate", sys.argv[1]])
+"""
+REFERENCES = {
+    "astra: parse only": ("desired.validate_data = none", "astra validate DIR, no check at all"),
+    "astra: schema only": ("", "astra validate DIR, the JSON Schema check only"),
+}
 VALIDATE, FLOOR, CHECK = "astra validate DIR", "floor: yaml-rs", "check-jsonschema FILES"
 
 
@@ -59,6 +75,10 @@ def main(
                 commands[(n, f"floor: {name}")] = ([py, "-c", code, str(folder)], _check_count, shown)
         if "check-jsonschema" in parts and n == main_n:
             commands[(n, CHECK)] = (None, None, "")
+        if "validate" in parts and n == main_n:
+            for name, (more, shown) in REFERENCES.items():
+                argv = [py, "-c", WITHOUT.format(more=more), str(folder)]
+                commands[(n, name)] = (argv, check_validate, shown)
     if not commands:
         return {}
     # warm-up: the page cache (read every file), and each command once on one folder (bytecode)
@@ -153,6 +173,10 @@ def _ratios(samples: dict[str, Sample]) -> list[dict]:
     if v and f:
         r, limit = v.wall / f.wall, targets.VALIDATE_FLOOR
         out.append(_ratio("validate / floor (yaml-rs, one core)", r, f"<= {limit:g}x", r <= limit))
+    for name in REFERENCES:
+        if samples.get(name) and f:
+            r = samples[name].wall / f.wall
+            out.append(_ratio(f"{name.removeprefix('astra: ')} / floor (reference)", r, "", None))
     if v and samples.get("floor: PyYAML C"):
         r = v.wall / samples["floor: PyYAML C"].wall
         out.append(_ratio("validate / PyYAML C (reference)", r, "", None))
