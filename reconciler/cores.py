@@ -2,9 +2,9 @@
 process and the others in processes forked from it (so each starts with every import done), as
 many as there are cores; the answers in order, pickled back (``aside``: a fork
 costs a millisecond, where a ``ProcessPoolExecutor`` costs 17 ms of imports and threads).
-``split(items)`` makes one share a core. ``Turns(chunks)`` hands a job's chunks out instead to
-whichever process asks first: a process slowed down (its core shared with other work, as a
-plan's read-ahead) takes fewer, and none waits idle at the end for another's fixed share.
+``Turns(chunks)`` hands a job's chunks out to whichever process asks first: a process slowed
+down (its core shared with other work, as a plan's read-ahead) takes fewer, and none waits idle
+at the end for another's fixed share.
 
 Only a process without other threads is forked (a fork copies none of them, nor the locks they
 hold): ``forkable(n, minimum)`` says whether ``n`` items are worth it here. Used by
@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import IO, Any, TypeVar
 
-__all__ = ["Aside", "Turns", "aside", "cores", "forkable", "on_every_core", "split"]
+__all__ = ["Aside", "Turns", "aside", "cores", "forkable", "on_every_core"]
 
 T = TypeVar("T")
 
@@ -41,12 +41,6 @@ def cores() -> int:
 def forkable(n: int, minimum: int) -> bool:
     """Whether ``n`` items are worth splitting over forked processes here."""
     return n >= minimum and cores() > 1 and hasattr(os, "fork") and threading.active_count() == 1
-
-
-def split(items: Sequence[T]) -> list[list[T]]:
-    """One share a core (every ``cores()``-th item, so that each gets alike)."""
-    jobs = cores()
-    return [list(items[i::jobs]) for i in range(jobs)]
 
 
 class Turns:

@@ -4,14 +4,48 @@ from reconciler import check as checking
 from reconciler import cores
 from reconciler.check import check
 
+SPEC = """\
+metadata:
+  name: {name}
+spec:
+  task_template:
+    image: busybox
+    command: sh
+    args: [-c, "echo hi"]
+{limit}"""
+
+
+def _on_two_cores(monkeypatch, chunk: int) -> None:
+    monkeypatch.setattr(checking, "PARALLEL_FROM", 2)
+    monkeypatch.setattr(checking, "CHUNK", chunk)
+    monkeypatch.setattr(cores, "cores", lambda: 2)  # two shares, whatever this machine has
+
 
 def test_many_files_on_every_core_give_the_same_answer_as_one_process(root, monkeypatch):
     monkeypatch.chdir(root)
     paths = ["tests/corpus", "examples"]
     alone = check(paths, parallel=False)
-    monkeypatch.setattr(checking, "PARALLEL_FROM", 2)
-    monkeypatch.setattr(cores, "cores", lambda: 2)  # two shares, whatever this machine has
+    _on_two_cores(monkeypatch, chunk=3)  # many chunks, taken in turn
     split = check(paths)
     assert alone.errors  # the invalid corpus has problems to find
     assert [e.format() for e in split.errors] == [e.format() for e in alone.errors]
-    assert (split.documents, split.files) == (alone.documents, alone.files)
+    assert [w.format() for w in split.warnings] == [w.format() for w in alone.warnings]
+    assert (split.documents, split.files, split.runs) == (alone.documents, alone.files, alone.runs)
+
+
+def test_a_run_name_used_in_two_chunks_is_found_as_in_one_process(tmp_path, monkeypatch):
+    """The files are taken a few at a time by two processes: a name used twice, in the first
+    file and the last, is still said once, naming both files, as one process says it."""
+    for i in range(12):
+        name = "same" if i in (0, 11) else f"run-{i}"
+        limit = "" if i == 5 else "    time_limit_seconds: 60\n"  # file 5 warns
+        (tmp_path / f"r{i:02}.yaml").write_text(SPEC.format(name=name, limit=limit))
+    monkeypatch.chdir(tmp_path)
+    alone = check(["."], parallel=False)
+    _on_two_cores(monkeypatch, chunk=2)
+    split = check(["."])
+    assert [e.format() for e in split.errors] == [e.format() for e in alone.errors]
+    assert len(split.errors) == 1 and "run name 'same' is also used in" in split.errors[0].message
+    assert [w.format() for w in split.warnings] == [w.format() for w in alone.warnings]
+    assert len(split.warnings) == 1 and split.warnings[0].file.endswith("r05.yaml")
+    assert (split.documents, len(split.files)) == (12, 12)
