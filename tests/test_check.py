@@ -49,3 +49,17 @@ def test_a_run_name_used_in_two_chunks_is_found_as_in_one_process(tmp_path, monk
     assert [w.format() for w in split.warnings] == [w.format() for w in alone.warnings]
     assert len(split.warnings) == 1 and split.warnings[0].file.endswith("r05.yaml")
     assert (split.documents, len(split.files)) == (12, 12)
+
+
+def test_more_files_than_chunks_can_be_handed_out_take_larger_chunks(tmp_path, monkeypatch):
+    """``Turns`` hands out at most ``MOST`` chunks (half a million files at 250 a chunk): beyond,
+    the chunks grow, and every file is still checked once."""
+    for i in range(12):
+        (tmp_path / f"r{i:02}.yaml").write_text(
+            SPEC.format(name=f"run-{i}", limit="    time_limit_seconds: 60\n")
+        )
+    _on_two_cores(monkeypatch, chunk=2)  # 6 chunks of 2 …
+    monkeypatch.setattr(cores.Turns, "MOST", 4)  # … but 4 at most: 4 chunks of 3
+    checked = check([str(tmp_path)])
+    assert checked.errors == [] and checked.documents == 12
+    assert sorted(name for name, _, _ in checked.runs) == sorted(f"run-{i}" for i in range(12))
