@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from reconciler.cli.app import run
 from reconciler.runspec import messages as msg
 from reconciler.runspec.errors import ErrorType, FieldError
+from reconciler.runspec.files import find_files
 from reconciler.runspec.loading import load_file
 from reconciler.runspec.models import Run
 from reconciler.runspec.parse import parse_run
@@ -659,6 +660,40 @@ def test_a_spec_given_through_a_pipe_is_read_whole(tmp_path):
             assert errors[0].message.startswith(f"the file is {msg.MAX_FILE_BYTES + 1} bytes")
         else:
             assert errors == [] and [d.name for d in docs] == ["piped"]
+
+
+def test_a_folder_is_found_in_the_order_of_sorted_paths(tmp_path):
+    """The files of a folder come in the order of sorted ``Path`` objects (component by component:
+    ``a/x.yaml`` before ``a-b.yaml``, though ``-`` sorts before ``/``), hidden names and other
+    suffixes left out: the order in which validate and plan read them, and name a duplicate's
+    first file."""
+    names = [
+        "a-b.yaml",
+        "a/x.yaml",
+        "a.yml",
+        "a/B/c.json",
+        "a/b.yaml",
+        "B.yaml",
+        "b/a.yaml",
+        "Z/z.yaml",
+        "z.YAML",
+        "ab/.hidden.yaml",
+        ".git/x.yaml",
+        "a/notes.txt",
+        "_/x.yaml",
+    ]
+    for name in names:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("metadata: {name: x}\n")
+    files, errors = find_files([tmp_path])
+    expected = sorted(
+        p
+        for p in tmp_path.rglob("*")
+        if p.suffix in (".yaml", ".yml", ".json")
+        and not any(s.startswith(".") for s in p.relative_to(tmp_path).parts)
+    )
+    assert errors == [] and files == [str(p) for p in expected]
+    assert files.index(str(tmp_path / "a" / "x.yaml")) < files.index(str(tmp_path / "a-b.yaml"))
 
 
 # ---- one source: pydantic agrees with the schema and rules ----------------------------------------
