@@ -5,10 +5,11 @@ while this one loads the files.
 the cluster and the store can be read from a forked process (``reads_apart``: the HTTP ones
 before their first call; after it, copies of them with connections of their own, ``apart()``:
 an apply calls the server for its lock before it plans), a process
-(``reconciler.cores.aside``) that reads the source's
-inventory (without specs when the plan takes its fast path) and the cluster's run summaries,
-and sends them back as plain tuples (pickled 20,000 at a time in a few milliseconds; as objects,
-in 50), with the calls it made when this process notes them (``clusters.http.JOURNAL``).
+(``reconciler.cores.aside``) that reads the source's inventory (without specs when the plan
+takes its fast path) and the cluster's run summaries (plain GETs on a socket when it can:
+``clusters.http.PLAIN_GETS``), and sends them back as plain tuples (pickled 20,000 at a time in
+a few milliseconds; as objects, in 50), with the calls it made when this process notes them
+(``clusters.http.JOURNAL``).
 ``held()`` says, once the forked process has answered and without waiting for it, which runs
 the inventory holds (a cold load keeps the documents of the others: ``load.parallel``).
 ``result()`` gives them back as ``Ahead``: plain data, or the error that stopped the
@@ -125,6 +126,11 @@ def read_ahead(source: str, cluster: Cluster, store: SourceStore, *, files: int,
 
 
 def _read(source: str, cluster: Cluster, store: SourceStore, specs: bool) -> Ahead:
+    """The reads, in the forked process: its GETs go plain when they can (``http.PLAIN_GETS``:
+    this process makes two and ends; httpx would cost it 40 ms of CPU, on a core the load uses)."""
+    from .clusters import http
+
+    http.PLAIN_GETS = True
     try:
         inventory = store.inventory(source, specs=specs)
         listed = None if specs else summaries(cluster)
