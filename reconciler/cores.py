@@ -68,8 +68,14 @@ class Turns:
 
     def taken(self) -> Iterator[Any]:
         """The chunks this process takes, one at a time, until none is left."""
+        for _number, chunk in self.numbered():
+            yield chunk
+
+    def numbered(self) -> Iterator[tuple[int, Any]]:
+        """``taken()``, each chunk with its place in ``chunks``."""
         while len(number := os.read(self._read, 2)) == 2:
-            yield self._chunks[int.from_bytes(number, "little")]
+            at = int.from_bytes(number, "little")
+            yield at, self._chunks[at]
 
     def close(self) -> None:
         os.close(self._read)

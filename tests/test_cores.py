@@ -30,6 +30,10 @@ def taken_here(_index: int, turns: Turns) -> list[list[int]]:
     return list(turns.taken())
 
 
+def numbered_here(_index: int, turns: Turns) -> list[tuple[int, list[int]]]:
+    return list(turns.numbered())
+
+
 def test_chunks_taken_in_turn_are_each_taken_once_by_one_of_the_processes(monkeypatch):
     monkeypatch.setattr(cores, "cores", lambda: 3)
     chunks = [[i, i + 1] for i in range(0, 200, 2)]
@@ -40,6 +44,17 @@ def test_chunks_taken_in_turn_are_each_taken_once_by_one_of_the_processes(monkey
         turns.close()
     assert len(answers) == 3
     assert sorted(c for taken in answers for c in taken) == chunks  # none twice, none left
+
+
+def test_chunks_taken_numbered_say_their_place():
+    chunks = [[i, i + 1] for i in range(0, 200, 2)]
+    turns = Turns(chunks)
+    try:
+        answers = on_every_core(numbered_here, turns.shares())
+    finally:
+        turns.close()
+    numbered = sorted(n for answer in answers for n in answer)
+    assert numbered == list(enumerate(chunks))
 
 
 def test_more_chunks_than_a_pipe_surely_holds_are_refused():
