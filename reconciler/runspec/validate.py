@@ -54,6 +54,8 @@ def validate_data(doc: Any, kind: str = "run") -> list[FieldError]:
     "null"). A document nesting too deep is not given to the schema at all.
     """
     limited = check_limits(doc)
+    if not limited and _valid(doc, kind):  # nearly every document: no error to build or sort
+        return []
     if limited and any(e.message == msg.TOO_DEEP for e in limited):
         return sorted(limited, key=lambda e: (e.path, e.message))
     schema = published_schema(kind)
@@ -69,6 +71,17 @@ def validate_data(doc: Any, kind: str = "run") -> list[FieldError]:
         found = limited + [e for e in found if not any(e.path.steps[: len(r)] == r for r in refused)]
     unique = {(e.path, e.message): e for e in found}
     return sorted(unique.values(), key=lambda e: (e.path, e.message))
+
+
+def _valid(doc: Any, kind: str) -> bool:
+    """Whether ``doc``, within the limits, passes the schema and the rules (the schema's verdict
+    alone: 0.4 µs less than its errors, and none to map)."""
+    try:
+        if not _validator(kind).is_valid(doc):
+            return False
+    except ValueError:  # a key or value JSON cannot hold: said by the full path
+        return False
+    return kind != "run" or not check_rules(doc, partial=isinstance(doc, dict) and "template" in doc)
 
 
 def validate_documents(docs: Iterable[Document], kind: str = "run") -> list[FieldError]:
