@@ -40,7 +40,7 @@ __all__ = [
 
 @cache
 def _validator(kind: str):
-    import jsonschema_rs
+    from .jsonschema_lean import jsonschema_rs
 
     return jsonschema_rs.Draft7Validator(published_schema(kind))
 
