@@ -93,28 +93,38 @@ def _int(value: Any) -> int | None:
 
 
 def check_rules(doc: Any, *, partial: bool = False) -> list[FieldError]:
-    """Every cross-field problem of a run document. ``partial`` skips what a template may add."""
+    """Every cross-field problem of a run document. ``partial`` skips what a template may add.
+
+    This runs for every document, and nearly all of them are valid: each field is read once, a
+    rule whose fields are absent costs no call, and the rules append to one list (paths are
+    built only for an error)."""
     if not isinstance(doc, dict):
         return []
     spec = doc.get("spec")
     if not isinstance(spec, dict):
         return []
     errors: list[FieldError] = []
-    errors += _combinations(spec)
-    errors += _array(spec)
-    errors += _min_available(spec, partial)
+    _combinations(spec, errors)
+    array = spec.get("array")
+    if isinstance(array, dict):
+        _array(array, errors)
+    start = spec["start"] if "start" in spec else spec.get("policy")
+    if start == "MinAvailable":
+        _min_available(spec, partial, errors)
     if not partial and "task_template" not in spec and "task_groups" not in spec:
         errors.append(FieldError.required(_TEMPLATE, msg.NO_TEMPLATE))
     template = spec.get("task_template")
     if isinstance(template, dict):
-        errors += _task_template(template, _TEMPLATE, in_group=False)
-    errors += _groups(spec)
-    errors += _worker_names(doc, spec)
-    errors += _workers(spec)
+        _task_template(template, _TEMPLATE, False, errors)
+    groups = spec.get("task_groups")
+    if isinstance(groups, list):
+        _groups(groups, start, errors)
+        _worker_names(doc, groups, errors)
+        _workers(groups, errors)
     return errors
 
 
-def _combinations(spec: dict) -> list[FieldError]:
+def _combinations(spec: dict, errors: list[FieldError]) -> None:
     found = []
     for when, rules in _WHEN.items():
         if spec.get(when) is None:
@@ -123,88 +133,90 @@ def _combinations(spec: dict) -> list[FieldError]:
             value = _dig(spec, rule.field)
             if value is not None and value != rule.allowed:
                 found.append(rule)
-    if not found:
-        return []
     if len(found) > 1:
         found.sort(key=COMBINATIONS.index)  # the table's order, whatever the grouping
-    return [FieldError.forbidden(SPEC.child(*rule.field), rule.message) for rule in found]
+    errors += [FieldError.forbidden(SPEC.child(*rule.field), rule.message) for rule in found]
 
 
-def _array(spec: dict) -> list[FieldError]:
-    array = spec.get("array")
-    if not isinstance(array, dict):
-        return []
+def _array(array: dict, errors: list[FieldError]) -> None:
     size, max_parallel = _int(array.get("size")), _int(array.get("max_parallel"))
     if size is None or max_parallel is None or not msg.ARRAY_SIZE_MIN <= size <= msg.ARRAY_SIZE_MAX:
-        return []
+        return
     if 0 <= max_parallel <= size:
-        return []
+        return
     text = msg.ARRAY_MAX_PARALLEL.replace("${1/size}", str(size))
-    return [FieldError.invalid(SPEC.child("array", "max_parallel"), text)]
+    errors.append(FieldError.invalid(SPEC.child("array", "max_parallel"), text))
 
 
-def _min_available(spec: dict, partial: bool) -> list[FieldError]:
-    start = spec.get("start", spec.get("policy"))
-    if start != "MinAvailable":
-        return []
+def _min_available(spec: dict, partial: bool, errors: list[FieldError]) -> None:
+    """The rules of ``start: MinAvailable``."""
     if "min_available" not in spec:
-        if partial:
-            return []
-        return [FieldError.required(SPEC.child("min_available"), msg.MIN_AVAILABLE)]
+        if not partial:
+            errors.append(FieldError.required(SPEC.child("min_available"), msg.MIN_AVAILABLE))
+        return
     value = _int(spec["min_available"])
     if value is not None and value < 1:
-        return [FieldError.invalid(SPEC.child("min_available"), msg.MIN_AVAILABLE)]
-    return []
+        errors.append(FieldError.invalid(SPEC.child("min_available"), msg.MIN_AVAILABLE))
 
 
-def _task_template(template: dict, path: FieldPath, *, in_group: bool) -> list[FieldError]:
-    """The rules of one task template at ``path``. Paths below it are built only for an error:
-    this runs for every document, and nearly all of them are valid."""
-    errors: list[FieldError] = _quantities(template, path)
-    resources = template.get("requested_resources")
+def _task_template(template: dict, path: FieldPath, in_group: bool, errors: list[FieldError]) -> None:
+    """The rules of one task template at ``path``."""
+    get = template.get
+    value = get("time_limit_seconds")
+    if isinstance(value, str) and _too_big("time_limit_seconds", value):
+        errors.append(FieldError.invalid(path.child("time_limit_seconds"), msg.QUANTITY_RANGE))
+    resources = get(_RES)
     if isinstance(resources, dict):
-        errors += _resources(resources, path, in_group)
-    env = template.get("env")
+        _resources(resources, path, in_group, errors)
+    env = get("env")
     if isinstance(env, dict) and not _RESERVED.isdisjoint(env):
         for name in sorted(k for k in env if k in _RESERVED):
             errors.append(
                 FieldError.forbidden(path.child("env").key(name), msg.ENV_RESERVED.format(name=name))
             )
-    volumes = template.get("datavolume_refs")
-    if isinstance(volumes, list):
+    volumes = get("datavolume_refs")
+    if isinstance(volumes, list) and len(volumes) > 1:  # a mount path used twice
         seen: set[str] = set()
         for i, ref in enumerate(volumes):
             mount = ref.get("mount_path") if isinstance(ref, dict) else None
             if not isinstance(mount, str):
                 continue
-            if mount.rstrip("/") in seen:
+            mount = mount.rstrip("/")
+            if mount in seen:
                 errors.append(
                     FieldError.duplicate(
                         path.child("datavolume_refs").index(i).child("mount_path"),
-                        msg.MOUNT_PATH_DUPLICATE.format(path=mount),
+                        msg.MOUNT_PATH_DUPLICATE.format(path=ref["mount_path"]),
                     )
                 )
-            seen.add(mount.rstrip("/"))
-    return errors
+            seen.add(mount)
 
 
-def _resources(res: dict, template: FieldPath, in_group: bool) -> list[FieldError]:
-    """The rules of ``requested_resources`` under the task template at ``template``."""
-    errors: list[FieldError] = []
-    gpus = res.get("gpu_requests")
+def _resources(res: dict, template: FieldPath, in_group: bool, errors: list[FieldError]) -> None:
+    """The rules of ``requested_resources`` under the task template at ``template``: first its
+    quantities (a friendly quantity read as more than 64 bits, ``99999999999P``, is no size),
+    then how its fields go together."""
+    get = res.get
+    value = get("memory_bytes")
+    if isinstance(value, str) and _too_big("memory_bytes", value):
+        errors.append(FieldError.invalid(template.child(_RES, "memory_bytes"), msg.QUANTITY_RANGE))
+    per_gpu = get("per_gpu")
+    if isinstance(per_gpu, dict):
+        value = per_gpu.get("memory_bytes")
+        if isinstance(value, str) and _too_big("memory_bytes", value):
+            path = template.child(_RES, "per_gpu", "memory_bytes")
+            errors.append(FieldError.invalid(path, msg.QUANTITY_RANGE))
+    gpus = get("gpu_requests")
     count = _int(gpus.get("count")) if isinstance(gpus, dict) else None
-    machines = _int(res.get("machines"))
     if in_group and "machines" in res:
         errors.append(FieldError.forbidden(template.child(_RES, "machines"), msg.GROUP_MACHINES))
-    elif machines is not None and count is not None and machines >= 1 and count >= 1 and count % machines:
-        errors.append(
-            FieldError.invalid(
-                template.child(_RES, "machines"),
-                msg.MACHINES_DIVIDE.format(machines=machines, count=count),
-            )
-        )
-    if isinstance(gpus, dict):
-        k = _int(gpus.get("min_per_machine"))
+    elif count is not None and count >= 1 and "machines" in res:
+        machines = _int(res["machines"])
+        if machines is not None and machines >= 1 and count % machines:
+            text = msg.MACHINES_DIVIDE.format(machines=machines, count=count)
+            errors.append(FieldError.invalid(template.child(_RES, "machines"), text))
+    if isinstance(gpus, dict) and "min_per_machine" in gpus:
+        k = _int(gpus["min_per_machine"])
         if k is not None and count is not None and k > count >= 1:
             errors.append(
                 FieldError.invalid(
@@ -212,9 +224,8 @@ def _resources(res: dict, template: FieldPath, in_group: bool) -> list[FieldErro
                     msg.MIN_PER_MACHINE_ABOVE_COUNT.format(k=k, count=count),
                 )
             )
-    per_gpu = res.get("per_gpu")
     if isinstance(per_gpu, dict):
-        if "gpu_requests" not in res:
+        if gpus is None and "gpu_requests" not in res:
             errors.append(FieldError.forbidden(template.child(_RES, "per_gpu"), msg.PER_GPU_WITHOUT_GPUS))
         if "cpu_cores" in per_gpu and "cpu_cores" in res:
             errors.append(FieldError.forbidden(template.child(_RES, "per_gpu", "cpu_cores"), msg.CPU_TWICE))
@@ -222,7 +233,6 @@ def _resources(res: dict, template: FieldPath, in_group: bool) -> list[FieldErro
             errors.append(
                 FieldError.forbidden(template.child(_RES, "per_gpu", "memory_bytes"), msg.MEMORY_TWICE)
             )
-    return errors
 
 
 @lru_cache(maxsize=256)
@@ -231,11 +241,8 @@ def _group(i: int, *steps: str) -> FieldPath:
     return _GROUPS.index(i).child(*steps)
 
 
-def _groups(spec: dict) -> list[FieldError]:
-    groups = spec.get("task_groups")
-    if not isinstance(groups, list):
-        return []
-    errors: list[FieldError] = []
+def _groups(groups: list, start: Any, errors: list[FieldError]) -> None:
+    """The rules of ``task_groups``: unique names, each group's template, and ``start_after``."""
     path = _GROUPS
     names: dict[str, int] = {}
     for i, group in enumerate(groups):
@@ -251,8 +258,8 @@ def _groups(spec: dict) -> list[FieldError]:
                 names[name] = i
         template = group.get("task_template")
         if isinstance(template, dict):
-            errors += _task_template(template, _group(i, "task_template"), in_group=True)
-    if spec.get("start", spec.get("policy")) == "Gang":
+            _task_template(template, _group(i, "task_template"), True, errors)
+    if start == "Gang":
         for i, group in enumerate(groups):
             if isinstance(group, dict) and group.get("start_after") is not None:
                 errors.append(FieldError.forbidden(path.index(i).child("start_after"), msg.GANG_START_AFTER))
@@ -275,7 +282,6 @@ def _groups(spec: dict) -> list[FieldError]:
             after[name] = target
     if after:
         errors += _cycles(after, names, path)
-    return errors
 
 
 def _cycles(after: dict[str, str], names: dict[str, int], path: FieldPath) -> list[FieldError]:
@@ -302,39 +308,17 @@ def _cycles(after: dict[str, str], names: dict[str, int], path: FieldPath) -> li
     return errors
 
 
-def _workers(spec: dict) -> list[FieldError]:
+def _workers(groups: list, errors: list[FieldError]) -> None:
     """At most ``WORKERS_MAX`` workers in a run, summed over its groups.
 
     One group over the limit alone is the schema's to say (at its ``replicas``, with the same
     words); this rule speaks of the sum.
     """
-    groups = spec.get("task_groups")
-    if not isinstance(groups, list):
-        return []
     replicas = [_int(g.get("replicas", 1)) if isinstance(g, dict) else None for g in groups]
     counts = [n for n in replicas if n is not None and n >= 1]
     if any(n > msg.WORKERS_MAX for n in counts) or sum(counts) <= msg.WORKERS_MAX:
-        return []
-    return [FieldError.invalid(_GROUPS, msg.WORKERS_SUM.format(n=sum(counts)))]
-
-
-def _quantities(template: dict, path: FieldPath) -> list[FieldError]:
-    """A friendly quantity read as more than 64 bits (``99999999999P``) is no size or duration."""
-    errors = []
-    value = template.get("time_limit_seconds")
-    if isinstance(value, str) and _too_big("time_limit_seconds", value):
-        errors.append(FieldError.invalid(path.child("time_limit_seconds"), msg.QUANTITY_RANGE))
-    resources = template.get(_RES)
-    if not isinstance(resources, dict):
-        return errors
-    value = resources.get("memory_bytes")
-    if isinstance(value, str) and _too_big("memory_bytes", value):
-        errors.append(FieldError.invalid(path.child(_RES, "memory_bytes"), msg.QUANTITY_RANGE))
-    per_gpu = resources.get("per_gpu")
-    value = per_gpu.get("memory_bytes") if isinstance(per_gpu, dict) else None
-    if isinstance(value, str) and _too_big("memory_bytes", value):
-        errors.append(FieldError.invalid(path.child(_RES, "per_gpu", "memory_bytes"), msg.QUANTITY_RANGE))
-    return errors
+        return
+    errors.append(FieldError.invalid(_GROUPS, msg.WORKERS_SUM.format(n=sum(counts))))
 
 
 @lru_cache(maxsize=4096)
@@ -349,16 +333,12 @@ def _too_big(key: str, value: str) -> bool:
         return False
 
 
-def _worker_names(doc: dict, spec: dict) -> list[FieldError]:
+def _worker_names(doc: dict, groups: list, errors: list[FieldError]) -> None:
     """<run>-<group>-<rank> must fit a DNS label; <run>-<rank> is bounded by the name's own limit."""
-    groups = spec.get("task_groups")
-    if not isinstance(groups, list):
-        return []
     metadata = doc.get("metadata")
     run = metadata.get("name") if isinstance(metadata, dict) else None
     if not isinstance(run, str):
-        return []
-    errors = []
+        return
     for i, group in enumerate(groups):
         if not isinstance(group, dict) or not isinstance(group.get("name"), str):
             continue
@@ -371,4 +351,3 @@ def _worker_names(doc: dict, spec: dict) -> list[FieldError]:
                     msg.WORKER_NAME_TOO_LONG.format(example=example, length=len(example)),
                 )
             )
-    return errors
