@@ -61,8 +61,7 @@ def check(
     if template or sets or not parallel or not forkable(len(files), PARALLEL_FROM):
         done = _merged([_check(0, [(0, files)], template, tuple(sets))])
     else:
-        size = max(CHUNK, -(-len(files) // Turns.MOST))  # a huge folder: fewer, larger chunks
-        turns = Turns([files[at : at + size] for at in range(0, len(files), size)])
+        turns = Turns.cut(files, CHUNK)
         try:
             done = _merged(on_every_core(_check_turns, turns.shares()))
         finally:

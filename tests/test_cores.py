@@ -57,6 +57,22 @@ def test_chunks_taken_numbered_say_their_place():
     assert numbered == list(enumerate(chunks))
 
 
+@pytest.mark.parametrize("n", [0, 1, 7, 250, 1000, 10_000, 100_000])
+def test_items_cut_in_turns_are_each_in_one_chunk_the_last_ones_smaller(monkeypatch, n):
+    monkeypatch.setattr(cores, "cores", lambda: 2)
+    items = list(range(n))
+    turns = Turns.cut(items, 250)
+    try:
+        chunks = [chunk for _, chunk in turns.numbered()]
+    finally:
+        turns.close()
+    assert [i for chunk in chunks for i in chunk] == items  # in order, none twice, none left
+    sizes = [len(c) for c in chunks]
+    assert sizes == sorted(sizes, reverse=True) and len(chunks) <= Turns.MOST
+    if n >= 1000:
+        assert sizes[0] == max(250, -(-n // Turns.MOST)) and sizes[-1] <= sizes[0] // 10
+
+
 def test_more_chunks_than_a_pipe_surely_holds_are_refused():
     with pytest.raises(ValueError, match="at most 2048 chunks"):
         Turns([[i] for i in range(Turns.MOST + 1)])

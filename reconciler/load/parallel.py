@@ -62,12 +62,11 @@ def fill_cache(
     if names:
         _warm(loaded, names[0])
     work = partial(_cache_share, loaded.template, loaded.templates, cache.folder, new_generation(), held)
-    size = max(CHUNK, -(-len(names) // Turns.MOST))
     found: dict[str, tuple[str, Any]] = {}
     kept: dict[str, list[tuple[int, DesiredItem]]] = {}
     wrote = False
     try:
-        turns = Turns([names[at : at + size] for at in range(0, len(names), size)])
+        turns = Turns.cut(names, CHUNK)
         try:
             for part, written, learned, documents in on_every_core(work, turns.shares()):
                 found.update(part)
