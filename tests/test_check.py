@@ -1,5 +1,9 @@
 """``astra validate`` over many files: split over processes, the same answer as one process."""
 
+import os
+import subprocess
+import sys
+
 from reconciler import check as checking
 from reconciler import cores
 from reconciler.check import check
@@ -63,3 +67,26 @@ def test_more_files_than_chunks_can_be_handed_out_take_larger_chunks(tmp_path, m
     checked = check([str(tmp_path)])
     assert checked.errors == [] and checked.documents == 12
     assert sorted(name for name, _, _ in checked.runs) == sorted(f"run-{i}" for i in range(12))
+
+
+def test_validate_ends_with_every_line_said_and_its_exit_code(tmp_path):
+    """``astra validate`` ends without Python's teardown (``cli._end``): every line it wrote still
+    reaches a pipe, past what one pipe holds, and its exit code is the one it says."""
+    for i in range(400):
+        (tmp_path / f"r{i:03}.yaml").write_text(SPEC.format(name=f"Bad_{i}", limit=""))
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "ok" / "a.yaml").write_text(SPEC.format(name="fine", limit="    time_limit_seconds: 60\n"))
+
+    def validate(*args: str) -> subprocess.CompletedProcess:
+        argv = [sys.executable, "-m", "reconciler.cli", "validate", *args]
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # buffered, as for users
+        return subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
+
+    bad = validate(str(tmp_path))
+    assert bad.returncode == 1
+    assert sum(f"r{i:03}.yaml" in bad.stdout + bad.stderr for i in range(400)) == 400
+    assert len((bad.stdout + bad.stderr).encode()) > 65536  # more than a pipe holds
+    good = validate(str(tmp_path / "ok"))
+    assert (good.returncode, good.stderr.strip()) == (0, "1 document in 1 file is valid")
+    as_json = validate("-o", "json", str(tmp_path))
+    assert as_json.returncode == 1 and as_json.stdout.rstrip().endswith("]")

@@ -43,7 +43,22 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
     except BrokenPipeError:  # `astra … | head`: the reader left; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if argv is None and args[:1] == ["validate"]:
+        _end(code)
     raise SystemExit(code)
+
+
+def _end(code: Any) -> None:
+    """End this process now, without Python's teardown of its modules and objects (10 ms of a
+    validate of 10,000 files, for memory the exit gives back anyway). Only validate does: it
+    writes no file and leaves nothing to do at exit (no thread, no exit handler, its log lines
+    written as they come); another thread running, and it ends as usual."""
+    import threading
+
+    if threading.active_count() != 1:
+        return
+    sys.stderr.flush()
+    os._exit(code if isinstance(code, int) else 0 if code is None else 1)
 
 
 def validate_command(
