@@ -2,7 +2,7 @@
 
 ``check(paths, template=…, sets=…)`` is ``load_desired`` reduced to what validate reports: the
 problems, and which documents and files were read; then, as the plan's load does, that run names
-are unique across the files (``reconciler.runs.duplicate_names``: the same words, naming both
+are unique across the files (``reconciler.runspec.unique.duplicate_names``: the same words, naming both
 files), so that a CI gate built on validate refuses what plan would refuse. One file's problems
 never depend on another's, so for many files (``PARALLEL_FROM``) one process per core, forked
 after the imports so each starts warm, takes them ``CHUNK`` at a time in turn (as a cold load
@@ -21,9 +21,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .cores import Turns, forkable, on_every_core
-from .runs import duplicate_names
 from .runspec.errors import FieldError
 from .runspec.paths import FieldPath
+from .runspec.unique import duplicate_names
 from .runspec.validate import find_files
 
 __all__ = ["PARALLEL_FROM", "Checked", "check"]

@@ -52,7 +52,7 @@ class Turns:
 
     MOST = 2048
 
-    def __init__(self, chunks: Sequence[T]):
+    def __init__(self, chunks: Sequence[Any]):
         if len(chunks) > self.MOST:
             raise ValueError(f"at most {self.MOST} chunks, not {len(chunks)}")
         self._chunks = chunks
@@ -72,7 +72,7 @@ class Turns:
         n = len(items)
         size = max(size, -(-n // cls.MOST))
         least, ways, at = max(1, size // 10), 2 * cores(), 0
-        chunks = []
+        chunks: list[Sequence[T]] = []
         while at < n:
             step = min(size, max(least, (n - at) // ways))
             chunks.append(items[at : at + step])

@@ -94,18 +94,20 @@ def _answer(data: bytes, url: str) -> Answer | None:
         if not colon:
             return None
         fields[name.strip().lower()] = value.strip()
+    content: bytes | None = body
     if fields.get("transfer-encoding", "").lower() == "chunked":
-        body = _unchunked(body)
+        content = _unchunked(body)
     elif "content-length" in fields and fields["content-length"] != str(len(body)):
         return None  # cut short
-    if body is None or "content-encoding" in fields:
+    if content is None or "content-encoding" in fields:
         return None
-    return Answer(int(status[1]), fields, body, url)
+    return Answer(int(status[1]), fields, content, url)
 
 
 def _unchunked(body: bytes) -> bytes | None:
     """A chunked body's bytes; ``None`` when it is cut short or malformed."""
-    out, at = [], 0
+    out: list[bytes] = []
+    at = 0
     while True:
         end = body.find(b"\r\n", at)
         if end < 0:

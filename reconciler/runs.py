@@ -6,9 +6,9 @@
 * ``PlanError``: a plan cannot be made (the plan raises it, and so does the load when a file
   changes while its runs are being planned);
 * ``Capacity``: what a cluster's machines can hold at most (its largest machine's GPUs, all of
-  theirs), for a plan to refuse an ask no machine could ever meet;
-* ``duplicate_names``: run names are unique across what is loaded together (the plan's load and
-  ``astra validate`` both ask it, so they say the same).
+  theirs), for a plan to refuse an ask no machine could ever meet.
+
+(Run names unique across what is loaded together: ``reconciler.runspec.unique``.)
 
 ``reconciler.clusters.base`` and ``reconciler.plan`` re-export them, so that callers keep their
 names; the point of this module is that neither of those layers has to import the other (nor
@@ -19,17 +19,12 @@ Must not touch: files, clusters, clocks. It imports nothing of ours but the spec
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .runspec.errors import ErrorType, FieldError
-from .runspec.paths import FieldPath
 from .runspec.vocabulary import FINAL_RUN_STATES
 
-__all__ = ["Capacity", "DesiredItem", "LiveRun", "PlanError", "RunSummary", "WorkerInfo", "duplicate_names"]
-
-_NAME = FieldPath.root().child("metadata", "name")
+__all__ = ["Capacity", "DesiredItem", "LiveRun", "PlanError", "RunSummary", "WorkerInfo"]
 
 
 class PlanError(Exception):
@@ -159,30 +154,3 @@ class RunSummary:
         from .runspec.normalize import spec_digest
 
         return cls(run.name, run.resource_version, run.state, spec_digest(run.document))
-
-
-def duplicate_names(
-    runs: Iterable[tuple[str, str, int]], locate: Callable[[str, int], tuple[int | None, int | None]]
-) -> list[FieldError]:
-    """Run names must be unique across what is loaded together: one error at each later use of a
-    name, naming where it was used first. ``runs``: each valid run's ``(name, file, document
-    index)`` in load order; ``locate(file, index)``: the line and column of that document's
-    ``metadata.name`` (asked only for the names used twice). What ``astra validate`` and the
-    plan's load both say."""
-    runs = list(runs)
-    names = [name for name, _, _ in runs]
-    if len(set(names)) == len(names):  # none used twice (nearly always): a third of the loop's time
-        return []
-    first: dict[str, tuple[str, int]] = {}
-    errors = []
-    for name, file, index in runs:
-        if name not in first:
-            first[name] = (file, index)
-            continue
-        other, at = first[name]
-        line, column = locate(other, at)
-        text = (
-            f"run name '{name}' is also used in {other}:{line}:{column}: run names must be unique in a source"
-        )
-        errors.append(FieldError(ErrorType.duplicate, _NAME, text, file, *locate(file, index)))
-    return errors

@@ -18,9 +18,10 @@ from json.encoder import encode_basestring_ascii as _json_string
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..runs import DesiredItem, duplicate_names
+from ..runs import DesiredItem
 from ..runspec.errors import FieldError
 from ..runspec.paths import FieldPath
+from ..runspec.unique import duplicate_names
 
 if TYPE_CHECKING:
     from ..runspec.loading import Source
@@ -158,7 +159,7 @@ def _piece(path: str, sha256: str) -> str:
 
 def finish(loaded: Loaded, previous: Loaded | None = None, changed: Iterable[str] = ()) -> bool:
     """Gather every problem and check that run names are unique across the source (as
-    ``astra validate`` does: ``reconciler.runs.duplicate_names``).
+    ``astra validate`` does: ``reconciler.runspec.unique.duplicate_names``).
 
     ``previous`` and ``changed``: ``loaded`` is ``previous`` with the ``changed`` files read
     again. When ``previous`` had no problem, the changed files have none and hold the same

@@ -44,7 +44,8 @@ def published_schema(kind: str = "run") -> dict[str, Any]:
 def find_files(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[str], list[FieldError]]:
     """Files as given, and folders searched recursively for ``*.yaml *.yml *.json`` in the order of
     sorted ``Path`` objects (as strings: a ``Path`` each would cost more than finding them)."""
-    files, errors = [], []
+    files: list[str] = []
+    errors: list[FieldError] = []
     for given in paths:
         try:
             is_dir = stat.S_ISDIR(os.stat(given).st_mode)  # one stat: a folder, or a file given
