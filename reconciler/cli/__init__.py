@@ -53,9 +53,9 @@ def _end(code: Any) -> None:
     validate of 10,000 files, for memory the exit gives back anyway). Only validate does: it
     writes no file and leaves nothing to do at exit (no thread, no exit handler, its log lines
     written as they come); another thread running, and it ends as usual."""
-    import threading
+    from ..cores import alone
 
-    if threading.active_count() != 1:
+    if not alone():
         return
     sys.stderr.flush()
     os._exit(code if isinstance(code, int) else 0 if code is None else 1)

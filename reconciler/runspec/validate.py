@@ -12,7 +12,6 @@ file, line and column.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -87,6 +86,14 @@ def _sorted(found: list[FieldError]) -> list[FieldError]:
     return sorted(unique.values(), key=lambda e: (e.path, e.message))
 
 
+def _close(word: str, words: Iterable[str]) -> list[str]:
+    """The word of ``words`` closest to ``word``, if one is close (``difflib``: imported only
+    for a problem to say, 1.3 ms of validate's start-up)."""
+    import difflib
+
+    return difflib.get_close_matches(word, words, n=1, cutoff=0.6)
+
+
 def validate_documents(docs: Iterable[Document], kind: str = "run") -> list[FieldError]:
     errors = []
     for doc in docs:
@@ -147,7 +154,7 @@ def _map(error: Any, schema: dict[str, Any], doc: Any) -> Iterator[FieldError]:
         known = sorted(node.get("properties", {}))
         for name in error.kind.unexpected:
             text = msg.UNKNOWN_FIELD.format(name=name)
-            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            close = _close(name, known)
             if close:
                 text += msg.DID_YOU_MEAN.format(suggestion=close[0])
             yield FieldError.unknown(path.key(name), text)
@@ -196,9 +203,7 @@ def _default(kind: Any, instance: Any) -> str:
         text = f"must be one of {', '.join(options)}, not {msg.describe(instance)}"
         if isinstance(instance, str):
             folded = {o.lower(): o for o in options}
-            close = folded.get(instance.lower()) or next(
-                iter(difflib.get_close_matches(instance, options, n=1, cutoff=0.6)), None
-            )
+            close = folded.get(instance.lower()) or next(iter(_close(instance, options)), None)
             if close:
                 text += msg.DID_YOU_MEAN.format(suggestion=close)
         return text
