@@ -33,21 +33,8 @@ def _warning(path: FieldPath, message: str) -> FieldError:
     return FieldError(ErrorType.warning, path, message)
 
 
-def _templates(spec: dict[str, Any]) -> list[tuple[int | None, dict[str, Any]]]:
-    """The worker templates of a spec: ``None`` for ``task_template``, else the group's index
-    (its path is built only for a warning: nearly every run has none)."""
-    out: list[tuple[int | None, dict[str, Any]]] = []
-    template = spec.get("task_template")
-    if isinstance(template, dict):
-        out.append((None, template))
-    for i, group in enumerate(spec.get("task_groups") or []):
-        if isinstance(group, dict) and isinstance(group.get("task_template"), dict):
-            out.append((i, group["task_template"]))
-    return out
-
-
 def _path(index: int | None) -> FieldPath:
-    """Where the template of ``_templates`` is."""
+    """Where a worker template is: ``task_template`` (``None``), or group ``index``'s."""
     if index is None:
         return _TEMPLATE
     return _ROOT.child("spec", "task_groups").index(index).child("task_template")
@@ -76,24 +63,39 @@ def _reads(value: Any, path: FieldPath, name: str) -> list[FieldPath]:
 
 
 def lint(doc: Any) -> list[FieldError]:
-    """The warnings of a valid run document (see the module docstring)."""
+    """The warnings of a valid run document (see the module docstring). Each worker template is
+    read where it is (its path is built only for a warning: nearly every run has none)."""
     spec = doc.get("spec") if isinstance(doc, dict) else None
     if not isinstance(spec, dict):
         return []
     found: list[FieldError] = []
     service = spec.get("lifetime") == "Service"
     array = spec.get("array") is not None
-    for index, template in _templates(spec):
-        command = template.get("command")
-        if isinstance(command, str) and " " in command.strip():
-            found.append(_warning(_path(index).child("command"), msg.LINT_ONE_STRING_COMMAND))
-        if not service and template.get("time_limit_seconds") is None:
-            found.append(_warning(_path(index).child("time_limit_seconds"), msg.LINT_NO_TIME_LIMIT))
-        if array:
-            for field in ("command", "args", "env"):
-                value = template.get(field)
-                if not _mentions(value, "SLURM_ARRAY_TASK_ID"):
-                    continue
-                for where in _reads(value, _path(index).child(field), "SLURM_ARRAY_TASK_ID"):
-                    found.append(_warning(where, msg.LINT_SLURM_ARRAY_TASK_ID))
+    template = spec.get("task_template")
+    if isinstance(template, dict):
+        _lint_template(template, None, service, array, found)
+    groups = spec.get("task_groups")
+    if isinstance(groups, list):
+        for i, group in enumerate(groups):
+            template = group.get("task_template") if isinstance(group, dict) else None
+            if isinstance(template, dict):
+                _lint_template(template, i, service, array, found)
     return sorted(found, key=lambda e: str(e.path)) if len(found) > 1 else found
+
+
+def _lint_template(
+    template: dict[str, Any], index: int | None, service: bool, array: bool, found: list[FieldError]
+) -> None:
+    """The warnings of one worker template (``index``: its group's, ``None`` for ``task_template``)."""
+    command = template.get("command")
+    if isinstance(command, str) and " " in command.strip():
+        found.append(_warning(_path(index).child("command"), msg.LINT_ONE_STRING_COMMAND))
+    if not service and template.get("time_limit_seconds") is None:
+        found.append(_warning(_path(index).child("time_limit_seconds"), msg.LINT_NO_TIME_LIMIT))
+    if array:
+        for field in ("command", "args", "env"):
+            value = template.get(field)
+            if not _mentions(value, "SLURM_ARRAY_TASK_ID"):
+                continue
+            for where in _reads(value, _path(index).child(field), "SLURM_ARRAY_TASK_ID"):
+                found.append(_warning(where, msg.LINT_SLURM_ARRAY_TASK_ID))
