@@ -127,5 +127,6 @@ def test_a_proxy_or_a_user_or_tls_is_not_read_plainly(monkeypatch):
     assert plainhttp.plain("http://127.0.0.1:8080/api/runs")
     assert not plainhttp.plain("https://example.org/api/runs")
     assert not plainhttp.plain("http://me:secret@example.org/api/runs")
+    assert not plainhttp.plain("http://bücher.example/api/runs")  # httpx encodes its name
     monkeypatch.setenv("HTTP_PROXY", "http://proxy:3128")
     assert not plainhttp.plain("http://127.0.0.1:8080/api/runs")
