@@ -2,16 +2,16 @@
 
 ``check(paths, template=…, sets=…)`` is ``load_desired`` reduced to what validate reports: the
 problems, and which documents and files were read; then, as the plan's load does, that run names
-are unique across the files (``reconciler.runspec.unique.duplicate_names``: the same words, naming both
-files), so that a CI gate built on validate refuses what plan would refuse. One file's problems
-never depend on another's, so for many files (``PARALLEL_FROM``) one process per core, forked
-after the imports so each starts warm, takes them ``CHUNK`` at a time in turn (as a cold load
-does: a process slowed down takes fewer, and only a chunk's documents are alive at once: about
-90 MiB at 100,000 files, where holding them all took 540); each chunk's answers (and each
-valid run's name) come back with its number, and are merged in the chunks' order: as one run
-would find them, without sorting. Flags that speak about all files at once
-(``--template``, ``--set``) keep the work in one process. Measured in ``task bench`` (validate
-against its floors).
+are unique across the files (``reconciler.runspec.unique.duplicate_names``: the same words,
+naming both files), so that a CI gate built on validate refuses what plan would refuse. One
+file's problems never depend on another's, so for many files (``PARALLEL_FROM``) one process per
+core, forked after the imports so each starts warm, takes them ``CHUNK`` at a time in turn (as a
+cold load does, ``Turns.cut``: a process slowed down takes fewer, the last chunks are smaller,
+and only a chunk's documents are alive at once: about 75 MiB at 100,000 files, where holding
+them all took 540); each chunk's answers (and each valid run's name) come back with its number,
+and are merged in the chunks' order: as one process would find them, without sorting. Flags
+that speak about all files at once (``--template``, ``--set``) keep the work in one process.
+Measured in ``task bench`` (validate against its floors).
 """
 
 from __future__ import annotations
