@@ -88,6 +88,11 @@ class Turns:
             chunks = [items[at : at + size] for at in range(0, n, size)]
         return cls(chunks)
 
+    @property
+    def chunks(self) -> Sequence[Any]:
+        """The chunks, in their order (a chunk's number is its place here)."""
+        return self._chunks
+
     def shares(self) -> list[Turns]:
         """One share a core: each is this."""
         return [self] * cores()
