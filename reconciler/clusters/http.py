@@ -190,7 +190,8 @@ class HttpCluster:
     def _plain_get(self, path: str, params: Any = None, **rest: Any) -> Any:
         """``GET path`` on a socket (``PLAIN_GETS``): its answer when it succeeded; else ``None``
         (not made: a client is, a transport or other options are given, or the URL is not plain;
-        or it failed), and the call is made through httpx."""
+        or it failed), and the call is made through httpx. A server that does not answer in time
+        is ``Unreachable`` at once, as httpx says it."""
         if rest or self._transport is not None or "client" in self.__dict__:
             return None
         from urllib.parse import urlencode
@@ -205,6 +206,8 @@ class HttpCluster:
             headers["Authorization"] = f"Bearer {self._token}"
         try:
             answer = plainhttp.get(url, headers, self._timeout)
+        except TimeoutError as exc:  # asked again through httpx, it would wait as long again
+            raise Unreachable(f"{self.address} cannot be reached: {exc or 'timed out'}") from exc
         except OSError:
             return None
         return answer if answer is not None and answer.is_success else None

@@ -70,6 +70,18 @@ def test_a_plain_read_that_fails_is_asked_again_through_httpx(live, monkeypatch)
         HttpCluster(f"http://127.0.0.1:{free_port()}", TOKEN, timeout=2).list_run_summaries()
 
 
+def test_a_plain_read_that_times_out_is_unreachable_without_waiting_again(monkeypatch):
+    listener = socket.create_server(("127.0.0.1", 0))  # it accepts, and never answers
+    monkeypatch.setattr(http, "PLAIN_GETS", True)
+
+    def refused():
+        raise AssertionError("httpx was asked: it would wait as long again")
+
+    monkeypatch.setattr(http, "_httpx", refused)
+    with listener, pytest.raises(Unreachable, match="cannot be reached: timed out"):
+        HttpCluster(f"http://127.0.0.1:{listener.getsockname()[1]}", TOKEN, timeout=0.3).list_run_summaries()
+
+
 def _serve(answer: bytes) -> tuple[str, list[bytes]]:
     """A server on loopback that answers one request with ``answer`` and closes; what it was sent."""
     listener = socket.create_server(("127.0.0.1", 0))
