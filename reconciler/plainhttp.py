@@ -54,8 +54,8 @@ class Answer:
 
 
 def plain(url: str) -> bool:
-    """Whether ``url`` may be read with ``get``: plain ``http://`` to a host, no user in it, no
-    proxy in the environment."""
+    """Whether ``url`` may be read with ``get``: plain ``http://`` to a host named in ASCII, no
+    user in it, no proxy in the environment."""
     parts = urlsplit(url)
     return (
         parts.scheme == "http"
