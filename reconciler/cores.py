@@ -74,8 +74,8 @@ class Turns:
         """``items`` in chunks of ``size``, larger when that would make more than ``MOST``; once
         fewer are left than two chunks a core, each chunk is a quarter of what is left (on two
         cores), down to a tenth of ``size``: the processes then end within a small chunk's time
-        of each other, where whole chunks left one waiting for another half a chunk's time (5 ms
-        of a validate of 10,000 files)."""
+        of each other, where whole chunks left one waiting for another half a chunk's time on
+        average."""
         n = len(items)
         size = max(size, -(-n // cls.MOST))
         least, ways, at = max(1, size // 10), 2 * cores(), 0

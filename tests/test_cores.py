@@ -34,25 +34,26 @@ def numbered_here(_index: int, turns: Turns) -> list[tuple[int, list[int]]]:
     return list(turns.numbered())
 
 
+def in_turns(work, chunks: list[list[int]]) -> list:
+    """``work``'s answer in each process, the chunks taken in turn."""
+    turns = Turns(chunks)
+    try:
+        return on_every_core(work, turns.shares())
+    finally:
+        turns.close()
+
+
 def test_chunks_taken_in_turn_are_each_taken_once_by_one_of_the_processes(monkeypatch):
     monkeypatch.setattr(cores, "cores", lambda: 3)
     chunks = [[i, i + 1] for i in range(0, 200, 2)]
-    turns = Turns(chunks)
-    try:
-        answers = on_every_core(taken_here, turns.shares())
-    finally:
-        turns.close()
+    answers = in_turns(taken_here, chunks)
     assert len(answers) == 3
     assert sorted(c for taken in answers for c in taken) == chunks  # none twice, none left
 
 
 def test_chunks_taken_numbered_say_their_place():
     chunks = [[i, i + 1] for i in range(0, 200, 2)]
-    turns = Turns(chunks)
-    try:
-        answers = on_every_core(numbered_here, turns.shares())
-    finally:
-        turns.close()
+    answers = in_turns(numbered_here, chunks)
     numbered = sorted(n for answer in answers for n in answer)
     assert numbered == list(enumerate(chunks))
 

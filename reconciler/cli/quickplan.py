@@ -33,9 +33,9 @@ recorded (``HOME/cache/quickplan/KEY``). At the start of such a plan (``answer``
 heavy import, the files are found and stat'ed again and both GETs are made with
 ``If-None-Match`` (plain HTTP/1.1 on a socket: ``reconciler.plainhttp``; the same
 ``Authorization``); only when everything matches and both answer 304 is the recorded text
-printed with its exit code. Any difference,
-error or other answer: the full plan runs as if this did not exist, and records again. Nothing
-is ever written to the server from here. ``ASTRA_QUICK_PLAN=0`` turns it off.
+printed with its exit code. Any difference, error or other answer: the full plan runs as if this
+did not exist, and records again. Nothing is ever written to the server from here.
+``ASTRA_QUICK_PLAN=0`` turns it off.
 """
 
 from __future__ import annotations

@@ -47,7 +47,9 @@ def _import() -> types.ModuleType:
         import jsonschema_rs
 
         return jsonschema_rs
-    except Exception:  # another version, asking for more: imported as it is
+    except (AttributeError, ImportError, TypeError, ValueError):
+        # what the stand-in can cause (another version asking for more of email.utils, or writing
+        # its date otherwise): imported again as it is, and what that raises is raised
         for name in [n for n in sys.modules if n == "jsonschema_rs" or n.startswith("jsonschema_rs.")]:
             del sys.modules[name]
     finally:

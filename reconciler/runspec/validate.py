@@ -54,7 +54,7 @@ def validate_data(doc: Any, kind: str = "run") -> list[FieldError]:
     """
     limited = check_limits(doc)
     if not limited and _schema_passes(doc, kind):  # nearly every document: no error to map
-        found = check_rules(doc, partial=isinstance(doc, dict) and "template" in doc) if kind == "run" else []
+        found = _rules(doc, kind)
         return _sorted(found) if found else []
     if limited and any(e.message == msg.TOO_DEEP for e in limited):
         return sorted(limited, key=lambda e: (e.path, e.message))
@@ -63,13 +63,18 @@ def validate_data(doc: Any, kind: str = "run") -> list[FieldError]:
         found = [e for error in _validator(kind).iter_errors(doc) for e in _map(error, schema, doc)]
     except ValueError:  # a key or value JSON cannot hold (a list as a key, a date, …)
         found = list(_not_json(doc, FieldPath.root()))
-    if kind == "run":
-        found += check_rules(doc, partial=isinstance(doc, dict) and "template" in doc)
+    found += _rules(doc, kind)
     if limited:
         refused = {e.path.steps for e in limited if e.path.steps}
         found = [replace(e, path=printable_path(e.path)) for e in found]
         found = limited + [e for e in found if not any(e.path.steps[: len(r)] == r for r in refused)]
     return _sorted(found)
+
+
+def _rules(doc: Any, kind: str) -> list[FieldError]:
+    """The cross-field rules' problems of a run document (of a template's part: what it may leave
+    to the template, unchecked); none for another kind."""
+    return check_rules(doc, partial=isinstance(doc, dict) and "template" in doc) if kind == "run" else []
 
 
 def _schema_passes(doc: Any, kind: str) -> bool:
