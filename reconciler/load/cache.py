@@ -36,7 +36,16 @@ from ..runs import DesiredItem
 from ..runspec.files import published_text
 from .loaded import Loaded, LoadedFile
 
-__all__ = ["CACHE_VERSION", "PACKS_KEPT", "PACK_FROM", "FileCache", "from_cache", "new_generation"]
+__all__ = [
+    "CACHE_VERSION",
+    "PACKS_KEPT",
+    "PACK_FROM",
+    "FileCache",
+    "cached_file",
+    "from_cache",
+    "new_generation",
+    "usable",
+]
 
 log = logging.getLogger(__name__)
 
@@ -171,19 +180,29 @@ def _salt() -> str:
     )
 
 
-def from_cache(loaded: Loaded, name: str, sha: str, entry: dict[str, Any] | None) -> bool:
-    """Take ``name``'s runs from the cache entry, when there is one that holds here (the same
-    ``--template``; for a templated file, the same templates): each run with its digest, without
-    its document."""
-    if (
+def usable(loaded: Loaded, entry: dict[str, Any] | None) -> bool:
+    """Whether a cache entry holds here: there is one, made with the same ``--template`` (for a
+    templated file, with the same templates), and each of its runs has a digest (a run without
+    one is planned from its document: its file is loaded)."""
+    return not (
         entry is None
         or entry.get("template") != loaded.template
         or (entry.get("templated") and entry.get("templates") != loaded.templates)
-    ):
-        return False
-    runs = entry["runs"]
-    if any(digest is None for _, _, digest in runs):
-        return False  # a run without a digest is planned from its document: load the file
+        or any(digest is None for _, _, digest in entry["runs"])
+    )
+
+
+def cached_file(name: str, sha: str, runs: list[list[Any]], templated: bool) -> LoadedFile:
+    """A file as a usable cache entry gives it (``runs``: its ``[index, name, digest]``s): each run
+    with its digest, without its document."""
     items = [(index, DesiredItem(run, None, name, None, digest)) for index, run, digest in runs]
-    loaded.files[name] = LoadedFile(name, sha, items, [], bool(entry.get("templated")))
+    return LoadedFile(name, sha, items, [], templated)
+
+
+def from_cache(loaded: Loaded, name: str, sha: str, entry: dict[str, Any] | None) -> bool:
+    """Take ``name``'s runs from the cache entry, when there is one that holds here (``usable``):
+    each run with its digest, without its document."""
+    if entry is None or not usable(loaded, entry):
+        return False
+    loaded.files[name] = cached_file(name, sha, entry["runs"], bool(entry.get("templated")))
     return True

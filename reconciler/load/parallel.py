@@ -3,11 +3,12 @@
 ``fill_cache(loaded, names, cache)`` cuts ``names`` into chunks that one process a core takes
 in turn (``reconciler.cores.Turns``: a process slowed by the plan's read-ahead beside it takes
 fewer, and none waits for another at the end); each share reads each file once (the bytes
-hashed are the bytes loaded), answers what the cache already knows and loads the rest, writes
-its part of one new pack, and sends back each name's content hash and cache entry (``None``:
-the file has problems), and the hashes its ``StatHashes`` learned. The caller then takes every file from
-those entries as from a warm cache (``from_cache``), so the result is the load in one process:
-``tests/plan/test_fast.py`` compares the two.
+hashed are the bytes loaded), answers what the cache already knows and loads the rest, and
+writes its part of one new pack. Each file is then taken as its cache entry gives it
+(``cache.cached_file``, as from a warm cache), so the result is the load in one process
+(``tests/plan/test_fast.py`` compares the two). This process's share makes its files itself,
+while the others still load; a forked share sends back each file's hash and entry as plain
+lists (``_Plain``), and the hashes its ``StatHashes`` learned.
 
 Before forking, one file is loaded here and thrown away (``_warm``): the imports, the compiled
 schema and the caches that loading makes are then made once, not once a share.
@@ -29,7 +30,7 @@ from typing import Any
 from ..cores import Turns, on_every_core
 from ..hashes import StatHashes
 from ..runs import DesiredItem
-from .cache import FileCache, from_cache, new_generation
+from .cache import FileCache, cached_file, new_generation, usable
 from .fresh import load_here
 from .loaded import Loaded, LoadedFile
 
@@ -52,40 +53,52 @@ CHUNK = 250
 Held = Callable[[], Collection[str] | None]
 
 
+#: What a forked share answers for each file of a chunk, in the chunk's order: its hash, its runs'
+#: ``[index, name, digest]`` and whether a template made them (what its cache entry holds); or
+#: ``None``, a file the share did not take (see ``fill_cache``). Plain lists, by the chunk's
+#: number, not objects by name: pickled back in a third of the time.
+_Plain = tuple[str, list[list[Any]], bool] | None
+
+
 def fill_cache(
     loaded: Loaded, names: list[str], cache: FileCache, held: Held | None = None
-) -> tuple[dict[str, tuple[str, Any]], dict[str, list[tuple[int, DesiredItem]]]]:
-    """Hash ``names`` on every core, and load the ones the cache does not know: each name's
-    content hash and cache entry (``None`` when it has problems). The new entries go into the
-    cache (one pack when many), and the hashes learned into ``cache.hashes``. With ``held``
-    (see ``Held``), also the runs this process loaded with their documents, by file."""
+) -> dict[str, LoadedFile]:
+    """Hash ``names`` on every core, and load the ones the cache does not know: the files the
+    shares took, in the order of ``names``, each as a usable cache entry gives it (its runs
+    with their digests; with ``held``, the runs this process loaded keep their documents: see
+    ``Held``). A file not taken (it has problems, or a run without a digest) is not there: the
+    caller loads it in its turn. The new entries go into the cache (one pack when many), and
+    the hashes learned into ``cache.hashes``."""
     if names:
         _warm(loaded, names[0])
     work = partial(_cache_share, loaded.template, loaded.templates, cache.folder, new_generation(), held)
-    found: dict[str, tuple[str, Any]] = {}
-    kept: dict[str, list[tuple[int, DesiredItem]]] = {}
+    taken: dict[str, LoadedFile] = {}
     wrote = False
     try:
         turns = Turns.cut(names, CHUNK)
         try:
-            for part, written, learned, documents in on_every_core(work, turns.shares()):
-                found.update(part)
-                kept.update(documents)
-                wrote = wrote or written
-                cache.hashes.learn(learned)
+            answers = on_every_core(work, turns.shares())
         finally:
             turns.close()
-    except Exception as exc:  # a fork or a share failed: whatever was not found is loaded here
+        for files, numbered, written, learned in answers:
+            taken.update(files)
+            for number, plain in numbered:
+                for name, got in zip(turns.chunks[number], plain, strict=True):
+                    if got is not None:
+                        taken[name] = cached_file(name, *got)
+            wrote = wrote or written
+            cache.hashes.learn(learned)
+    except Exception as exc:  # a fork or a share failed: whatever was not taken is loaded here
         log.debug(
             "parallel load: the shares failed (%s: %s): %d of %d files are loaded in this process",
             type(exc).__name__,
             exc,
-            len(names) - len(found),
+            len(names) - len(taken),
             len(names),
         )
     if wrote:
         cache.prune_packs()
-    return found, kept
+    return {n: taken[n] for n in names if n in taken}
 
 
 def _new(inventory: Collection[str]) -> Callable[[str], bool]:
@@ -111,22 +124,25 @@ def _cache_share(
     held: Held | None,
     share_index: int,
     turns: Turns,
-) -> tuple[dict[str, tuple[str, Any]], bool, dict[str, str], dict[str, list[tuple[int, DesiredItem]]]]:
-    """One process's share: each name's hash and cache entry (from the cache, else loaded),
-    whether it wrote the entries it made (its part of the pack ``generation``), what its
-    ``StatHashes`` remembered, and (the share of this process, with ``held``) the runs it kept
-    with their documents, by file. Each file is read once: the bytes hashed are the bytes
-    loaded. The share goes one chunk (``turns.taken()``) at a time, so that only one chunk's
-    bytes and documents are alive at once: what is kept of each file is its small cache entry
-    (and, in this process, the documents of runs the inventory does not hold)."""
+) -> tuple[dict[str, LoadedFile], list[tuple[int, list[_Plain]]], bool, dict[str, str]]:
+    """One process's share: the files it took (from the cache, else loaded), whether it wrote
+    the entries it made (its part of the pack ``generation``), and what its ``StatHashes``
+    remembered. The share of this process (``on_every_core`` runs share 0 here) gives its files
+    as ``LoadedFile``s, its creates with their documents (``Held``): made while the others load,
+    not after; a forked share gives each chunk's as plain lists (``_Plain``), by the chunk's
+    number. Each file is read once: the bytes hashed are the bytes loaded. The share goes one
+    chunk (``turns.numbered()``) at a time, so that only one chunk's bytes and documents are
+    alive at once: what is kept of each file is its small cache entry (and, in this process,
+    the documents of runs the inventory does not hold)."""
     cache, hashes = FileCache(folder), StatHashes(None)
-    found: dict[str, tuple[str, Any]] = {}
     made: dict[str, dict[str, Any]] = {}
-    kept: dict[str, list[tuple[int, DesiredItem]]] = {}
-    here = held if share_index == 0 else None  # share 0 runs in this process (on_every_core)
-    for chunk in turns.taken():
-        inventory = here() if here is not None else None
+    here = share_index == 0
+    taken: dict[str, LoadedFile] = {}
+    numbered: list[tuple[int, list[_Plain]]] = []
+    for number, chunk in turns.numbered():
+        inventory = held() if here and held is not None else None
         share = Loaded([], template, (), templates=templates)
+        got: dict[str, tuple[str, Any]] = {}
         missed = []
         contents: dict[str, bytes] = {}
         for name in chunk:
@@ -135,8 +151,8 @@ def _cache_share(
             except OSError:
                 data, sha = None, ""  # load_desired says what is wrong with it
             entry = cache.get(sha) if sha else None
-            if entry is not None and from_cache(share, name, sha, entry):
-                found[name] = (sha, entry)
+            if entry is not None and usable(share, entry):
+                got[name] = (sha, entry)
             else:
                 share.files[name] = LoadedFile(name, sha)
                 missed.append(name)
@@ -146,8 +162,33 @@ def _cache_share(
             fresh = load_here(
                 share, missed, contents, documents=False if inventory is None else _new(inventory)
             )
-            found.update((n, (share.files[n].sha256, fresh.get(share.files[n].sha256))) for n in missed)
             made.update(fresh)
-            if inventory is not None:
-                kept.update((n, share.files[n].entries) for n in missed if share.files[n].entries)
-    return found, cache.put_part(made, generation, share_index), hashes.remembered(), kept
+            for n in missed:
+                sha = share.files[n].sha256
+                entry = fresh.get(sha)
+                got[n] = (sha, entry if entry is not None and usable(share, entry) else None)
+        if here:
+            for name in chunk:
+                sha, entry = got[name]
+                if entry is not None:
+                    f = taken[name] = cached_file(name, sha, entry["runs"], bool(entry.get("templated")))
+                    kept = share.files[name].entries if name in share.files else None
+                    if kept:
+                        _with_documents(f, kept)
+        else:
+            plain: list[_Plain] = []
+            for name in chunk:
+                sha, entry = got[name]
+                plain.append(None if entry is None else (sha, entry["runs"], bool(entry.get("templated"))))
+            numbered.append((number, plain))
+    return taken, numbered, cache.put_part(made, generation, share_index), hashes.remembered()
+
+
+def _with_documents(f: LoadedFile, kept: list[tuple[int, DesiredItem]]) -> None:
+    """``f``'s runs (as the cache entry gave them: digests only) with the documents the share
+    kept of the same runs (the same index, name and digest)."""
+    have = {i: item for i, item in kept if item.digest is not None}
+    f.entries = [
+        (i, have[i] if i in have and (have[i].name, have[i].digest) == (item.name, item.digest) else item)
+        for i, item in f.entries
+    ]

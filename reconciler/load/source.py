@@ -24,7 +24,6 @@ from collections.abc import Iterable, Sequence
 
 from ..cores import forkable
 from ..hashes import StatHashes
-from ..runs import DesiredItem
 from ..runspec.errors import FieldError
 from ..runspec.files import SPEC_SUFFIXES, find_files
 from . import parallel
@@ -147,13 +146,11 @@ def _load_files(
             loaded.files[name] = LoadedFile(name, known)
             missed.append(name)
     if unknown and use_cache and cache is not None and forkable(len(unknown), parallel.PARALLEL_FROM):
-        found, kept = parallel.fill_cache(loaded, unknown, cache, held)
-        shared = {n for n in unknown if from_cache(loaded, n, *found.get(n, ("", None)))}
-        for n in shared & kept.keys():
-            _with_documents(loaded.files[n], kept[n])
-        if shared:
-            loaded.taken["shares"] += len(shared)
-        unknown = [n for n in unknown if n not in shared]
+        taken = parallel.fill_cache(loaded, unknown, cache, held)
+        if taken:
+            loaded.files.update(taken)
+            loaded.taken["shares"] += len(taken)
+            unknown = [n for n in unknown if n not in taken]
     for name in unknown:
         try:
             sha = hashes.sha256(name)
@@ -168,16 +165,6 @@ def _load_files(
         fresh = load_here(loaded, missed)
         if use_cache and cache is not None:
             cache.put_many(fresh)
-
-
-def _with_documents(f: LoadedFile, kept: list[tuple[int, DesiredItem]]) -> None:
-    """``f``'s runs (as the cache entry gave them: digests only) with the documents a share
-    kept of the same runs (the same index, name and digest)."""
-    have = {i: item for i, item in kept if item.digest is not None}
-    f.entries = [
-        (i, have[i] if i in have and (have[i].name, have[i].digest) == (item.name, item.digest) else item)
-        for i, item in f.entries
-    ]
 
 
 def default_cache() -> FileCache:
