@@ -104,11 +104,11 @@ def build_plan(
     """
     workers = workers or {}
     unchanged = unchanged if isinstance(unchanged, set | frozenset | dict) else set(unchanged)
-    names = in_scope(desired, inventory, scope)
+    names = sorted(in_scope(desired, inventory, scope))
     changes: list[Change] = []
     not_pruned: list[str] = []
     forget: list[str] = []
-    for name in sorted(names):
+    for name in names:
         want, have, applied = desired.get(name), live.get(name), inventory.get(name)
         if want is not None:
             if have is not None and applied is not None and name in unchanged:
@@ -147,7 +147,7 @@ def build_plan(
         created_at=now,
         changes=tuple(changes),
         files=dict(files or {}),
-        live={n: (live[n].resource_version if n in live else None) for n in sorted(names)},
+        live={n: (live[n].resource_version if n in live else None) for n in names},
         prune=prune,
         not_pruned=tuple(not_pruned),
         forget=tuple(forget),

@@ -67,6 +67,8 @@ ABSENT: Any = _Absent()
 #: What a change does: a closed set (made by the functional form, as a member named ``replace``
 #: would stand where ``str.replace`` is in a class body).
 Action = StrEnum("Action", "noop create update replace delete", module=__name__, qualname="Action")
+#: Each action's word (``Action.value`` is a descriptor: ten times this lookup, per change).
+_ACTION_TEXT = {a: a.value for a in Action}
 
 
 def action_for(before: dict[str, Any] | None, after: dict[str, Any] | None) -> Action:
@@ -194,7 +196,11 @@ class Plan:
 
     @property
     def summary(self) -> dict[str, int]:
-        return {a.value: self.count(a) for a in Action}
+        """How many changes of each action (every action named, in ``Action``'s order)."""
+        counted = dict.fromkeys(Action, 0)
+        for c in self.changes:
+            counted[c.action] += 1
+        return {_ACTION_TEXT[a]: n for a, n in counted.items()}
 
 
 # ---- the JSON form ----------------------------------------------------------------------------
@@ -210,13 +216,14 @@ def _field_json(f: FieldChange) -> dict[str, Any]:
 
 
 def _change_json(c: Change) -> dict[str, Any]:
+    fields = c.fields  # none, for nearly every change of a large plan (its noops)
     return {
         "address": c.address,
-        "action": c.action.value,
+        "action": _ACTION_TEXT[c.action],
         "before": c.before,
         "after": c.after,
-        "fields": [_field_json(f) for f in c.fields],
-        "forces_replace": list(c.forces_replace),
+        "fields": [_field_json(f) for f in fields] if fields else [],
+        "forces_replace": list(c.forces_replace) if fields else [],
         "reason": c.reason,
         "cost": None if c.cost is None else dict(sorted(c.cost.__dict__.items())),
         "file": c.file,
