@@ -174,14 +174,14 @@ def finish(loaded: Loaded, previous: Loaded | None = None, changed: Iterable[str
         loaded.errors, loaded.runs = [], kept
         return True
     errors = list(loaded.base_errors)
-    runs: dict[str, DesiredItem] = {}
-    order = []
     for f in loaded.files.values():
-        errors += f.errors
-        for index, run in f.entries:
-            order.append((run.name, f.path, index))
-            runs.setdefault(run.name, run)
-    errors += duplicate_names(order, lambda file, index: loaded.files[file].text().locate(index, _NAME))
+        if f.errors:
+            errors += f.errors
+    items = [run for f in loaded.files.values() for _index, run in f.entries]
+    runs = {run.name: run for run in items}
+    if len(runs) != len(items):  # a name used twice: where (and then there are no runs)
+        order = [(run.name, f.path, index) for f in loaded.files.values() for index, run in f.entries]
+        errors += duplicate_names(order, lambda file, index: loaded.files[file].text().locate(index, _NAME))
     unique = {(e.file, e.line, e.column, str(e.path), e.message): e for e in errors}
     loaded.errors = sorted(unique.values(), key=lambda e: e.sort_key())
     loaded.runs = {} if loaded.errors else dict(sorted(runs.items()))

@@ -80,14 +80,21 @@ def fill_cache(
             answers = on_every_core(work, turns.shares())
         finally:
             turns.close()
+        here: dict[str, LoadedFile] = {}
+        plain: dict[int, list[_Plain]] = {}
         for files, numbered, written, learned in answers:
-            taken.update(files)
-            for number, plain in numbered:
-                for name, got in zip(turns.chunks[number], plain, strict=True):
-                    if got is not None:
-                        taken[name] = cached_file(name, *got)
+            here.update(files)
+            plain.update(numbered)
             wrote = wrote or written
             cache.hashes.learn(learned)
+        for number, chunk in enumerate(turns.chunks):  # in the order of names
+            answered = plain.get(number)
+            if answered is None:  # this process's
+                taken.update((name, here[name]) for name in chunk if name in here)
+                continue
+            for name, got in zip(chunk, answered, strict=True):
+                if got is not None:
+                    taken[name] = cached_file(name, *got)
     except Exception as exc:  # a fork or a share failed: whatever was not taken is loaded here
         log.debug(
             "parallel load: the shares failed (%s: %s): %d of %d files are loaded in this process",
@@ -98,7 +105,7 @@ def fill_cache(
         )
     if wrote:
         cache.prune_packs()
-    return {n: taken[n] for n in names if n in taken}
+    return taken
 
 
 def _new(inventory: Collection[str]) -> Callable[[str], bool]:

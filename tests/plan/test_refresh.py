@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.load import load_source, refresh
-from reconciler.load import loaded as loaded_module
+from reconciler.load import source as source_module
 
 SPEC = "metadata:\n  name: {name}\nspec:\n  task_template:\n    image: {image}\n"
 
@@ -115,14 +115,12 @@ def test_fixing_a_broken_file_is_seen_by_the_refresh(source):
 
 def test_an_edit_that_keeps_every_name_does_not_gather_every_file_again(source, monkeypatch):
     before = load_source([str(source)])
-    gathered = []
-    original = loaded_module.duplicate_names
-    monkeypatch.setattr(
-        loaded_module, "duplicate_names", lambda *a, **k: gathered.append(1) or original(*a, **k)
-    )
+    ways = []  # each refresh's finish: whether it took the short way (``finish`` says)
+    original = source_module.finish
+    monkeypatch.setattr(source_module, "finish", lambda *a, **k: ways.append(original(*a, **k)) or ways[-1])
     after = refresh(before, edit_image(source))
-    assert gathered == []  # the short way: no check of every name
+    assert ways == [True]  # the short way: the runs of the other files not gathered again
     assert after.runs["r3"].document["spec"]["task_template"]["image"] == "python:3.13"
     assert list(after.runs) == list(before.runs)
     refresh(after, add_a_file(source))
-    assert gathered == [1]  # a new file: every name is checked again
+    assert ways == [True, False]  # a new file: every name is gathered and checked again
