@@ -200,16 +200,18 @@ def failures() -> Iterator[None]:
         raise Exit(1) from None
 
 
+#: The actions that start a run, and those that send no document, by their words (an ``Action`` is
+#: its word: compared as one, it costs a tenth of ``.value``, for each of a plan's 10,000 noops).
+_STARTS = ("create", "replace")
+_SENDS_NOTHING = ("noop", "delete")
+
+
 def impossible_asks(made: Any, cluster: Any) -> list[str]:
     """``RUN: why`` for each run the plan would start that no machine of the cluster could ever
     hold (asked of the cluster only when the plan starts a run that asks for GPUs)."""
     from ..plan import describe_ask, impossible_ask
 
-    starting = [
-        c
-        for c in made.changes
-        if c.action.value in ("create", "replace") and describe_ask(c.after) is not None
-    ]
+    starting = [c for c in made.changes if c.action in _STARTS and describe_ask(c.after) is not None]
     capacity = getattr(cluster, "capacity", None)
     if not starting or capacity is None:
         return []
@@ -231,7 +233,7 @@ def with_outlook(made: Any, cluster: Any) -> Any:
 
     from ..clusters.base import ClusterError
 
-    starting = [c for c in made.changes if c.action.value in ("create", "replace") and c.after is not None]
+    starting = [c for c in made.changes if c.action in _STARTS and c.after is not None]
     ask = getattr(cluster, "placement", None)
     if not starting or ask is None:
         return made
@@ -243,9 +245,7 @@ def with_outlook(made: Any, cluster: Any) -> Any:
     if not seen:
         return made
     changes = tuple(
-        dataclasses.replace(c, outlook=seen[c.address])
-        if c.action.value in ("create", "replace") and c.address in seen
-        else c
+        dataclasses.replace(c, outlook=seen[c.address]) if c.action in _STARTS and c.address in seen else c
         for c in made.changes
     )
     return dataclasses.replace(made, changes=changes)
@@ -257,9 +257,8 @@ def plan_warnings(made: Any) -> list[str]:
     from ..runspec.lint import lint
 
     out = []
-    for c in sorted(made.changes, key=lambda c: c.address):
-        if c.after is None or c.action.value in ("noop", "delete"):
-            continue
+    sent = [c for c in made.changes if c.after is not None and c.action not in _SENDS_NOTHING]
+    for c in sorted(sent, key=lambda c: c.address):
         where = f"{c.address} ({c.file})" if c.file else c.address
         out += [f"{where}: {w.format()}" for w in lint(c.after)]
     return out

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from ..runs import DesiredItem, LiveRun, RunSummary, WorkerInfo
 from .cost import cost_of
 from .diff import compare
-from .model import Action, Change, Plan, PlanError, action_for, quick_change
+from .model import Action, Change, Plan, PlanError, action_for, quick_noop
 from .normalize import normalize
 
 __all__ = ["Applied", "DesiredItem", "build_plan", "in_scope", "stopping"]
@@ -104,7 +104,10 @@ def build_plan(
     """
     workers = workers or {}
     unchanged = unchanged if isinstance(unchanged, set | frozenset | dict) else set(unchanged)
-    names = sorted(in_scope(desired, inventory, scope))
+    if scope is None:  # the desired runs in their order (a load's: sorted), so sorting is one pass
+        names = sorted([*desired, *(n for n in inventory if n not in desired)])
+    else:
+        names = sorted(in_scope(desired, inventory, scope))
     changes: list[Change] = []
     not_pruned: list[str] = []
     forget: list[str] = []
@@ -174,15 +177,8 @@ def _unchanged(want: DesiredItem, have: LiveRun | RunSummary, applied: Applied) 
     same file too, apply has nothing to send or record: the noop carries no documents (its
     ``before`` and ``after`` are ``None``), and the run's document is never read."""
     after = None if applied.file == want.file else want.after()
-    return quick_change(
-        address=want.name,
-        action=Action.noop,
-        before=after,
-        after=after,
-        reason=f"finished ({have.state}) and unchanged: it stays" if have.final else "",
-        file=want.file,
-        resource_version=have.resource_version,
-    )
+    reason = f"finished ({have.state}) and unchanged: it stays" if have.final else ""
+    return quick_noop(want.name, want.file, have.resource_version, reason, after)
 
 
 def _for_desired(
