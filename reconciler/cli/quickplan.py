@@ -142,12 +142,9 @@ def record(text: str, code: int, made: Any) -> None:
     reads = _tagged_reads(journal)
     if reads is None:
         return
-    seen = {}
-    for name in loaded.files:
-        held = cache.hashes.held_stat(name)
-        if held is None:  # changed too recently to be trusted, or not hashed
-            return
-        seen[name] = held
+    seen = cache.hashes.held_stats(loaded.files)
+    if seen is None:  # a file changed too recently to be trusted, or not hashed
+        return
     paths = _paths(armed["given"])
     files = sorted(seen)  # the files the load found (its base errors: none), not walked again
     if not paths or _templates(paths, files):
