@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -33,7 +34,8 @@ from reconciler.runspec.files import find_files
 from reconciler.runspec.loading import load_file
 from reconciler.runspec.models import Run
 from reconciler.runspec.parse import parse_run
-from reconciler.runspec.validate import validate_data
+from reconciler.runspec.rules import COMBINATIONS, SPEC
+from reconciler.runspec.validate import _schema_passes, validate_data
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
@@ -221,6 +223,35 @@ CONTRACT_CASES = [
 @pytest.mark.parametrize("spec, type_, path, message", CONTRACT_CASES)
 def test_contract_messages(spec, type_, path, message):
     assert _found(_doc(spec)) == [(type_, path, message)]
+
+
+#: For each field of a forbidden combination: a value the schema takes for it on its own.
+_SOME = {
+    "array": {"size": 10},
+    "start": "Gang",
+    "policy": "Gang",
+    "lifetime": "Service",
+    "task_groups": [_group("a")],
+    "task_template": {"image": "busybox"},
+    "engine": "vllm",
+}
+
+
+@pytest.mark.parametrize("rule", COMBINATIONS, ids=lambda r: f"{r.when}+{'.'.join(r.field)}")
+def test_the_schema_alone_refuses_every_forbidden_combination(rule):
+    """``validate_data`` leaves the combinations to the schema when it passes a document (the
+    rules are asked for them only when it refuses one): so the schema must refuse each, as the
+    same document without the forbidden field passes."""
+    spec: dict[str, Any] = {rule.when: _SOME[rule.when]}
+    allowed = _doc(spec)
+    broken = copy.deepcopy(allowed)
+    target = broken["spec"]
+    for step in rule.field[:-1]:
+        target = target.setdefault(step, {})
+    target[rule.field[-1]] = _SOME[rule.field[-1]]
+    assert _schema_passes(allowed, "run"), allowed
+    assert not _schema_passes(broken, "run"), broken
+    assert (ErrorType.forbidden, str(SPEC.child(*rule.field)), rule.message) in _found(broken)
 
 
 def test_contract_messages_are_the_contract_words():

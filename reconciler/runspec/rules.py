@@ -92,8 +92,11 @@ def _int(value: Any) -> int | None:
     return None
 
 
-def check_rules(doc: Any, *, partial: bool = False) -> list[FieldError]:
-    """Every cross-field problem of a run document. ``partial`` skips what a template may add.
+def check_rules(doc: Any, *, partial: bool = False, combinations: bool = True) -> list[FieldError]:
+    """Every cross-field problem of a run document. ``partial`` skips what a template may add;
+    without ``combinations``, the forbidden combinations are not checked: the caller knows the
+    published schema passed the document, and it says them all (its blocks are made from
+    ``COMBINATIONS``).
 
     This runs for every document, and nearly all of them are valid: each field is read once, a
     rule whose fields are absent costs no call, and the rules append to one list (paths are
@@ -104,7 +107,8 @@ def check_rules(doc: Any, *, partial: bool = False) -> list[FieldError]:
     if not isinstance(spec, dict):
         return []
     errors: list[FieldError] = []
-    _combinations(spec, errors)
+    if combinations:
+        _combinations(spec, errors)
     array = spec.get("array")
     if isinstance(array, dict):
         _array(array, errors)

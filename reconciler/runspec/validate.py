@@ -54,7 +54,7 @@ def validate_data(doc: Any, kind: str = "run") -> list[FieldError]:
     """
     limited = check_limits(doc)
     if not limited and _schema_passes(doc, kind):  # nearly every document: no error to map
-        found = _rules(doc, kind)
+        found = _rules(doc, kind, combinations=False)  # the schema says those (``rules``)
         return _sorted(found) if found else []
     if limited and any(e.message == msg.TOO_DEEP for e in limited):
         return sorted(limited, key=lambda e: (e.path, e.message))
@@ -71,10 +71,12 @@ def validate_data(doc: Any, kind: str = "run") -> list[FieldError]:
     return _sorted(found)
 
 
-def _rules(doc: Any, kind: str) -> list[FieldError]:
+def _rules(doc: Any, kind: str, *, combinations: bool = True) -> list[FieldError]:
     """The cross-field rules' problems of a run document (of a template's part: what it may leave
-    to the template, unchecked); none for another kind."""
-    return check_rules(doc, partial=isinstance(doc, dict) and "template" in doc) if kind == "run" else []
+    to the template, unchecked); none for another kind. ``combinations``: see ``check_rules``."""
+    if kind != "run":
+        return []
+    return check_rules(doc, partial=isinstance(doc, dict) and "template" in doc, combinations=combinations)
 
 
 def _schema_passes(doc: Any, kind: str) -> bool:
