@@ -90,8 +90,11 @@ def _merged(parts: list[list[tuple[int, _Found]]], chunks: Sequence[list[str]]) 
         files = chunks[number]
         done.errors += errors
         done.documents += documents
-        skipped = set(unread)
-        done.files.update(f for i, f in enumerate(files) if i not in skipped)
+        if unread:
+            skipped = set(unread)
+            done.files.update(f for i, f in enumerate(files) if i not in skipped)
+        else:  # every file gave a document (nearly always)
+            done.files.update(files)
         done.runs += zip(names, [files[i] for i in spots], indexes, strict=True)
         done.warnings += warnings
     return done

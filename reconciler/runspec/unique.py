@@ -27,7 +27,7 @@ def duplicate_names(
     index)`` in load order; ``locate(file, index)``: the line and column of that document's
     ``metadata.name`` (asked only for the names used twice). What ``astra validate`` and the
     plan's load both say."""
-    runs = list(runs)
+    runs = runs if isinstance(runs, list) else list(runs)
     names = [name for name, _, _ in runs]
     if len(set(names)) == len(names):  # none used twice (nearly always): a third of the loop's time
         return []
