@@ -187,6 +187,22 @@ def test_a_warm_plan_of_an_unchanged_source_compares_nothing(world, monkeypatch)
     assert len(read_documents) == 5 and all(r.digest and r.document is None for r in loaded.runs.values())
 
 
+def test_an_unchanged_run_moved_to_another_file_is_a_noop_that_records_its_new_file(world):
+    for i in range(3):
+        explicit_run(world, f"r{i}")
+    world.converge()
+    moved = world.write("moved/r1.yaml", Path("runs/r1.yaml").read_text())
+    Path("runs/r1.yaml").unlink()
+    plan = world.plan()  # the fast path's plan is the slow path's (``World.plan``)
+    assert not plan.has_changes
+    by_name = {c.address: c for c in plan.changes}
+    assert by_name["r1"].file == str(moved)
+    assert by_name["r1"].after is not None  # its noop carries the document: apply records the file
+    assert by_name["r0"].after is None and by_name["r2"].after is None  # nothing to record
+    assert world.apply(plan).ok
+    assert world.store.inventory("test")["r1"].file == str(moved)
+
+
 def test_only_the_runs_that_differ_are_fetched_and_compared(world, monkeypatch):
     for i in range(4):
         explicit_run(world, f"r{i}")
