@@ -138,6 +138,8 @@ def load_inventory_file(path: str | os.PathLike[str] | None) -> Inventory:
         raise ServerError(f"cannot read the inventory {path}: {exc.strerror or exc}") from exc
     except YAMLError as exc:
         raise ServerError(f"{path}: not valid YAML: {exc}") from exc
+    except RecursionError as exc:  # ruamel's composer recurses once a level
+        raise ServerError(f"{path}: nests too deeply to be an inventory (a few levels are enough)") from exc
     try:
         return load_inventory(data)
     except InventoryError as exc:

@@ -16,8 +16,8 @@ multidoc``).
 
 Every failure is a ``FieldError`` with the file, line and column, never an exception: an empty
 file, a list at the top, bytes that are not UTF-8, duplicate keys, tabs, syntax errors, JSON's
-trailing commas, alias bombs (refused after a bounded number of expansions) and files over
-10 MB.
+trailing commas, alias bombs (refused after a bounded number of expansions), nesting deep
+enough to crash yaml-rs (``nesting``: refused before it reads the text) and files over 10 MB.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from typing import Any
 from . import messages as msg
 from .errors import ErrorType, FieldError
 from .files import read_file
+from .nesting import refused
 from .paths import FieldPath
 from .positions import ODD, block_position
 
@@ -240,6 +241,9 @@ def load_text(
 def _load_yaml(text: str, source: Source) -> tuple[list[Any], FieldError | None]:
     import yaml_rs
 
+    deep = refused(text, source.name)  # what would nest deep enough to crash yaml-rs
+    if deep is not None:
+        return [], deep
     try:
         value = yaml_rs.loads(
             text,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..runspec import messages as msg
 from ..runspec.errors import ErrorType, FieldError
+from ..runspec.nesting import refused
 from .origins import COMMAND_LINE, PARAMETERS, ROOT, Origin
 
 if TYPE_CHECKING:
@@ -88,6 +89,14 @@ def parse_sets(items: Iterable[str]) -> tuple[dict[str, tuple[Any, Origin]], lis
             errors.append(FieldError(ErrorType.invalid, ROOT, text, COMMAND_LINE))
             continue
         path = ROOT.child("template", "parameters", key)
+        deep = refused(raw, COMMAND_LINE)  # nesting deep enough to crash yaml-rs
+        if deep is not None:
+            said = (
+                f"the value {deep.message}" if deep.type is ErrorType.invalid else f"{deep.message}; quote it"
+            )
+            text = f"--set {item}: {said}"
+            errors.append(FieldError(ErrorType.invalid, path, text, COMMAND_LINE))
+            continue
         try:
             value = yaml_rs.loads(raw) if raw.strip() else ""
         except Exception as exc:  # yaml-rs' own error type; its words, not a traceback
