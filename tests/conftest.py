@@ -22,3 +22,45 @@ def _own_per_user_home(tmp_path_factory, monkeypatch):
     """No test reaches the real per-user home (``~/.local/state/astra``): where no ``ASTRA_HOME``
     is set and no ``.astra/`` is found upward, astra's home is a fresh folder of the test's own."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("xdg-state")))
+
+
+@pytest.fixture
+def deep_folders():
+    """``make(top, name, levels, file, text)`` makes ``top/name/name/…/file`` (``levels``
+    folders), one level at a time (``os.makedirs`` and ``Path.mkdir(parents=True)`` recurse once
+    a level), and gives its path; each chain is removed at teardown the same way (``rmtree``
+    recurses too, and pytest's clean-up of ``tmp_path`` would fail on it)."""
+    import os
+
+    made: list[tuple[Path, str, int]] = []
+
+    def make(top: Path, name: str, levels: int, file: str, text: str) -> str:
+        made.append((top, name, levels))
+        folder = top
+        fd = os.open(top, os.O_RDONLY)
+        try:
+            for _ in range(levels):
+                os.mkdir(name, dir_fd=fd)
+                inner = os.open(name, os.O_RDONLY, dir_fd=fd)
+                os.close(fd)
+                fd = inner
+            with open(os.open(file, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as f:
+                f.write(text)
+        finally:
+            os.close(fd)
+        return os.path.join(str(folder), *[name] * levels, file)
+
+    yield make
+    for top, name, levels in made:
+        fds = [os.open(top, os.O_RDONLY)]
+        try:
+            for _ in range(levels):
+                fds.append(os.open(name, os.O_RDONLY, dir_fd=fds[-1]))
+            for entry in os.listdir(fds[-1]):
+                os.unlink(entry, dir_fd=fds[-1])
+            for level in range(levels, 0, -1):
+                os.close(fds.pop())
+                os.rmdir(name, dir_fd=fds[level - 1])
+        finally:
+            for fd in fds:
+                os.close(fd)

@@ -247,14 +247,21 @@ def _tree(paths: Sequence[str]) -> list[tuple[str, os.stat_result]] | None:
 
 
 def _walk(folder: str, out: list[tuple[str, os.stat_result]]) -> bool:
-    entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    for entry in entries:
-        if entry.name == ".git":
-            return False
-        st = entry.stat(follow_symlinks=False)
-        out.append((entry.path, st))
-        if stat.S_ISDIR(st.st_mode) and not _walk(entry.path, out):
-            return False
+    """Every entry under ``folder`` and its ``lstat``, depth-first in name order, without
+    recursion (a stack of each open folder's entries: any depth a path allows); ``False`` at a
+    nested repository."""
+    pending = [iter(sorted(os.scandir(folder), key=lambda e: e.name))]
+    while pending:
+        for entry in pending[-1]:
+            if entry.name == ".git":
+                return False
+            st = entry.stat(follow_symlinks=False)
+            out.append((entry.path, st))
+            if stat.S_ISDIR(st.st_mode):
+                pending.append(iter(sorted(os.scandir(entry.path), key=lambda e: e.name)))
+                break
+        else:
+            pending.pop()
     return True
 
 

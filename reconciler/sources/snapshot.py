@@ -5,7 +5,8 @@
 file, later only what ``git diff-tree`` says changed between the commit it held and this one, so
 an unchanged file keeps its inode and times and the load's stat-hashes (``reconciler.hashes``)
 know it without reading it. Symbolic links and submodules are not written (a link could point
-outside the repository): a run spec is a file of the repository.
+outside the repository): a run spec is a file of the repository. A commit holding a file
+``MOST_FOLDERS`` folders deep is refused, in words, before anything is written.
 
 An update says it is under way in ``folder/tree.commit`` (``updating OLD NEW``) before it writes
 anything; one found interrupted so is not trusted: the tree is written again whole. Updates are
@@ -30,6 +31,9 @@ from .gitcli import EMPTY_TREE, Git, GitError
 __all__ = ["Snapshot"]
 
 _REGULAR = ("100644", "100755")
+#: A commit with a file this many folders deep is refused (git has no limit; writing, walking
+#: and removing such a tree recurses once a folder in Python's ``pathlib`` and ``shutil``).
+MOST_FOLDERS = 256
 
 
 @contextmanager
@@ -93,6 +97,12 @@ class Snapshot:
                 gone.append(path)
             if status != "D" and new_mode in _REGULAR:
                 wanted.append((path, new_sha, new_mode))
+        deep = next((path for path, _, _ in wanted if path.count("/") >= MOST_FOLDERS), None)
+        if deep is not None:  # refused before anything is written
+            raise GitError(
+                f"{deep.split('/', 1)[0]}/…/{deep.rsplit('/', 1)[-1]}: the commit holds a file "
+                f"{deep.count('/')} folders deep; astra reads at most {MOST_FOLDERS - 1}: move it up"
+            )
         self.tree.mkdir(parents=True, exist_ok=True)
         for path in gone:
             target = self.tree / path

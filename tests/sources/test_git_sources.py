@@ -164,6 +164,27 @@ def test_a_broken_remote_leaves_the_runs_alone_and_is_retried_with_backoff(repo)
     assert r.reconcile_once()["state"] == "Ready" and r.retry_at is None
 
 
+def test_a_commit_holding_a_file_too_deep_is_refused_in_words_and_leaves_the_runs_alone(repo, deep_folders):
+    """Git has no limit on how deep a path nests; writing such a tree recursed once a folder
+    (``RecursionError``). The commit is refused before anything is written."""
+    repo.run("a")
+    repo.commit("a")
+    repo.push()
+    cluster = FakeCluster(now=lambda: NOW)
+    r = remote_reconciler(repo, cluster, Clock())
+    assert r.reconcile_once()["state"] == "Ready"
+    deep_folders(repo.work, "d", 1_500, "run.yaml", "metadata: {name: deep}\n")
+    repo.commit("deep")
+    repo.push()
+    cluster.calls.clear()
+    status = r.reconcile_once()
+    assert (status["state"], status["reason"], status["step"]) == ("Stalled", "LoadFailed", "load")
+    assert status["message"] == (
+        "d/…/run.yaml: the commit holds a file 1500 folders deep; astra reads at most 255: move it up"
+    )
+    assert cluster.names() == ["a"] and cluster.calls == []  # nothing planned, nothing pruned
+
+
 def test_a_remote_over_http_is_fetched_like_one_on_disk(repo, served):
     repo.run("a")
     sha = repo.commit("a")
