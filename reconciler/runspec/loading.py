@@ -26,7 +26,7 @@ import codecs
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -368,6 +368,27 @@ def _find_duplicate(source: Source) -> FieldError | None:
 
 
 def _duplicate_in(node: Any, path: FieldPath) -> tuple[FieldPath, Any, Any] | None:
+    """The first key used twice in a mapping under ``node`` (a key's value is searched before the
+    keys after it), its path and both key nodes. Depth-first without recursion (a stack of each
+    open node's children): a document may nest thousands of levels (``nesting.MOST``)."""
+    pending = [_children(node, path)]
+    while pending:
+        for child, at in pending[-1]:
+            if child is _TWICE:
+                return at
+            pending.append(_children(child, at))
+            break
+        else:
+            pending.pop()
+    return None
+
+
+#: What ``_children`` gives in place of a child at a key used twice (with the path and both keys).
+_TWICE = object()
+
+
+def _children(node: Any, path: FieldPath) -> Iterator[tuple[Any, Any]]:
+    """A composed node's children and their paths, in order; a mapping's stops at a key used twice."""
     from ruamel.yaml.nodes import MappingNode, SequenceNode
 
     if isinstance(node, MappingNode):
@@ -375,17 +396,13 @@ def _duplicate_in(node: Any, path: FieldPath) -> tuple[FieldPath, Any, Any] | No
         for key, value in node.value:
             k = str(key.value)
             if k in seen:
-                return path.key(k), seen[k], key
+                yield _TWICE, (path.key(k), seen[k], key)
+                return
             seen[k] = key
-            found = _duplicate_in(value, path.key(k))
-            if found:
-                return found
+            yield value, path.key(k)
     elif isinstance(node, SequenceNode):
         for i, item in enumerate(node.value):
-            found = _duplicate_in(item, path.index(i))
-            if found:
-                return found
-    return None
+            yield item, path.index(i)
 
 
 def _load_json(text: str, name: str) -> tuple[list[Any], FieldError | None]:

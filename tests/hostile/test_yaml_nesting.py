@@ -168,3 +168,13 @@ def test_a_deep_inventory_file_is_an_error_with_words(tmp_path):
     deep.write_text("machines:\n" + "- " * 2_000 + "x\n")
     with pytest.raises(ServerError, match="nests too deeply to be an inventory"):
         load_inventory_file(deep)
+
+
+def test_a_key_used_twice_deep_in_a_document_is_placed_without_recursion():
+    """yaml-rs says only that a key is used twice; the composed nodes are searched for where,
+    2,000 levels down (past Python's recursion limit, within ``MOST``)."""
+    text = "b:\n  " + "- " * 2_000 + "{a: 1, a: 2}\n"
+    docs, (error,) = load_text(text, "twice.yaml")
+    assert docs == [] and (error.line, error.column) == (2, 4010)
+    assert str(error.path) == "b" + "[0]" * 2_000 + ".a"
+    assert error.message == "duplicate key 'a' (first at line 2): a key may appear once in a mapping"
