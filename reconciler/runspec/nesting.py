@@ -15,10 +15,11 @@ can, in a few C-speed string operations:
   as a mapping's value that is a sequence (``key:`` then ``- …``), whose entries' own content
   starts further right again;
 * flow collections add at most ``FLOW``;
-* aliases could replay deep nodes into deep nodes: a text with both an anchor (``&``) and an
-  alias (``*``) gets no bound from its lines.
+* aliases could replay deep nodes into deep nodes: a text with both an anchor and an alias gets
+  no bound from its lines. Both stand where a node starts (``_ANCHOR``, ``_ALIAS``): a shell
+  command's ``&&`` or a glob's ``*`` inside a scalar is neither.
 
-Any other text (a line longer than about 1,870 characters, or ``&`` and ``*`` together: rare in
+Any other text (a line longer than about 1,870 characters, or an anchor and an alias: rare in
 run specs) is read by ruamel.yaml's event parser (libyaml's, a state machine: no recursion,
 about 0.1 ms for a spec file), counting levels with what each alias replays, and stopping at
 the first node deeper than ``MOST``. That is refused with ``limits``' words at the node that is
@@ -30,6 +31,7 @@ Must not touch: files, yaml-rs. Pure.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from . import messages as msg
@@ -44,12 +46,18 @@ MOST = 4_000
 FLOW = 256
 #: A text no longer than this cannot nest more than ``MOST`` levels without aliases.
 _SHORT = (MOST - FLOW) // 2 - 1
+#: Where a node's properties may stand: at a line's start, or after what starts a node (``-``,
+#: ``?``, ``:``, ``[``, ``{``, ``,``), with blanks and a tag between. Every anchor and alias is
+#: found (some text in scalars too, which only costs a parse).
+_NODE_START = r"(?:^|[-?:\[{,])[ \t]*(?:![^ \t\n]*[ \t]+)?"
+_ANCHOR = re.compile(_NODE_START + "&", re.M)
+_ALIAS = re.compile(_NODE_START + r"\*", re.M)
 
 
 def refused(text: str, name: str) -> FieldError | None:
     """``None`` when yaml-rs may read ``text`` (it nests at most ``MOST`` levels); else the
     error that refuses it, placed in ``name`` (see the module docstring)."""
-    aliases = "&" in text and "*" in text
+    aliases = "&" in text and "*" in text and bool(_ANCHOR.search(text)) and bool(_ALIAS.search(text))
     if not aliases and (len(text) <= _SHORT or max(map(len, text.split("\n"))) <= _SHORT):
         return None
     return _scan(text, name)

@@ -16,6 +16,7 @@ import yaml_rs
 
 from reconciler.controlplane.server import ServerError, load_inventory_file
 from reconciler.runspec import messages as msg
+from reconciler.runspec import nesting
 from reconciler.runspec.loading import Source, load_text
 from reconciler.runspec.nesting import FLOW, MOST, refused
 from reconciler.runspec.validate import validate_data
@@ -125,10 +126,6 @@ def test_block_nesting_is_at_most_twice_the_longest_line(shape):
 
 LEGIT = {
     "a 5,000-character value": RUN.replace("image: busybox", "image: busybox, command: " + "x" * 5_000),
-    "a shell command with && and a glob": RUN.replace(
-        "task_template: {image: busybox}",
-        "task_template:\n    image: busybox\n    command: [sh, -c, 'cd /data && ls *.parquet']",
-    ),
     "anchors and aliases": "metadata: {name: deep, labels: &l {team: a}}\n"
     "spec:\n  task_groups:\n  - {name: a, replicas: 1, task_template: &t {image: busybox}}\n"
     "  - {name: b, replicas: 1, task_template: *t}\n",
@@ -142,6 +139,20 @@ def test_texts_a_bound_cannot_clear_load_as_yaml_rs_reads_them(case):
     assert refused(text, "ok.yaml") is None
     docs, errors = load_text(text, "ok.yaml")
     assert errors == [] and [d.data for d in docs] == [yaml_rs.loads(text)]
+
+
+def test_a_shell_commands_ampersands_and_glob_are_no_anchor_and_alias(monkeypatch):
+    """``&&`` and ``*`` inside scalars: the lines' bound clears the text, no parse is made."""
+    text = RUN.replace(
+        "task_template: {image: busybox}",
+        "task_template:\n    image: busybox\n    command: [sh, -c, 'cd /data && ls *.parquet']\n"
+        "    env: {GLOB: /data/*.csv, AND: a && b}",
+    )
+
+    parsed: list[str] = []
+    monkeypatch.setattr("reconciler.runspec.nesting._scan", lambda text, name: parsed.append(name))
+    assert refused(text, "shell.yaml") is None and parsed == []
+    assert refused("a: &x 1\nb: [*x]\n", "aliases.yaml") is None and parsed == ["aliases.yaml"]
 
 
 def test_a_text_libyaml_cannot_read_is_refused_in_its_words_when_the_bound_cannot_clear_it():
@@ -178,3 +189,33 @@ def test_a_key_used_twice_deep_in_a_document_is_placed_without_recursion():
     assert docs == [] and (error.line, error.column) == (2, 4010)
     assert str(error.path) == "b" + "[0]" * 2_000 + ".a"
     assert error.message == "duplicate key 'a' (first at line 2): a key may appear once in a mapping"
+
+
+PLACES = [
+    "a: &x 1\nb: *x\n",
+    "- &x 1\n- *x\n",
+    "[&x 1, *x]\n",
+    "{a: &x 1, b: *x}\n",
+    '{"a":&x 1, "b":*x}\n',
+    "? &x a\n: *x\n",
+    "--- &x\na: 1\n",
+    "a: !!str &x b\nc: *x\n",
+    "&x a: 1\nb: *x\n",
+    "a:\n  &x\n  - 1\nb:\n\t*x\n",
+    "a: [\n  &x 1,\n  *x]\n",
+    "- - - &x 1\n  - *x\n",
+]
+
+
+@pytest.mark.parametrize("text", PLACES)
+def test_every_anchor_and_alias_is_found_where_a_node_may_start(text):
+    """What the lines' bound leans on: a text whose anchors and aliases it does not find
+    replays nothing (each place where YAML lets a node carry one, as libyaml reads it)."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.events import AliasEvent, NodeEvent
+
+    events = list(YAML(typ="safe", pure=False).parse(text.replace("\t", "  ")))
+    anchors = [e for e in events if isinstance(e, NodeEvent) and not isinstance(e, AliasEvent) and e.anchor]
+    aliases = [e for e in events if isinstance(e, AliasEvent)]
+    assert anchors and nesting._ANCHOR.search(text)
+    assert not aliases or nesting._ALIAS.search(text)
