@@ -36,7 +36,6 @@ def deep_folders():
 
     def make(top: Path, name: str, levels: int, file: str, text: str) -> str:
         made.append((top, name, levels))
-        folder = top
         fd = os.open(top, os.O_RDONLY)
         try:
             for _ in range(levels):
@@ -48,7 +47,7 @@ def deep_folders():
                 f.write(text)
         finally:
             os.close(fd)
-        return os.path.join(str(folder), *[name] * levels, file)
+        return os.path.join(str(top), *[name] * levels, file)
 
     yield make
     for top, name, levels in made:
@@ -58,9 +57,9 @@ def deep_folders():
                 fds.append(os.open(name, os.O_RDONLY, dir_fd=fds[-1]))
             for entry in os.listdir(fds[-1]):
                 os.unlink(entry, dir_fd=fds[-1])
-            for level in range(levels, 0, -1):
+            for _ in range(levels):
                 os.close(fds.pop())
-                os.rmdir(name, dir_fd=fds[level - 1])
+                os.rmdir(name, dir_fd=fds[-1])
         finally:
             for fd in fds:
                 os.close(fd)
