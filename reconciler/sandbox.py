@@ -40,28 +40,43 @@ probes run ``bwrap``), the store, the scheduler, Slurm.
 
 from __future__ import annotations
 
+import errno
 import os
+import pwd
 import shlex
 import shutil
+import stat
 import subprocess
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reconciler.runspec.vocabulary import DRIVES_NEED_SANDBOX
+
+from .seccomp import program_fd
 
 __all__ = [
     "BWRAP_VARIABLE",
     "NODE_BOX",
     "NO_SANDBOX_REASON",
+    "WORKER_USER_VARIABLE",
     "Mount",
     "NodeSandbox",
+    "Opened",
     "Sandbox",
+    "SandboxRefused",
+    "SeccompProgram",
+    "Word",
+    "WorkerUser",
     "find_node_sandbox",
     "find_sandbox",
     "installation",
     "mount_args",
     "no_sandbox_warning",
+    "opened",
+    "worker_user",
 ]
 
 #: The environment variable naming the ``bwrap`` to use (a path, or a command on ``PATH``);
@@ -70,6 +85,13 @@ BWRAP_VARIABLE = "ASTRA_BWRAP"
 #: Why a run with drives waits when no sandbox can be made (CONTRACT §7; the vocabulary's words).
 NO_SANDBOX_REASON = DRIVES_NEED_SANDBOX
 
+#: Who a root server's workers run as (a user's name, or a number); by default ``nobody``.
+WORKER_USER_VARIABLE = "ASTRA_WORKER_USER"
+DEFAULT_WORKER_USER = "nobody"
+#: The size of a worker's ``/`` and of its ``/tmp`` (each a tmpfs, counted in the host's memory).
+DEFAULT_TMPFS_BYTES = 1 << 30
+#: ``/etc``'s files a worker never reads (password hashes), hidden under ``/dev/null``.
+_MASKED_ETC = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-")
 #: The links (or folders) of a merged-/usr root the sandbox makes from the host's.
 _ROOT_LINKS = ("bin", "lib", "lib64", "sbin")
 #: Where Debian's bubblewrap is, whatever the server's ``PATH``.
@@ -107,6 +129,45 @@ def _user_namespace(wanted: bool | None) -> list[str]:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkerUser:
+    """The unprivileged user a root server's workers run as (``ASTRA_WORKER_USER``)."""
+
+    name: str
+    uid: int
+    gid: int
+
+
+@dataclass(frozen=True, slots=True)
+class Opened:
+    """A folder the sandbox binds by descriptor, opened as the worker starts (``opened``):
+    ``path`` is where it was found (resolved) and must still be, with no link on the way, so a
+    folder swapped for a symbolic link since is refused, not followed; ``what`` names it in the
+    refusal (``drive 'datasets'``); ``owner``: a uid and gid the folder is given to (through the
+    descriptor, never a path) when it is not that user's: a root server's worker user, for the
+    folders a worker writes."""
+
+    path: str
+    what: str
+    owner: tuple[int, int] | None = None
+    #: the folder bwrap enters (``--chdir``) for a worker user: it must let others in (``o+x``),
+    #: bwrap, root without a capability, entering it before ``setpriv``
+    enter: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SeccompProgram:
+    """The place of the seccomp program's descriptor in a command line (``opened`` fills it)."""
+
+
+#: A word of a sandbox's command line: a word, or a descriptor ``opened`` gives as the worker starts.
+Word = str | Opened | SeccompProgram
+
+
+class SandboxRefused(Exception):
+    """A worker cannot start in its sandbox (a drive's folder swapped or gone): the words say why."""
+
+
+@dataclass(frozen=True, slots=True)
 class Sandbox:
     """A working ``bwrap``; ``hidden``: folders (astra's home) never shown to a worker."""
 
@@ -115,6 +176,12 @@ class Sandbox:
     #: a user namespace of its own (``--unshare-user``): what an unprivileged user needs;
     #: ``None``: when this process is not root
     user_namespace: bool | None = None
+    #: a root server's workers run as this user (``setpriv``, once bwrap has made the sandbox)
+    worker: WorkerUser | None = None
+    #: the ``setpriv`` that switches to ``worker``
+    setpriv: str = "/usr/bin/setpriv"
+    #: bytes of the tmpfs of ``/`` and of ``/tmp`` (each)
+    tmpfs_bytes: int = DEFAULT_TMPFS_BYTES
 
     def argv(
         self,
@@ -124,34 +191,122 @@ class Sandbox:
         env: Mapping[str, str],
         mounts: Iterable[Mount] = (),
         found: str | None = None,
-    ) -> list[str]:
+        binds: Iterable[Mount] = (),
+    ) -> list[Word]:
         """The command line that runs ``command`` in the sandbox, in ``cwd``, with ``env`` alone;
-        ``found``: where the host found ``command[0]`` (its installation is shown read-only)."""
-        args = [self.bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+        ``found``: where the host found ``command[0]`` (its installation is shown read-only);
+        ``binds``: more of the host's files at their targets (a secret's file, read-only). The
+        working folder and the drives are bound by descriptor (``opened``, as the worker starts)."""
+        args: list[Word] = [
+            self.bwrap,
+            "--die-with-parent",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--unshare-uts",
+        ]
         args += _user_namespace(self.user_namespace)
-        args += ["--tmpfs", "/", "--ro-bind", "/usr", "/usr"]
+        args += ["--cap-drop", "ALL", *self._switch_caps(), "--seccomp", SeccompProgram()]
+        args += ["--size", str(self.tmpfs_bytes), "--tmpfs", "/", "--ro-bind", "/usr", "/usr"]
         for name in _ROOT_LINKS:
             host = Path("/") / name
             if host.is_symlink():
                 args += ["--symlink", os.readlink(host), str(host)]
             elif host.is_dir():
                 args += ["--ro-bind", str(host), str(host)]
-        args += ["--ro-bind", "/etc", "/etc", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        args += ["--ro-bind", "/etc", "/etc", *_masked_etc(), "--dev", "/dev", "--proc", "/proc"]
+        args += ["--size", str(self.tmpfs_bytes), "--tmpfs", "/tmp"]
         home = env.get("HOME")
         shown = [installation(f, cwd, home, self.hidden) for f in _path_folders(env.get("PATH", ""))]
         if found:
             shown.append(installation(str(Path(found).resolve().parent), cwd, home, self.hidden))
         for folder in dict.fromkeys(f for f in shown if f is not None):
             args += ["--ro-bind", folder, folder]
-        args += ["--bind", cwd, cwd]
+        owner = None if self.worker is None else (self.worker.uid, self.worker.gid)
+        args += ["--dir", cwd, "--bind-fd", Opened(cwd, "the working folder", owner, owner is not None), cwd]
         for hidden in self.hidden:
             if _inside(hidden, cwd):
                 args += ["--tmpfs", hidden]
-        args += mount_args(mounts)
+        for m in mounts:
+            bind = "--ro-bind-fd" if m.read_only else "--bind-fd"
+            writer = None if m.read_only else owner
+            args += ["--dir", m.target, bind, Opened(m.source, f"the drive at {m.target}", writer), m.target]
+        for b in binds:
+            args += ["--ro-bind" if b.read_only else "--bind", b.source, b.target]
         args += ["--chdir", cwd, "--clearenv"]
         for key, value in env.items():
             args += ["--setenv", key, value]
-        return [*args, "--", *command]
+        return [*args, "--", *self._switch(), *command]
+
+    def _switch_caps(self) -> list[str]:
+        """The capabilities bwrap keeps for ``setpriv`` alone (it drops them with the uid)."""
+        if self.worker is None:
+            return []
+        return [w for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP") for w in ("--cap-add", cap)]
+
+    def _switch(self) -> list[str]:
+        """``setpriv`` to the worker user, no capability left (none in any set), no new privileges."""
+        if self.worker is None:
+            return []
+        u = self.worker
+        return [
+            self.setpriv,
+            f"--reuid={u.uid}",
+            f"--regid={u.gid}",
+            "--clear-groups",
+            "--no-new-privs",
+            "--bounding-set=-all",
+            "--inh-caps=-all",
+            "--",
+        ]
+
+
+@contextmanager
+def opened(argv: Sequence[Word]) -> Iterator[tuple[list[str], tuple[int, ...]]]:
+    """The command line with each descriptor opened (the seccomp program, each ``Opened``
+    folder), and those descriptors (to pass to the process), closed when the block ends.
+
+    Raises ``SandboxRefused`` where an ``Opened`` folder is gone, is not a folder, or is no
+    longer at its path by itself (a link on the way, or at its end: a swap)."""
+    fds: list[int] = []
+    words: list[str] = []
+    try:
+        for word in argv:
+            if isinstance(word, str):
+                words.append(word)
+                continue
+            fd = program_fd() if isinstance(word, SeccompProgram) else _open_folder(word)
+            fds.append(fd)
+            words.append(str(fd))
+        yield words, tuple(fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _open_folder(folder: Opened) -> int:
+    """A descriptor of ``folder.path`` (``O_PATH``), refused in words if it is not that folder."""
+    try:
+        fd = os.open(folder.path, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        why = "is a symbolic link" if exc.errno in (errno.ELOOP, errno.ENOTDIR) else exc.strerror
+        raise SandboxRefused(f"{folder.what}: its folder {folder.path} {why}") from exc
+    real = os.readlink(f"/proc/self/fd/{fd}")
+    if real != folder.path:
+        os.close(fd)
+        raise SandboxRefused(
+            f"{folder.what}: its folder {folder.path} is now {real} (a folder on its way was "
+            "replaced by a symbolic link); it is not mounted"
+        )
+    if folder.owner is not None and (os.stat(fd).st_uid, os.stat(fd).st_gid) != folder.owner:
+        os.chown(f"/proc/self/fd/{fd}", *folder.owner)  # the opened folder itself, not a path
+    if folder.enter and not os.stat(fd).st_mode & stat.S_IXOTH:
+        os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(os.stat(fd).st_mode) | stat.S_IXOTH)
+    return fd
+
+
+def _masked_etc() -> list[str]:
+    """``/etc``'s password hashes hidden (``/dev/null`` over each that the host has)."""
+    return [w for f in _MASKED_ETC if os.path.lexists(f) for w in ("--ro-bind", "/dev/null", f)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,11 +346,20 @@ def _find_bwrap(env: Mapping[str, str]) -> tuple[str | None, str]:
     return found, ""
 
 
-def _probe(argv: list[str], found: str) -> str:
+def _probe(argv: Sequence[Word], found: str) -> str:
     """Run a sandbox's trivial command once: ``""`` when it worked, else why not (a sentence)."""
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=_CHECK_TIMEOUT, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:  # not runnable, or hung: no sandbox, said
+        with opened(argv) as (words, fds):
+            done = subprocess.run(
+                words,
+                capture_output=True,
+                text=True,
+                timeout=_CHECK_TIMEOUT,
+                check=False,
+                pass_fds=fds,
+                umask=0o022,
+            )
+    except (OSError, subprocess.TimeoutExpired, SandboxRefused) as exc:  # not runnable, or hung: said
         return f"{found} cannot run: {exc}"
     if done.returncode != 0:
         said = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
@@ -206,22 +370,51 @@ def _probe(argv: list[str], found: str) -> str:
     return ""
 
 
+def worker_user(environ: Mapping[str, str]) -> tuple[WorkerUser | None, str]:
+    """The user a root server's workers run as: ``ASTRA_WORKER_USER`` (a name or a number; by
+    default ``nobody``), never root; or ``None`` and why not."""
+    named = environ.get(WORKER_USER_VARIABLE) or DEFAULT_WORKER_USER
+    try:
+        entry = pwd.getpwuid(int(named)) if named.isdigit() else pwd.getpwnam(named)
+    except (KeyError, ValueError):
+        return None, (
+            f"{WORKER_USER_VARIABLE}={named}: no such user on this host; make one "
+            f"(useradd --system --no-create-home {named}) or name another"
+        )
+    if entry.pw_uid == 0:
+        return None, f"{WORKER_USER_VARIABLE}={named} is root: workers must run as an unprivileged user"
+    return WorkerUser(entry.pw_name, entry.pw_uid, entry.pw_gid), ""
+
+
 def find_sandbox(
     hidden: Iterable[str | os.PathLike[str]] = (), environ: Mapping[str, str] | None = None
 ) -> tuple[Sandbox | None, str]:
     """A sandbox that works here, or ``None`` and why not (a sentence for the server's start).
 
     ``bwrap`` is the one ``ASTRA_BWRAP`` names (empty: none), else the one on ``PATH`` (or in
-    ``/usr/bin``); it is tried once (``true`` in a PID namespace), so a host whose user
-    namespaces are off says so here."""
-    found, why = _find_bwrap(os.environ if environ is None else environ)
+    ``/usr/bin``); it is tried once (``true`` in a PID namespace, as the worker user), so a
+    host whose user namespaces are off says so here. As root, workers run as the worker user
+    (``worker_user``), switched to by ``setpriv``."""
+    env = os.environ if environ is None else environ
+    found, why = _find_bwrap(env)
     if found is None:
         return None, f"no sandbox for workers: {why}; install bubblewrap (apt-get install bubblewrap)"
-    sandbox = Sandbox(found, tuple(str(Path(h).resolve()) for h in hidden))
-    failed = _probe(sandbox.argv(["true"], cwd="/", env={"PATH": "/usr/bin:/bin"}), found)
+    worker, setpriv = None, ""
+    if os.geteuid() == 0:
+        worker, why = worker_user(env)
+        setpriv = shutil.which("setpriv", path=os.pathsep.join(_SYSTEM_BIN)) or ""
+        if worker is None or not setpriv:
+            why = why or "setpriv was not found; install util-linux"
+            return None, f"no sandbox for workers: {why}"
+    sandbox = Sandbox(found, tuple(str(Path(h).resolve()) for h in hidden), worker=worker)
+    if setpriv:
+        sandbox = replace(sandbox, setpriv=setpriv)
+    with tempfile.TemporaryDirectory(prefix="astra-probe-") as empty:
+        failed = _probe(sandbox.argv(["true"], cwd=empty, env={"PATH": "/usr/bin:/bin"}), found)
     if failed:
         return None, f"no sandbox for workers: {failed}"
-    return sandbox, f"workers run in a sandbox ({found}); see docs/sandbox.md for what they see"
+    who = f", as {worker.name}" if worker is not None else ""
+    return sandbox, f"workers run in a sandbox ({found}{who}); see docs/sandbox.md for what they see"
 
 
 def find_node_sandbox(environ: Mapping[str, str] | None = None) -> tuple[NodeSandbox | None, str]:

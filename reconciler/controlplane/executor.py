@@ -51,7 +51,7 @@ from typing import Any
 from reconciler.runspec.models import TaskTemplate
 
 from ..processes import process_alive, process_start_time  # re-exported: the executor's API
-from ..sandbox import NO_SANDBOX_REASON, Mount, Sandbox
+from ..sandbox import NO_SANDBOX_REASON, Mount, Sandbox, SandboxRefused, Word, opened
 from .logtimes import LogMarks, Marked
 from .scheduler import (
     ClusterState,
@@ -89,9 +89,11 @@ class _Spawn:
     """A worker released to start, waiting for its process (``spawn`` starts a slice of them)."""
 
     worker: str
-    argv: list[str]
+    argv: list[Word]
     env: dict[str, str]
     log: Path
+    #: its working folder (made as it starts)
+    cwd: str
 
 
 @dataclass(slots=True)
@@ -112,6 +114,7 @@ class ProcessExecutor:
         home: str | os.PathLike[str],
         *,
         cwd: str | os.PathLike[str] | None = None,
+        work_root: str | os.PathLike[str] | None = None,
         grace: float = DEFAULT_GRACE,
         host_env: dict[str, str] | None = None,
         sandbox: Sandbox | None = None,
@@ -119,7 +122,10 @@ class ProcessExecutor:
     ) -> None:
         self.home = Path(home)
         self.logs = self.home / "logs"
-        self.cwd = str(cwd) if cwd is not None else os.getcwd()
+        #: every worker's working folder, where one is given (an embedded plane's tests); else
+        #: each run has its own, ``work_root/RUN`` (made as its first worker starts)
+        self.cwd = str(cwd) if cwd is not None else None
+        self.work_root = Path(work_root) if work_root is not None else self.home / "work"
         self.grace = grace
         source = os.environ if host_env is None else host_env
         self.host_env = {k: source[k] for k in HOST_VARIABLES if k in source}
@@ -215,25 +221,31 @@ class ProcessExecutor:
         if not template.command:
             self._not_started(name, log, 127, NO_COMMAND)
             return
-        argv = [template.command, *(template.args or [])]
+        argv: list[Word] = [template.command, *(template.args or [])]
         env = self.environment(state, name)
+        cwd = self.run_folder(w.run)
         if self.sandbox is not None or template.datavolume_refs:
-            boxed = self._sandboxed(argv, env, template, workspace_of(w.run))
+            boxed = self._sandboxed([template.command, *(template.args or [])], env, template, w.run)
             if isinstance(boxed, tuple):
                 self._not_started(name, log, *boxed)
                 return
             argv = boxed
-        self.queued[name] = _Spawn(name, argv, env, log)
+        self.queued[name] = _Spawn(name, argv, env, log, cwd)
+
+    def run_folder(self, run: str) -> str:
+        """The run's working folder: ``work_root/RUN`` (``RUN`` its key), or the one given."""
+        return self.cwd if self.cwd is not None else str(self.work_root / run)
 
     def _sandboxed(
-        self, argv: list[str], env: dict[str, str], template: TaskTemplate, workspace: str
-    ) -> list[str] | tuple[int, str]:
+        self, argv: list[str], env: dict[str, str], template: TaskTemplate, run: str
+    ) -> list[Word] | tuple[int, str]:
         """The sandbox's command line for ``argv`` with the template's drives; or why it cannot
         start (an exit code and a reason): no sandbox, a drive gone, a command not found (the
         sandbox would say so only as its own exit 1: the host's look-up says it as a shell does)."""
         if self.sandbox is None:
             return 126, NO_SANDBOX_REASON
         mounts = []
+        workspace, cwd = workspace_of(run), self.run_folder(run)
         for ref in template.datavolume_refs or ():
             folder = self.drives(workspace, ref.name)
             if folder is None or not os.path.isdir(folder):
@@ -242,13 +254,13 @@ class ProcessExecutor:
             mounts.append(Mount(folder, ref.mount_path, ref.mode == "ReadOnly"))
         command = argv[0]
         if "/" in command:
-            there = os.path.join(self.cwd, command)
+            there = os.path.join(cwd, command)
             found = there if os.path.exists(there) else None
         else:
             found = shutil.which(command, path=env.get("PATH", ""))
         if found is None:
             return 127, f"Could not start {command!r}: No such file or directory"
-        return self.sandbox.argv(argv, cwd=self.cwd, env=env, mounts=mounts, found=found)
+        return self.sandbox.argv(argv, cwd=cwd, env=env, mounts=mounts, found=found)
 
     def _launch(self, job: _Spawn) -> None:
         """Start one queued worker; one that cannot be started ends Failed, in words.
@@ -257,25 +269,31 @@ class ProcessExecutor:
         the OS refuses) ends this worker alone: it exits 127 (not found) or 126 with the cause
         as its reason and in its log, and the other workers go on.
         """
-        name, argv, log = job.worker, job.argv, job.log
+        name, log = job.worker, job.log
+        command = str(job.argv[0])
         try:
             log.parent.mkdir(parents=True, exist_ok=True)
-            with open(log, "wb") as out:
+            Path(job.cwd).mkdir(parents=True, exist_ok=True)
+            with opened(job.argv) as (argv, fds), open(log, "wb") as out:
                 popen = subprocess.Popen(
                     argv,
                     env=job.env,
-                    cwd=self.cwd,
+                    cwd=job.cwd,
                     stdin=subprocess.DEVNULL,
                     stdout=out,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                     close_fds=True,
+                    pass_fds=fds,
                     umask=WORKER_UMASK,
                 )
+        except SandboxRefused as exc:  # a drive's folder swapped since it was registered: said
+            self._not_started(name, log, 126, str(exc))
+            return
         except (OSError, ValueError, TypeError) as exc:  # what Popen and open raise for a bad start
             words = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             code = 127 if isinstance(exc, FileNotFoundError) else 126
-            self._not_started(name, log, code, f"Could not start {argv[0]!r}: {words}")
+            self._not_started(name, log, code, f"Could not start {command!r}: {words}")
             return
         facts = self.facts.setdefault(name, {})
         facts.update({"pid": popen.pid, "pid_started": process_start_time(popen.pid)})

@@ -96,7 +96,8 @@ def test_a_worker_writes_its_readwrite_drive_cannot_write_its_readonly_one_and_s
     assert not (data / "new.txt").exists()
     environ = (results / "environ.txt").read_text()
     assert SECRET not in environ and TOKEN not in environ and environ.endswith("1\n")
-    assert (results / "home.txt").read_text() == ""  # astra's home: an empty folder in the sandbox
+    # astra's home: in the sandbox, only the way to the run's own folder (HOME/work/peek)
+    assert (results / "home.txt").read_text() == "work\n"
     assert "No such file" in (results / "secrets.txt").read_text()
     names = {line.split("=", 1)[0] for line in (results / "env.txt").read_text().splitlines()}
     # CONTRACT §6 and PATH, HOME; PWD is the shell's own
@@ -183,7 +184,7 @@ def test_without_a_sandbox_a_run_with_drives_waits_with_its_reason_and_others_ru
         assert live.api("POST", "/runs", json=job("boxed", "true", ref)).status_code == 201
         assert live.api("POST", "/runs", json=job("plain", "echo hi > plain.txt")).status_code == 201
         assert ended(live, "plain")["status"]["state"] == "Completed"
-        assert (cwd / "plain.txt").read_text() == "hi\n"
+        assert (live.home / "work" / "plain" / "plain.txt").read_text() == "hi\n"  # its own folder
         run = live.api("GET", "/runs/boxed").json()["status"]
         assert (run["state"], run["reason"]) == ("Pending", "Drives need a sandbox: install bubblewrap")
         worker = live.api("GET", "/runs/boxed/workers").json()["items"][0]
@@ -223,7 +224,7 @@ def shared_tmp():
 def test_as_an_unprivileged_user_the_sandbox_mounts_drives_and_shows_only_its_own_processes(shared_tmp):
     """The same command line bubblewrap runs for a server of an unprivileged user (``nobody``,
     with a user namespace of its own), run as that user."""
-    from reconciler.sandbox import Mount, Sandbox
+    from reconciler.sandbox import Mount, Sandbox, opened
 
     bwrap = shutil.which("bwrap")
     assert bwrap is not None, "bubblewrap is not installed: run scripts/sandbox-local-up.sh"
@@ -246,8 +247,9 @@ def test_as_an_unprivileged_user_the_sandbox_mounts_drives_and_shows_only_its_ow
         env={"PATH": "/usr/bin:/bin"},
         mounts=[Mount(str(ro), "/ro", read_only=True), Mount(str(rw), "/rw", read_only=False)],
     )
-    as_nobody = ["setpriv", f"--reuid={nobody}", f"--regid={nobody}", "--clear-groups", *argv]
-    done = subprocess.run(as_nobody, capture_output=True, text=True, timeout=60, check=False)
+    with opened(argv) as (words, fds):
+        as_nobody = ["setpriv", f"--reuid={nobody}", f"--regid={nobody}", "--clear-groups", *words]
+        done = subprocess.run(as_nobody, capture_output=True, text=True, timeout=60, pass_fds=fds)
     assert done.returncode == 0, done.stderr
     uid, refused, wrote, pids = done.stdout.split("\n")[:4]
     assert (uid, refused, wrote) == (str(nobody), "refused", "wrote")

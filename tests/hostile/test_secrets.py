@@ -58,7 +58,7 @@ def test_the_home_database_and_logs_are_private_and_results_are_not(live):
     logs = list((home / "logs").rglob("*.log"))
     assert logs and all(mode(p) == 0o600 for p in logs)
     assert mode(home / "logs" / "w") == 0o700
-    assert mode(live.cwd / "result.txt") == 0o644  # the worker's own file, as a shell makes it
+    assert mode(home / "work" / "w" / "result.txt") == 0o644  # the worker's own file, in its run's folder
 
 
 def test_token_file(tmp_path):
