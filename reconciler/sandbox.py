@@ -9,20 +9,28 @@ sandbox built from those pieces:
 ``Sandbox.argv``: the local cluster's worker (the server and its workers share a host, so the
 worker is kept out of astra's secrets). What the worker sees (docs/sandbox.md):
 
-* a root of its own (a tmpfs, no file of it kept): the host's ``/usr`` read-only, with the
-  ``/bin``, ``/lib``, ``/lib64``, ``/sbin`` links of a merged-/usr host (or those folders,
-  read-only, where they are folders), ``/etc`` read-only;
+* who it is: as root, the worker user (``ASTRA_WORKER_USER``, ``nobody``: ``worker_user``),
+  switched to by ``setpriv`` once bwrap has made the sandbox; else the server's own user in a
+  user namespace of its own. Every capability dropped (bounding set too), no new privileges,
+  the seccomp filter of ``reconciler.seccomp`` (``open_by_handle_at``, ``mount``, ``unshare``…);
+* a root of its own (a tmpfs of ``tmpfs_bytes``, no file of it kept): the host's ``/usr``
+  read-only, with the ``/bin``, ``/lib``, ``/lib64``, ``/sbin`` links of a merged-/usr host
+  (or those folders, read-only, where they are folders), ``/etc`` read-only but its password
+  hashes (``/etc/shadow``, ``/etc/gshadow``: ``/dev/null`` over them);
 * ``/dev`` (a minimal one: null, zero, random, urandom, tty, shm), a ``/proc`` of its own PID
   namespace (only the sandbox's processes: not the server's, not another worker's), a private
-  ``/tmp``;
-* the command's working folder (the server's, as without a sandbox) read-write, at its own path;
-  astra's home (database, token, logs) hidden under an empty folder when it lies inside it;
+  ``/tmp`` (a tmpfs of ``tmpfs_bytes``);
+* the command's working folder (its run's own, made by the executor) read-write, at its own
+  path, bound by descriptor (``Opened``, ``opened``: given to the worker user as root); astra's
+  home (database, token, logs) hidden under an empty folder when it lies inside it;
 * the installation of each folder of ``PATH`` outside ``/usr`` and of the command itself
   (``installation``: the folder above a ``bin``, as a virtualenv's or pyenv's root; the folder
   alone where the one above is ``/``, the home folder, or holds astra's home or the working
   folder), read-only, so that a command found on the host is found and runs inside;
 * each drive at its ``mount_path``: read-only for ``mode: ReadOnly`` (a write fails with EROFS),
-  read-write else.
+  read-write else (given to the worker user as root), bound by descriptor: a folder swapped for
+  a symbolic link since it was registered is refused (``SandboxRefused``), never followed;
+* ``binds``: more of the host's files at their targets (a secret's file), read-only.
 
 Nothing else of the host: not the user's home (but what the working folder holds), not
 ``/root``, ``/var``, ``/run``; the network is the host's (a gang's workers meet on loopback).

@@ -8,7 +8,9 @@ Owns: turning the scheduler's decisions into processes and their ends into obser
 * ``StartWorker``: queued; ``spawn(limit)`` starts a slice of the queue (the driver calls it
   between ticks, so that thousands of forks never hold the control plane at once):
   ``command`` + ``args`` run as a process in a new session (so a new process
-  group), in the server's working folder, with exactly this environment: ``PATH`` and ``HOME`` of
+  group), in its run's own working folder (``work_root/RUN``, ``HOME/work/RUN`` by default,
+  made as the worker starts: never the server's working folder, which another workspace's runs
+  would share), with exactly this environment: ``PATH`` and ``HOME`` of
   the host (what a command on the host needs to be found and run), then the template's ``env``
   and the variables of CONTRACT §6 from ``scheduler.worker_env`` (``RANK``, ``WORLD_SIZE``,
   ``SLURM_PROCID``, ``SLURM_NTASKS``; ``MASTER_ADDR``=127.0.0.1 and ``MASTER_PORT`` in
@@ -22,7 +24,9 @@ Owns: turning the scheduler's decisions into processes and their ends into obser
   With a ``sandbox`` (``sandbox.Sandbox``: the server gives one where bubblewrap works), the
   process is the sandbox's, which runs the command with that environment, and each drive of
   ``datavolume_refs`` bind-mounted at its ``mount_path`` (its folder from ``drives``: the
-  run's workspace's drive of that name, whatever the cluster). Without
+  run's workspace's drive of that name, whatever the cluster), each descriptor the command
+  line needs opened as it starts (``sandbox.opened``: a drive swapped for a symbolic link ends
+  the worker, 126, in words). Without
   one, a worker with drives is never started (the scheduler holds its run: ``no_sandbox``).
 * ``StopWorker`` (cancel, time limit, preemption, a failed run): SIGTERM to the whole process
   group, SIGKILL to it ``grace`` seconds later. When a worker's main process ends, whatever it
