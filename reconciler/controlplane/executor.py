@@ -183,8 +183,9 @@ class ProcessExecutor:
 
     @property
     def busy(self) -> bool:
-        """Processes are starting, running or being stopped: the driver should poll them."""
-        return bool(self.running or self.stopping or self.queued)
+        """Processes are starting, running or being stopped, or a start failed and its end waits
+        to be observed: the driver should poll them."""
+        return bool(self.running or self.stopping or self.queued or self.due)
 
     def spawn(self, limit: int) -> int:
         """Start the processes of at most ``limit`` released workers, oldest first; how many.

@@ -316,6 +316,7 @@ async def _main(
         audit_keep=audit_keep or AUDIT_KEEP,
         clusters=others,
         drives_root=home / "drives",
+        private_folders={"astra's home": home, "the runs' working folders": executor.work_root},
     )
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host

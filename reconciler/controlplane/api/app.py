@@ -15,6 +15,7 @@ not: each would run without the engine's gate). Must not touch: what a route doe
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path as FilePath
@@ -155,13 +156,17 @@ def create_app(
     clusters: dict[str, Engine] | None = None,
     audit_keep: int = AUDIT_KEEP,
     drives_root: FilePath | None = None,
+    private_folders: dict[str, FilePath] | None = None,
 ) -> FastAPI:
     """The API over ``engine`` (the default cluster's; ``clusters``: the others', by name);
     ``on_change`` is called after a write (to wake the scheduler); each workspace's audit trail
     keeps its newest ``audit_keep`` events; ``drives_root``: where a drive given no folder is
-    made (``HOME/drives``). ``token`` is the admin of org ``default``."""
+    made (``HOME/drives``); ``private_folders``: the folders no drive's ``path`` may lie in or
+    hold, by what they are (astra's home, the runs' working folders). ``token`` is the admin of
+    org ``default``."""
     app = _App(title=TITLE, description=DESCRIPTION, version=VERSION, docs_url=None, redoc_url=None)
     app.state.drives_root = drives_root
+    app.state.private_folders = {what: os.path.realpath(f) for what, f in (private_folders or {}).items()}
     app.state.astra = ApiContext(
         engine, token, clock, on_change, executor_name, clusters=clusters or {}, audit_keep=audit_keep
     )

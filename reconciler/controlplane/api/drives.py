@@ -42,6 +42,7 @@ __all__ = [
     "drives_root",
     "missing_drives",
     "mounts",
+    "private_folder",
     "router",
     "used_by",
     "workspace_drives",
@@ -67,6 +68,23 @@ def drives_root(request: Request, api: Api) -> Path | None:
     if root is None or (org, workspace) == DEFAULT_SCOPE[:2]:
         return root
     return root / f"{org}.{workspace}"
+
+
+def private_folder(request: Request, folder: str) -> str | None:
+    """Why ``folder`` (resolved) cannot be a drive: it lies in, or holds, astra's home or the
+    runs' working folders (a worker would reach the server's database and token, or another
+    run's files, through it); ``None``: it can."""
+    private: dict[str, str] = getattr(request.app.state, "private_folders", {})
+    for what, there in private.items():
+        if _inside(folder, there):
+            return f"{folder} lies inside {what} ({there}): give a folder outside it"
+        if _inside(there, folder):
+            return f"{folder} holds {what} ({there}), which no worker may see: give a folder outside it"
+    return None
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 def mounts(run: Run) -> list[tuple[str, str]]:
@@ -160,9 +178,12 @@ def create_drive(request: Request, api: Api, body: DriveCreate) -> Response:
         raise ApiError(409, wire.Detail(detail=said))
     if body.path is not None:
         require_org_admin(api, "a drive of a folder of the host's choosing (path)")
-        folder = os.path.normpath(body.path)
+        folder = os.path.realpath(body.path)  # resolved once: the sandbox mounts this folder alone
         if not os.path.isdir(folder):
             raise problem("path", f"{folder} is not a folder of the cluster's host: make it first")
+        refused = private_folder(request, folder)
+        if refused:
+            raise problem("path", refused)
     else:
         root = drives_root(request, api)
         if root is None:
