@@ -222,7 +222,14 @@ class Sandbox:
             elif host.is_dir():
                 args += ["--ro-bind", str(host), str(host)]
         args += ["--ro-bind", "/etc", "/etc", *_masked_etc(), "--dev", "/dev", "--proc", "/proc"]
-        args += ["--size", str(self.tmpfs_bytes), "--tmpfs", "/tmp"]
+        args += [
+            "--perms",
+            "1777",
+            "--size",
+            str(self.tmpfs_bytes),
+            "--tmpfs",
+            "/tmp",
+        ]  # anyone's, as a host's
         home = env.get("HOME")
         shown = [installation(f, cwd, home, self.hidden) for f in _path_folders(env.get("PATH", ""))]
         if found:

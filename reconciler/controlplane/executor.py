@@ -42,6 +42,7 @@ The same three calls as ``simulation.SimulatedExecutor`` (``handle``, ``pop_due`
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import signal
@@ -55,7 +56,9 @@ from typing import Any
 from reconciler.runspec.models import TaskTemplate
 
 from ..processes import process_alive, process_start_time  # re-exported: the executor's API
+from ..runspec.messages import MAX_PROCESSES_DEFAULT
 from ..sandbox import NO_SANDBOX_REASON, Mount, Sandbox, SandboxRefused, Word, opened
+from .bounds import Cgroups, join, nproc_prefix, reached_words
 from .logtimes import LogMarks, Marked
 from .scheduler import (
     ClusterState,
@@ -98,6 +101,8 @@ class _Spawn:
     log: Path
     #: its working folder (made as it starts)
     cwd: str
+    #: its bounds, where it runs in a sandbox: (its cgroup's key, max processes, memory bytes)
+    bounds: tuple[str, int, int | None] | None = None
 
 
 @dataclass(slots=True)
@@ -108,6 +113,8 @@ class _Proc:
     kill_at: float | None = None
     #: its log, and how far it had grown at its last mark
     log: Marked | None = None
+    #: as ``_Spawn.bounds``, when it has a cgroup of its own
+    bounds: tuple[str, int, int | None] | None = None
 
 
 class ProcessExecutor:
@@ -123,6 +130,7 @@ class ProcessExecutor:
         host_env: dict[str, str] | None = None,
         sandbox: Sandbox | None = None,
         drives: Callable[[str, str], str | None] | None = None,
+        cgroups: Cgroups | None = None,
     ) -> None:
         self.home = Path(home)
         self.logs = self.home / "logs"
@@ -134,6 +142,10 @@ class ProcessExecutor:
         source = os.environ if host_env is None else host_env
         self.host_env = {k: source[k] for k in HOST_VARIABLES if k in source}
         self.sandbox = sandbox
+        #: where a sandboxed worker's cgroup is made (its processes and memory bounded), if anywhere
+        self.cgroups = cgroups
+        #: what tells this server's cgroups from another's on the host (its home's)
+        self.bounds_key = hashlib.sha256(str(self.home.resolve()).encode()).hexdigest()[:12]
         #: a drive's folder on this host by its workspace (``ORG/WORKSPACE``) and name (``None``:
         #: the workspace has no such drive)
         self.drives = drives or (lambda _workspace, _name: None)
@@ -170,7 +182,8 @@ class ProcessExecutor:
             del self.running[name]
             _killpg(proc.pgid, signal.SIGKILL)  # what the worker left behind in its group
             _mark(proc, now)  # its last output, by its end
-            out.append(WorkerExited(name, 128 - code if code < 0 else code))
+            code = 128 - code if code < 0 else code
+            out.append(WorkerExited(name, code, self._bounds_reached(proc, code)))
         self._reap_stopping(now)
         if self.marks.due(now):
             procs = [*self.running.values(), *self.stopping]
@@ -235,6 +248,14 @@ class ProcessExecutor:
                 self._not_started(name, log, *boxed)
                 return
             argv = boxed
+            memory = template.requested_resources.memory_bytes if template.requested_resources else None
+            bounds = (
+                f"{self.bounds_key}.{w.run}.{name}.{max(w.attempts, 1)}",
+                template.max_processes or MAX_PROCESSES_DEFAULT,
+                memory,
+            )
+            self.queued[name] = _Spawn(name, argv, env, log, cwd, bounds)
+            return
         self.queued[name] = _Spawn(name, argv, env, log, cwd)
 
     def run_folder(self, run: str) -> str:
@@ -281,7 +302,7 @@ class ProcessExecutor:
             Path(job.cwd).mkdir(parents=True, exist_ok=True)
             with opened(job.argv) as (argv, fds), open(log, "wb") as out:
                 popen = subprocess.Popen(
-                    argv,
+                    self._bounded(job, argv),
                     env=job.env,
                     cwd=job.cwd,
                     stdin=subprocess.DEVNULL,
@@ -302,7 +323,32 @@ class ProcessExecutor:
             return
         facts = self.facts.setdefault(name, {})
         facts.update({"pid": popen.pid, "pid_started": process_start_time(popen.pid)})
-        self.running[name] = _Proc(name, popen, popen.pid, log=Marked(log))
+        bounds = job.bounds if self.cgroups is not None else None
+        self.running[name] = _Proc(name, popen, popen.pid, log=Marked(log), bounds=bounds)
+
+    def _bounded(self, job: _Spawn, argv: list[str]) -> list[str]:
+        """A sandboxed worker's command line in its bounds: joining its cgroup (made here), or
+        with ``RLIMIT_NPROC`` where no cgroup can be made; others' as they are."""
+        if job.bounds is None:
+            return argv
+        key, processes, memory = job.bounds
+        if self.cgroups is None:
+            return [*nproc_prefix(processes), *argv]
+        return join(self.cgroups.make(key, processes, memory), argv)
+
+    def _bounds_reached(self, proc: _Proc, code: int) -> str | None:
+        """The worker's reason when it reached a bound (its cgroup removed), or ``None``."""
+        if proc.bounds is None or self.cgroups is None:
+            return None
+        key, processes, memory = proc.bounds
+        words = reached_words(self.cgroups.reached(key), processes, memory)
+        self.cgroups.remove(key)
+        if words is None:
+            return None
+        if proc.log is not None:
+            with contextlib.suppress(OSError), open(proc.log.log, "a", encoding="utf-8") as log:
+                log.write(f"astra: {words}\n")
+        return f"{words} (exit code {code})"
 
     def _not_started(self, name: str, log: Path, code: int, reason: str) -> None:
         """The worker ends at once with ``code`` and ``reason``; the reason goes to its log if it can."""
@@ -336,6 +382,8 @@ class ProcessExecutor:
             if proc.popen is None or proc.popen.poll() is not None:
                 _killpg(proc.pgid, signal.SIGKILL)  # anything left in its group
                 _mark(proc, now)
+                if proc.bounds is not None and self.cgroups is not None:
+                    self.cgroups.remove(proc.bounds[0])
                 continue
             if proc.kill_at is not None and moment >= proc.kill_at:
                 _killpg(proc.pgid, signal.SIGKILL)

@@ -279,6 +279,7 @@ async def _main(
 
     _Server = _server_class()
     from ..sandbox import find_sandbox, no_sandbox_warning
+    from .bounds import bounds_said, find_cgroups
     from .engine import Engine
     from .executor import ProcessExecutor
     from .store import Store, default_url
@@ -287,6 +288,9 @@ async def _main(
     store = Store(db or default_url(home))
     sandbox, said = find_sandbox(hidden=[home])
     print(said if sandbox is not None else no_sandbox_warning(said), flush=True)
+    cgroups = find_cgroups() if sandbox is not None else None
+    if sandbox is not None:
+        print(bounds_said(cgroups), flush=True)
 
     def drive_folder(workspace: str, name: str) -> str | None:
         row = store.drive_row(name, workspace)
@@ -294,7 +298,7 @@ async def _main(
 
     members = {}
     for name, machines in inventories.items():  # each cluster's executor, in the one sandbox
-        made = ProcessExecutor(home, sandbox=sandbox, drives=drive_folder)
+        made = ProcessExecutor(home, sandbox=sandbox, drives=drive_folder, cgroups=cgroups)
         members[name] = (Engine(store, machines, made, clock.now(), name), made)
     engine, executor = members[DEFAULT]
     fleet = Fleet(members)

@@ -19,6 +19,10 @@ __all__ = [
     "ARRAY_SIZE_MIN",
     "ARRAY_START",
     "ARRAY_TASK_GROUPS",
+    "MAX_PROCESSES",
+    "MAX_PROCESSES_DEFAULT",
+    "MAX_PROCESSES_MAX",
+    "MAX_PROCESSES_MIN",
     "WORKER_NAME_MAX",
 ]
 
@@ -26,6 +30,10 @@ __all__ = [
 ARRAY_SIZE_MIN = 1
 ARRAY_SIZE_MAX = 10_000
 ARRAY_MAX_PARALLEL_MIN = 0
+#: A worker's processes (and threads): the bound when a template gives none, and the range.
+MAX_PROCESSES_DEFAULT = 4096
+MAX_PROCESSES_MIN = 1
+MAX_PROCESSES_MAX = 1_048_576
 RESTART_LIMIT = 10
 GANG_BARRIER_SECONDS = 15 * 60
 MASTER_PORT = 29500
@@ -59,6 +67,7 @@ ARRAY_TASK_GROUPS = "An array runs one worker template: task_groups is not allow
 ARRAY_SERVICE = "An array ends when its workers end: lifetime Service is not allowed with array"
 ARRAY_ENGINE = "An array cannot run a model engine: model.engine is not allowed with array"
 ARRAY_SIZE = f"array.size must be from {ARRAY_SIZE_MIN} to {ARRAY_SIZE_MAX}"
+MAX_PROCESSES = f"max_processes must be from {MAX_PROCESSES_MIN} to {MAX_PROCESSES_MAX}"
 ARRAY_MAX_PARALLEL = "array.max_parallel must be from 0 (no cap) to array.size (${1/size})"
 UNKNOWN_FIELD = "unknown field '{name}'"
 

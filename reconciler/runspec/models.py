@@ -352,6 +352,18 @@ class TaskTemplate(_Strict):
     ) = None
     datavolume_refs: list[DataVolumeRef] | None = Field(None, title="Drives")
     requested_resources: Resources | None = Field(None, title="Resources")
+    max_processes: int | None = Field(
+        None,
+        title="At most processes",
+        description=(
+            f"The most processes (threads count) a worker may have at once, from {msg.MAX_PROCESSES_MIN} "
+            f"to {msg.MAX_PROCESSES_MAX}; {msg.MAX_PROCESSES_DEFAULT} when left out. A fork past it "
+            "fails (EAGAIN), and the worker's reason says so."
+        ),
+        ge=msg.MAX_PROCESSES_MIN,
+        le=msg.MAX_PROCESSES_MAX,
+        json_schema_extra=_range_message(msg.MAX_PROCESSES),
+    )
 
 
 # ---- run-level parts --------------------------------------------------------------------------

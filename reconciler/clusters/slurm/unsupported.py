@@ -32,6 +32,7 @@ __all__ = [
     "NO_HETJOB_RESTART_TASK",
     "NO_INDEPENDENT_SPREAD",
     "NO_INTERCONNECT",
+    "NO_MAX_PROCESSES",
     "NO_MIN_AVAILABLE",
     "NO_MIN_MEMORY",
     "NO_PRIORITY",
@@ -64,6 +65,9 @@ NO_DRIVE = (
 )
 NO_PYXIS_PATH = "pyxis' --container-mounts cannot carry ':' or ',' in a path: {path!r}"
 NO_ENGINE = "Slurm cannot run a model engine: remove model.engine"
+NO_MAX_PROCESSES = (
+    "a Slurm job's processes are bounded by the cluster's cgroup.conf, not by astra: remove max_processes"
+)
 NO_PRIORITY = "astra cannot set a Slurm job's priority (only Slurm's administrators can): remove priority"
 NO_MIN_AVAILABLE = (
     "Slurm starts all of a job's workers together: start MinAvailable cannot be carried; use Gang"
@@ -127,6 +131,8 @@ def _template_unsupported(
     errors = _drive_errors(t, path.child("datavolume_refs"), drives, images)
     if t.command is None:
         errors.append(FieldError.required(path.child("command"), NO_COMMAND))
+    if t.max_processes is not None:
+        errors.append(FieldError.not_supported(path.child("max_processes"), NO_MAX_PROCESSES))
     gr = t.requested_resources.gpu_requests if t.requested_resources else None
     if gr is not None and gr.min_memory_gb is not None:
         gpath = path.child("requested_resources", "gpu_requests", "min_memory_gb")
