@@ -18,7 +18,8 @@ Owns: turning the scheduler's decisions into processes and their ends into obser
   arrays; never ``SLURM_ARRAY_TASK_ID``). Nothing else of the server's environment leaks in: not
   its token, not a Slurm variable of the shell that started it. Output (stdout and stderr) goes
   to ``HOME/logs/<run>/<worker>.<attempt>.log`` (``<run>`` its key: ``ORG/WORKSPACE/CLUSTER/NAME``
-  outside the default workspace), written by the process itself; beside it, ``.times``: how far
+  outside the default workspace), written by the process itself (appending: past ``log_bytes``,
+  100 MiB, its first part is cut and a line says so: ``logcap``); beside it, ``.times``: how far
   the log had grown at the clock's ``now`` of a step, marked about once a second while the
   worker runs and once when it ends (``logtimes``: what ``logs?since=`` reads).
   With a ``sandbox`` (``sandbox.Sandbox``: the server gives one where bubblewrap works), the
@@ -59,6 +60,7 @@ from ..processes import process_alive, process_start_time  # re-exported: the ex
 from ..runspec.messages import MAX_PROCESSES_DEFAULT
 from ..sandbox import NO_SANDBOX_REASON, Mount, Sandbox, SandboxRefused, Word, opened
 from .bounds import Cgroups, join, nproc_prefix, reached_words
+from .logcap import LOG_BYTES, cut
 from .logtimes import LogMarks, Marked
 from .scheduler import (
     ClusterState,
@@ -131,6 +133,7 @@ class ProcessExecutor:
         sandbox: Sandbox | None = None,
         drives: Callable[[str, str], str | None] | None = None,
         cgroups: Cgroups | None = None,
+        log_bytes: int = LOG_BYTES,
     ) -> None:
         self.home = Path(home)
         self.logs = self.home / "logs"
@@ -144,6 +147,8 @@ class ProcessExecutor:
         self.sandbox = sandbox
         #: where a sandboxed worker's cgroup is made (its processes and memory bounded), if anywhere
         self.cgroups = cgroups
+        #: a worker's log keeps its last ``log_bytes`` at most (``logcap``)
+        self.log_bytes = log_bytes
         #: what tells this server's cgroups from another's on the host (its home's)
         self.bounds_key = hashlib.sha256(str(self.home.resolve()).encode()).hexdigest()[:12]
         #: a drive's folder on this host by its workspace (``ORG/WORKSPACE``) and name (``None``:
@@ -181,13 +186,17 @@ class ProcessExecutor:
                 continue
             del self.running[name]
             _killpg(proc.pgid, signal.SIGKILL)  # what the worker left behind in its group
-            _mark(proc, now)  # its last output, by its end
+            _mark(proc, now, self.log_bytes)  # its last output, by its end
             code = 128 - code if code < 0 else code
             out.append(WorkerExited(name, code, self._bounds_reached(proc, code)))
         self._reap_stopping(now)
         if self.marks.due(now):
             procs = [*self.running.values(), *self.stopping]
-            self.marks.round([p.log for p in procs if p.log is not None], now)
+            logs = [p.log for p in procs if p.log is not None]
+            self.marks.round(logs, now)
+            for marked in logs:
+                if marked.size > self.log_bytes:
+                    cut(marked, self.log_bytes)
         return out
 
     def next_time(self) -> float | None:
@@ -300,7 +309,8 @@ class ProcessExecutor:
         try:
             log.parent.mkdir(parents=True, exist_ok=True)
             Path(job.cwd).mkdir(parents=True, exist_ok=True)
-            with opened(job.argv) as (argv, fds), open(log, "wb") as out:
+            appended = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o666)
+            with opened(job.argv) as (argv, fds), os.fdopen(appended, "wb") as out:
                 popen = subprocess.Popen(
                     self._bounded(job, argv),
                     env=job.env,
@@ -381,7 +391,7 @@ class ProcessExecutor:
         for proc in self.stopping:
             if proc.popen is None or proc.popen.poll() is not None:
                 _killpg(proc.pgid, signal.SIGKILL)  # anything left in its group
-                _mark(proc, now)
+                _mark(proc, now, self.log_bytes)
                 if proc.bounds is not None and self.cgroups is not None:
                     self.cgroups.remove(proc.bounds[0])
                 continue
@@ -403,9 +413,11 @@ class ProcessExecutor:
         self.queued.clear()
 
 
-def _mark(proc: _Proc, now: float) -> None:
+def _mark(proc: _Proc, now: float, log_bytes: int) -> None:
     if proc.log is not None:
         LogMarks.mark(proc.log, now)
+        if proc.log.size > log_bytes:
+            cut(proc.log, log_bytes)
 
 
 def _killpg(pgid: int, sig: int) -> None:

@@ -107,3 +107,31 @@ def test_a_full_tmp_says_no_space_left_on_device():
             )
     assert "No space left on device" in done.stderr
     assert int(done.stdout) <= 1 << 20
+
+
+def test_a_worker_s_log_keeps_its_last_part_with_a_line_that_says_it_was_cut(tmp_path):
+    """A log past its bound (small here: ``ProcessExecutor.log_bytes``; 100 MiB by default)
+    keeps its last half bound of whole lines, under a line that says how much was cut."""
+    from reconciler.controlplane.logcap import LOG_BYTES
+    from reconciler.controlplane.logtimes import read_since
+    from tests.controlplane_api.conftest import Plane
+    from tests.controlplane_api.test_api import tiny
+
+    plane = Plane(tmp_path)
+    try:
+        assert plane.executor.log_bytes == LOG_BYTES == 100 * 1024 * 1024
+        plane.executor.log_bytes = 10_000
+        lines = "for i in $(seq 1000 3999); do echo line $i; done"  # 3,000 lines of 10 bytes
+        plane.engine.submit(tiny("chatty", command=lines), plane.clock.now())
+        plane.settle_run("chatty")
+        assert str(plane.run("chatty").state) == "Completed"
+    finally:
+        plane.close()
+    log = next((tmp_path / "logs" / "chatty").glob("*.log"))
+    top, *kept = log.read_text().splitlines()
+    assert top == (
+        "astra: the first 25000 bytes of this log were cut: a worker's log keeps its last 10000 "
+        "bytes at most (docs/limits.md)"
+    )
+    assert kept == [f"line {i}" for i in range(3500, 4000)]
+    assert read_since(log, 0.0, plane.clock.now()).decode().splitlines()[-1] == "line 3999"
