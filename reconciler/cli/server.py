@@ -7,6 +7,7 @@ Thin: options in, one call into ``reconciler.controlplane.server`` (serving, sto
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -69,6 +70,13 @@ def server(
             "--audit-keep", min=1, help="Audit events kept per workspace, the newest (default 10000)."
         ),
     ] = None,
+    work_root: Annotated[
+        str | None,
+        typer.Option(
+            "--work-root",
+            help="Where each run's own working folder is made, WORK_ROOT/RUN (default $ASTRA_HOME/work).",
+        ),
+    ] = None,
 ) -> None:
     """Run the control plane until stopped (Ctrl-C, or 'astra server stop')."""
     if ctx.invoked_subcommand is not None:
@@ -91,6 +99,7 @@ def server(
             args += ["--db", db] if db else []
             args += [a for value in inventory or () for a in ("--inventory", value)]
             args += ["--audit-keep", str(audit_keep)] if audit_keep else []
+            args += ["--work-root", work_root] if work_root else []
             reexec_without_token(token, args)
         serve(
             host=host,
@@ -101,6 +110,7 @@ def server(
             any_port_if_busy=any_port_if_busy,
             audit_keep=audit_keep,
             clusters=files,
+            work_root=Path(work_root).resolve() if work_root else None,
         )
     except (ServerError, StoreError) as exc:
         raise _Fail(str(exc)) from exc

@@ -208,18 +208,31 @@ def serve(
     any_port_if_busy: bool = False,
     audit_keep: int | None = None,
     clusters: dict[str, str] | None = None,
+    work_root: Path | None = None,
 ) -> None:
     """Run the control plane until SIGTERM or SIGINT (``clusters``: the inventory files of
     clusters other than the default, by name). ``any_port_if_busy``: when ``port`` is taken,
     listen on any free port instead (the local server astra starts: 8750 when free);
-    ``audit_keep``: the audit events each workspace keeps (``None``: ``api.context.AUDIT_KEEP``)."""
+    ``audit_keep``: the audit events each workspace keeps (``None``: ``api.context.AUDIT_KEEP``);
+    ``work_root``: where each run's working folder is made (``None``: ``HOME/work``)."""
     home = home or astra_home()
     os.umask(0o077)  # what the server writes (database, logs, server.json) is its user's alone
     try:
         ensure_home(home)
         with home_lock(home, "serving", timeout=0, purpose=f"serve {home}"):
             others = {name: load_inventory_file(path) for name, path in (clusters or {}).items()}
-            _serve(host, port, db, inventory, token, home, any_port_if_busy, audit_keep, others)
+            _serve(
+                host,
+                port,
+                db,
+                inventory,
+                token,
+                home,
+                any_port_if_busy,
+                audit_keep,
+                others,
+                work_root=work_root,
+            )
     except HomeError as exc:
         running = read_info(home)
         if running is not None and running.pid != os.getpid():
@@ -238,6 +251,8 @@ def _serve(
     any_port_if_busy: bool,
     audit_keep: int | None = None,
     others: dict[str, Inventory] | None = None,
+    *,
+    work_root: Path | None = None,
 ) -> None:
     machines = load_inventory_file(inventory)
     token = resolve_token(home, token or os.environ.get("ASTRA_TOKEN"))
@@ -245,7 +260,8 @@ def _serve(
     try:
         with contextlib.suppress(OSError):  # remembered for the next start; not needed to serve
             (home / "port").write_text(f"{sock.getsockname()[1]}\n")
-        asyncio.run(_main(sock, home, db, {DEFAULT: machines, **(others or {})}, token, audit_keep))
+        clusters = {DEFAULT: machines, **(others or {})}
+        asyncio.run(_main(sock, home, db, clusters, token, audit_keep, work_root=work_root))
     finally:
         sock.close()
 
@@ -270,9 +286,12 @@ async def _main(
     inventories: dict[str, Inventory],
     token: str,
     audit_keep: int | None,
+    *,
+    work_root: Path | None = None,
 ) -> None:
     """Serve until stopped: the default cluster's engine (and each other cluster's, on the same
-    store) behind the API, stepped by ``_schedule``."""
+    store) behind the API, stepped by ``_schedule``; each run's working folder under
+    ``work_root`` (``HOME/work``)."""
     import uvicorn
 
     from .api import create_app
@@ -298,7 +317,9 @@ async def _main(
 
     members = {}
     for name, machines in inventories.items():  # each cluster's executor, in the one sandbox
-        made = ProcessExecutor(home, sandbox=sandbox, drives=drive_folder, cgroups=cgroups)
+        made = ProcessExecutor(
+            home, work_root=work_root, sandbox=sandbox, drives=drive_folder, cgroups=cgroups
+        )
         members[name] = (Engine(store, machines, made, clock.now(), name), made)
     engine, executor = members[DEFAULT]
     fleet = Fleet(members)

@@ -137,3 +137,27 @@ def test_a_home_below_the_server_s_folder_is_not_exposed_by_a_rename(tmp_path):
         f"cat: {work}/sub2/.astra/astra.db: No such file or directory\n"
         f"cat: {work}/sub/.astra/astra.db: No such file or directory\n1\n"
     )
+
+
+def test_runs_folders_lie_under_the_work_root_given(tmp_path):
+    if shutil.which("bwrap") is None:
+        pytest.fail("bubblewrap is not installed: run scripts/sandbox-local-up.sh (task sandbox:up)")
+    root = tmp_path / "scratch"
+    cwd = tmp_path / "clone"
+    cwd.mkdir()
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin"}
+    live = LiveServer(tmp_path / "home", cwd, env=env, args=("--work-root", str(root))).start()
+    try:
+        assert live.api("POST", "/runs", json=job("here", "pwd > where.txt")).status_code == 201
+        assert ended(live, "here")["status"]["state"] == "Completed"
+        inside = live.api("POST", "/drives", json={"name": "d", "path": str(root)})
+        assert inside.json() == [
+            {
+                "path": "path",
+                "message": f"{root} lies inside the runs' working folders ({root}): give a folder outside it",
+            }
+        ]
+    finally:
+        live.stop()
+    assert (root / "here" / "where.txt").read_text() == f"{root / 'here'}\n"
+    assert not (live.home / "work").exists()
