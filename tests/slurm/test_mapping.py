@@ -153,6 +153,7 @@ def test_pyxis_runs_the_image():
         ({"topology": {"keep_within": "rack"}}, "spec.topology.keep_within"),
         ({"model": {"engine": "vllm"}}, "spec.model.engine"),
         ({"priority": 5}, "spec.priority"),
+        ({"task_template": {"max_processes": 64}}, "spec.task_template.max_processes"),
         (
             {"task_template": {"datavolume_refs": [{"name": "d", "mount_path": "/d"}]}},
             "spec.task_template.datavolume_refs",
