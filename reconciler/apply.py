@@ -6,7 +6,8 @@
    any fails (a dry run of the whole plan);
 2. takes the source's apply lock (``Locked`` when another apply holds it), unless the caller
    holds it already (``apply_source`` takes it before it plans);
-3. refuses a stale plan (``StalePlan``: a file or a run changed since the plan);
+3. refuses a stale plan (``StalePlan``: a file or a run changed since the plan), having applied
+   nothing and recorded nothing in the history;
 4. applies the changes in order (the runs left as they are, the creates, the updates and
    replaces, then the deletes; each by name), each create and update with the resource
    version the plan saw, so that a concurrent change is a ``Conflict`` and never an
@@ -202,10 +203,12 @@ def _apply_plan(
         raise ApplyFailed("the plan holds documents the cluster would refuse: " + "; ".join(problems))
     result = ApplyResult(plan.source)
     lock = held or store.lock(plan.source, who, now())
+    started = False  # a plan refused as stale applied nothing: it leaves no history
     try:
         stale = check_fresh(plan, cluster, files=not fresh)
         if stale:
             raise StalePlan(stale)
+        started = True
         changes = [c for c in sorted(plan.changes, key=_order) if only is None or c.address in only]
         if fresh:  # the entries of the runs left as they are with a document: no others are looked at
             kept = [c.address for c in changes if c.action is Action.noop and c.after is not None]
@@ -240,8 +243,9 @@ def _apply_plan(
         raise
     finally:
         try:
-            outcome = "applied" if result.ok else f"failed: {result.error or 'some runs failed'}"
-            store.add_history(plan.source, _record(plan, result, who, now(), commit, outcome, note))
+            if started:
+                outcome = "applied" if result.ok else f"failed: {result.error or 'some runs failed'}"
+                store.add_history(plan.source, _record(plan, result, who, now(), commit, outcome, note))
         finally:
             if held is None:
                 store.unlock(plan.source, lock.id)
