@@ -13,7 +13,8 @@
    version the plan saw, so that a concurrent change is a ``Conflict`` and never an
    overwrite; records each run in the inventory as soon as it is applied (so a killed apply
    resumes where it stopped: the next plan holds only what is left); a create that finds the
-   run already there with the same normalised spec counts as done; the creates go
+   run already there with the same normalised spec counts as done (unless another source's
+   apply made it: ``astra.source``); the creates go
    ``BATCH_RUNS`` at a time when the store is the cluster's own and offers ``create_runs``
    (``POST /runs:batch``): each batch's runs and their inventory entries are ONE write on the
    server, so a killed apply leaves whole batches, each recorded;
@@ -549,9 +550,15 @@ def _create(cluster: Cluster, change: Change, plan: Plan) -> str:
         return ""
     except Conflict:
         live = cluster.get_run(change.address)
-        if live is not None and not compare(without_own(change.after), normalize(live.document), None)[1]:
+        made_by = None if live is None else ((live.document.get("metadata") or {}).get("annotations") or {})
+        theirs = made_by is not None and made_by.get("astra.source") not in (None, plan.source)
+        if (
+            live is not None
+            and not theirs
+            and not compare(without_own(change.after), normalize(live.document), None)[1]
+        ):
             return "already there with this spec: counted as done"
-        raise
+        raise  # another source's run (its create won a race with this one) is never taken
 
 
 # ---- --wait -------------------------------------------------------------------------------------
