@@ -10,6 +10,7 @@ The commands run in-process on the fake cluster (which keeps the sources' state)
 from __future__ import annotations
 
 import io
+import json
 import random
 import textwrap
 from pathlib import Path
@@ -166,3 +167,31 @@ def test_two_loops_that_plan_the_same_create_at_once_leave_it_to_the_first(world
     assert REFUSED in status["message"]
     assert sorted(world.store.read("src-x").inventory) == ["shared-run"]
     assert sorted(world.store.read("src-y").inventory) == []
+
+
+def test_the_reproduction_against_a_live_server_is_refused_in_words(tmp_path):
+    """The finding as it was found: ``astra apply`` twice, against the embedded control plane."""
+    from tests.controlplane_api.conftest import LiveServer
+
+    work = tmp_path / "work"
+    small = "metadata: {{name: {}}}\nspec: {{task_template: {{image: x, command: 'true'}}}}\n"
+    for folder in ("fx", "fy"):
+        (work / folder).mkdir(parents=True)
+        (work / folder / "shared-run.yaml").write_text(small.format("shared-run"))
+    (work / "fy" / "mine.yaml").write_text(small.format("mine"))
+    server = LiveServer(tmp_path / "home", work).start()
+    try:
+        made = server.astra("apply", "-f", "fx", "--source", "src-x", "--yes")
+        assert made.returncode == 0, made.stderr
+        taken = server.astra("apply", "-f", "fy", "--source", "src-y", "--yes")
+        assert taken.returncode == 1
+        assert taken.stderr.strip().splitlines() == [f"astra: error: {REFUSED} shared-run --source src-y"]
+        (work / "fy" / "shared-run.yaml").unlink()
+        pruned = server.astra("apply", "-f", "fy", "--source", "src-y", "--prune", "--yes")
+        assert pruned.returncode == 0, pruned.stderr
+        assert server.api("GET", "/runs/shared-run").status_code == 200
+        listed = server.astra("source", "list", "-o", "json")
+        held = {s["name"]: s["runs"] for s in json.loads(listed.stdout)}
+        assert held == {"src-x": ["shared-run"], "src-y": ["mine"]}
+    finally:
+        server.stop()
