@@ -25,10 +25,13 @@ from collections.abc import Collection, Mapping
 from dataclasses import replace
 
 from .plan import Action, Plan, PlanError
+from .runs import LiveRun, RunSummary
 from .state import InventoryEntry, SourceStore
 
 __all__ = ["OwnedElsewhere", "adopt", "held_elsewhere", "owners_of"]
 
+#: The annotation apply stamps on every run it writes: the source's name (``apply.stamped``).
+MADE_BY = "astra.source"
 #: How many runs an ``OwnedElsewhere`` message names (the rest are counted).
 NAMED = 5
 
@@ -61,11 +64,19 @@ def owners_of(store: SourceStore, runs: Collection[str], *, but: str) -> dict[st
     return found
 
 
-def held_elsewhere(plan: Plan, live: Collection[str], inventory: Collection[str], store: SourceStore) -> Plan:
+def held_elsewhere(
+    plan: Plan, live: Mapping[str, LiveRun | RunSummary], inventory: Collection[str], store: SourceStore
+) -> Plan:
     """``plan`` as its source may apply it: ``OwnedElsewhere`` when it takes a run another source
-    holds; its deletes of runs another source holds too, dropped and listed as not pruned."""
+    holds; its deletes of runs another source holds too, dropped and listed as not pruned (a
+    delete is looked into only when the run's ``astra.source`` annotation names another source:
+    a prune of 10,000 runs of its own reads nothing more)."""
     taken = [c.address for c in plan.changes if c.address in live and c.address not in inventory]
-    deletes = [c.address for c in plan.changes if c.action is Action.delete]
+    deletes = [
+        c.address
+        for c in plan.changes
+        if c.action is Action.delete and _made_by(live.get(c.address)) not in (None, plan.source)
+    ]
     if not taken and not deletes:
         return plan
     owners = owners_of(store, [*taken, *deletes], but=plan.source)
@@ -80,6 +91,14 @@ def held_elsewhere(plan: Plan, live: Collection[str], inventory: Collection[str]
         changes=tuple(c for c in plan.changes if c.address not in shared),
         not_pruned=tuple(sorted({*plan.not_pruned, *shared})),
     )
+
+
+def _made_by(run: LiveRun | RunSummary | None) -> str | None:
+    """The source whose apply last wrote ``run`` (its ``astra.source`` annotation), if it says."""
+    if not isinstance(run, LiveRun):
+        return None
+    found = ((run.document.get("metadata") or {}).get("annotations") or {}).get(MADE_BY)
+    return found if isinstance(found, str) else None
 
 
 def adopt(store: SourceStore, runs: Collection[str], into: str, *, who: str, now: float) -> dict[str, str]:
