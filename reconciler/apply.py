@@ -6,13 +6,15 @@
    any fails (a dry run of the whole plan);
 2. takes the source's apply lock (``Locked`` when another apply holds it), unless the caller
    holds it already (``apply_source`` takes it before it plans);
-3. refuses a stale plan (``StalePlan``: a file or a run changed since the plan);
+3. refuses a stale plan (``StalePlan``: a file or a run changed since the plan), having applied
+   nothing and recorded nothing in the history;
 4. applies the changes in order (the runs left as they are, the creates, the updates and
    replaces, then the deletes; each by name), each create and update with the resource
    version the plan saw, so that a concurrent change is a ``Conflict`` and never an
    overwrite; records each run in the inventory as soon as it is applied (so a killed apply
    resumes where it stopped: the next plan holds only what is left); a create that finds the
-   run already there with the same normalised spec counts as done; the creates go
+   run already there with the same normalised spec counts as done (unless another source's
+   apply made it: ``astra.source``); the creates go
    ``BATCH_RUNS`` at a time when the store is the cluster's own and offers ``create_runs``
    (``POST /runs:batch``): each batch's runs and their inventory entries are ONE write on the
    server, so a killed apply leaves whole batches, each recorded;
@@ -202,10 +204,12 @@ def _apply_plan(
         raise ApplyFailed("the plan holds documents the cluster would refuse: " + "; ".join(problems))
     result = ApplyResult(plan.source)
     lock = held or store.lock(plan.source, who, now())
+    started = False  # a plan refused as stale applied nothing: it leaves no history
     try:
         stale = check_fresh(plan, cluster, files=not fresh)
         if stale:
             raise StalePlan(stale)
+        started = True
         changes = [c for c in sorted(plan.changes, key=_order) if only is None or c.address in only]
         if fresh:  # the entries of the runs left as they are with a document: no others are looked at
             kept = [c.address for c in changes if c.action is Action.noop and c.after is not None]
@@ -240,8 +244,9 @@ def _apply_plan(
         raise
     finally:
         try:
-            outcome = "applied" if result.ok else f"failed: {result.error or 'some runs failed'}"
-            store.add_history(plan.source, _record(plan, result, who, now(), commit, outcome, note))
+            if started:
+                outcome = "applied" if result.ok else f"failed: {result.error or 'some runs failed'}"
+                store.add_history(plan.source, _record(plan, result, who, now(), commit, outcome, note))
         finally:
             if held is None:
                 store.unlock(plan.source, lock.id)
@@ -545,9 +550,15 @@ def _create(cluster: Cluster, change: Change, plan: Plan) -> str:
         return ""
     except Conflict:
         live = cluster.get_run(change.address)
-        if live is not None and not compare(without_own(change.after), normalize(live.document), None)[1]:
+        made_by = None if live is None else ((live.document.get("metadata") or {}).get("annotations") or {})
+        theirs = made_by is not None and made_by.get("astra.source") not in (None, plan.source)
+        if (
+            live is not None
+            and not theirs
+            and not compare(without_own(change.after), normalize(live.document), None)[1]
+        ):
             return "already there with this spec: counted as done"
-        raise
+        raise  # another source's run (its create won a race with this one) is never taken
 
 
 # ---- --wait -------------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ function of the data the one before gave, each entered once:
 4. **plan**: the pure ``reconciler.plan.build_plan``.
 
 ``make_plan(source, loaded, cluster, store, now)`` is steps 2 to 4 (the watch loop loads, and
-refreshes, on its own).
+refreshes, on its own), and refuses a plan that would take a run another source applied
+(``reconciler.owners``: ``OwnedElsewhere``, a ``PlanError``).
 
 **Where the files are, and what revision they are** (``reconciler.sources``): a source's files are
 read where ``source.checkout`` says (a snapshot of a commit, for a remote or ``--revision``;
@@ -62,6 +63,7 @@ from typing import Any
 from .clusters.base import Cluster, LiveRun, RunSummary, Unreachable, WorkerInfo, summaries
 from .collector import gc_paused
 from .load import FileCache, Loaded, documents, load_source
+from .owners import held_elsewhere
 from .plan import Cost, Plan, build_plan, cost_of, in_scope, stopping
 from .readahead import read_ahead
 from .runs import DesiredItem
@@ -239,7 +241,7 @@ def make_plan(
     else:  # the files of the runs in scope (a watch pass: one file), without visiting every file
         file_of = loaded.file_of
         hashes = loaded.hashes_of({file_of[n] for n in scope if n in file_of})
-    return build_plan(
+    made = build_plan(
         source=source.name,
         cluster=cluster.address,
         desired=desired,
@@ -253,6 +255,7 @@ def make_plan(
         scope=scope,
         unchanged=seen.unchanged,
     )
+    return held_elsewhere(made, seen.live, seen.inventory, store)  # a run is one source's
 
 
 def revision_of(checkout: Checkout | None, loaded: Loaded) -> dict[str, Any]:

@@ -1,7 +1,9 @@
-"""``astra source list | delete NAME``: the reconcile sources a cluster (or ``--state``) remembers.
+"""``astra source list | delete NAME | adopt RUN...``: the reconcile sources a cluster (or
+``--state``) remembers.
 
-Thin: options in, one call into the source's store (``reconciler.state``), a table out. A source
-left by a mistake (``astra watch nosuchdir``, a renamed folder) is listed here and deleted here.
+Thin: options in, one call into the source's store (``reconciler.state``, ``reconciler.owners``),
+a table out. A source left by a mistake (``astra watch nosuchdir``, a renamed folder) is listed
+here and deleted here; a run another source applied is moved to this one here (``adopt``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import typer
 from .listing import ListFormat, ListOutput, print_listing
 from .options import ServerOpt, TokenOpt
 from .output import echo
-from .plan import StateUrl
+from .plan import SourceName, StateUrl
 from .planning import failures, setup
 
 __all__ = ["source_app"]
@@ -89,3 +91,29 @@ def delete(
         s = setup(["."], source=name, state=state, server=server, token=token)
         s.store.delete(name, keep_runs=keep_runs)
     echo(f"source {name} deleted")
+
+
+@source_app.command("adopt")
+def adopt(
+    runs: Annotated[list[str], typer.Argument(help="The runs to take over, as another source applied them.")],
+    source: SourceName = None,
+    state: StateUrl = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Move runs another source applied into this source (--source; default: the current
+    folder's): from now on this source plans, updates and prunes them, and the other one no
+    longer does. The runs themselves are not touched.
+
+    Examples:
+
+        astra source adopt shared-run --source src-y
+    """
+    from ..owners import adopt as move
+    from ..state import owner
+
+    with failures():
+        s = setup(["."], source=source, state=state, server=server, token=token)
+        moved = move(s.store, runs, s.source.name, who=owner(), now=time.time())
+    for name in sorted(moved):
+        echo(f"{name}: adopted by source {s.source.name} from source {moved[name]}")

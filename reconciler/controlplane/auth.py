@@ -12,8 +12,10 @@ A token made by an admin is shown once, when it is made; the store keeps only it
 and a revoked token is refused by the very next call.
 
 The API asks ``Identity.refusal`` on every call (``api.context``); the console (a login with a
-token, then a session) asks ``Tokens.identify`` and ``Identity.words``. Must not touch: HTTP,
-routes, SQL (the ``Store``'s), the scheduler.
+token, then a session) asks ``Tokens.identify`` once, keeps the token's digest (``Tokens.holder``)
+in the session and asks ``Tokens.held`` on every request, so that a revoked token ends its
+sessions and its unused one-time links at once. Must not touch: HTTP, routes, SQL (the
+``Store``'s), the scheduler.
 """
 
 from __future__ import annotations
@@ -89,6 +91,7 @@ class Tokens:
 
     def __init__(self, server_token: str, store: Store) -> None:
         self._server = server_token.encode("utf-8", "surrogatepass")
+        self._server_key = token_hash(server_token)
         self.server = Identity(SERVER_TOKEN, DEFAULT, None, Role.ADMIN)
         self.store = store
         self._by_hash: dict[str, tuple[Identity, dict[str, Any]]] = {}
@@ -104,6 +107,18 @@ class Tokens:
         if hmac.compare_digest(text.encode("utf-8", "surrogatepass"), self._server):
             return self.server
         found = self._by_hash.get(token_hash(text))
+        return None if found is None else found[0]
+
+    def holder(self, text: str) -> str | None:
+        """The key a console session keeps of the token ``text`` (its digest, never the text):
+        what ``held`` looks up again on every request; ``None``: no token this server knows."""
+        return token_hash(text) if self.identify(text) is not None else None
+
+    def held(self, key: str) -> Identity | None:
+        """Who the token of ``key`` (``holder``'s) is now; ``None`` once it is revoked."""
+        if hmac.compare_digest(key, self._server_key):
+            return self.server
+        found = self._by_hash.get(key)
         return None if found is None else found[0]
 
     def visible(self, caller: Identity) -> list[dict[str, Any]]:

@@ -193,9 +193,15 @@ class Engine:
 
     # -- API writes --------------------------------------------------------------------------
 
-    def submit(self, document: dict[str, Any], now: float, scope: Scope = DEFAULT_SCOPE) -> RunRecord:
-        """Queue a new run (a validated document) of ``scope``: one transaction. ``NameExists``
-        when the scope has a run of that name."""
+    def submit(
+        self,
+        document: dict[str, Any],
+        now: float,
+        scope: Scope = DEFAULT_SCOPE,
+        audit: tuple[Sequence[Mapping[str, Any]], int] | None = None,
+    ) -> RunRecord:
+        """Queue a new run (a validated document) of ``scope``, with ``audit`` its audit events:
+        one transaction. ``NameExists`` when the scope has a run of that name."""
         run = Run.model_validate(document)
         name = run_key(scope, run.metadata.name)
         if name in self.state.runs:
@@ -203,7 +209,7 @@ class Engine:
         record = self.state.submit(run, now, name)
         stored = _stored(document)
         try:
-            rv = self.store.create_run(record, stored, now)
+            rv = self.store.create_run(record, stored, now, audit)
         except Exception:
             self._rebuild(without=name)
             raise
@@ -277,10 +283,13 @@ class Engine:
             self.observe(CancelRun(name), now)
             self.step(now)
 
-    def delete(self, name: str, now: float) -> None:
-        """Cancel a run (its processes are stopped now) and delete it."""
+    def delete(
+        self, name: str, now: float, audit: tuple[Sequence[Mapping[str, Any]], int] | None = None
+    ) -> None:
+        """Cancel a run (its processes are stopped now) and delete it, with ``audit`` recording
+        its audit events in the same transaction."""
         self.cancel(name, now)
-        self.store.delete_run(name)
+        self.store.delete_run(name, audit)
         self.meta.pop(name, None)
         self.by_scope.get(scope_of(name), {}).pop(name, None)
         self._rebuild(without=name)

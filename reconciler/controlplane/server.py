@@ -218,6 +218,30 @@ def serve(
     home = home or astra_home()
     os.umask(0o077)  # what the server writes (database, logs, server.json) is its user's alone
     try:
+        _serve_home(host, port, db, inventory, token, home, any_port_if_busy, audit_keep, clusters)
+    except Exception as exc:  # a full disk, at any point of the start, in the API's words
+        from .store.full import disk_full, full_words
+
+        if not disk_full(exc):
+            raise
+        from .store import default_url
+
+        raise ServerError(full_words(db or default_url(home))) from None
+
+
+def _serve_home(
+    host: str,
+    port: int,
+    db: str | None,
+    inventory: str | os.PathLike[str] | None,
+    token: str | None,
+    home: Path,
+    any_port_if_busy: bool,
+    audit_keep: int | None,
+    clusters: dict[str, str] | None,
+) -> None:
+    """``serve`` in its home: one server per home (``home_lock``)."""
+    try:
         ensure_home(home)
         with home_lock(home, "serving", timeout=0, purpose=f"serve {home}"):
             others = {name: load_inventory_file(path) for name, path in (clusters or {}).items()}
@@ -422,5 +446,11 @@ async def _step_off_loop(engine: Any, now: float) -> None:
     except asyncio.CancelledError:
         await asyncio.wait([step])
         raise
-    except Exception:  # keep serving: the error is logged, the next step retries
+    except Exception as exc:  # keep serving: the error is logged, the next step retries
+        from .store.full import disk_full, full_words
+
+        if disk_full(exc):  # one line, not a traceback a step
+            first = engine if hasattr(engine, "store") else next(iter(engine.members.values()))[0]
+            log.warning("a scheduling step waits: %s", full_words(first.store.url))
+            return
         log.exception("a scheduling step failed")

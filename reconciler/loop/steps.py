@@ -27,7 +27,14 @@ Reconciling    ObserveFailed              the cluster could not be read: retried
 Reconciling    ApplyFailed                some runs failed to apply: each retried after its backoff
 Reconciling    PruneFailed                some runs failed to delete: each retried after its backoff
 Reconciling    Locked                     another apply holds the lock: retried after a backoff
+Reconciling    StalePlan                  the cluster changed outside astra between a plan made
+                                          under the lock and its apply: retried after a backoff
 =============  =========================  ==========================================================
+
+**A plan gone stale** (``StalePlan``: another apply of the same source, such as a second
+``astra watch`` loop, changed it between this pass's plan and its apply) never ends the loop: the
+pass takes the source's lock, plans again from what the other apply left, and applies that
+(``_plan_again``); if the lock is held by then, the pass says ``Locked`` and is retried.
 
 A terminal failure (``Stalled``) is not retried until the files change (their revision). A
 run that fails to apply is retried with its own jittered exponential backoff; one the cluster
@@ -61,11 +68,11 @@ from ..clusters.base import Cluster, ClusterError
 from ..load import FileCache, Loaded, load_source, refresh
 from ..load.loaded import display_name
 from ..plan import Action, Plan, PlanError
-from ..reconcile import Source, make_plan, retrying, shown_as, with_revision
+from ..reconcile import Source, StalePlan, make_plan, retrying, shown_as, with_revision
 from ..runspec.errors import ErrorType
 from ..runspec.normalize import without_own
 from ..sources import Checkout, Probe, Remote, SourceError, SourceFetchFailed
-from ..state import Locked, SourceState, SourceStore, StateError
+from ..state import Lock, Locked, SourceState, SourceStore, StateError
 
 __all__ = ["BACKOFF_BASE", "BACKOFF_MAX", "JITTER", "Origin", "Reason", "Reconciler", "RemoteOrigin", "State"]
 
@@ -97,6 +104,7 @@ class Reason(StrEnum):
     apply_failed = "ApplyFailed"
     prune_failed = "PruneFailed"
     locked = "Locked"
+    stale_plan = "StalePlan"
     source_fetch_failed = "SourceFetchFailed"
 
 
@@ -272,7 +280,10 @@ class Reconciler:
             self.last_plan = plan
             step = "apply"
             self._status(State.reconciling, Reason.progressing, step=step)
-            result = self._apply(plan)
+            try:
+                result = self._apply(plan)
+            except StalePlan:  # another apply (a second loop) changed the source since the plan
+                plan, result = self._plan_again(scope)
             self.last_result = result
             failed = result.failed()
             if failed:
@@ -292,6 +303,9 @@ class Reconciler:
         except Locked as exc:
             self._later()
             status = self._status(State.reconciling, Reason.locked, str(exc), step)
+        except StalePlan as exc:  # stale again, under the lock: the cluster changed outside astra
+            self._later()
+            status = self._status(State.reconciling, Reason.stale_plan, str(exc), step)
         except SourceFetchFailed as exc:  # nothing was loaded, planned or pruned
             self._later()
             status = self._status(State.reconciling, Reason.source_fetch_failed, str(exc), "fetch")
@@ -395,7 +409,20 @@ class Reconciler:
         except PlanError as exc:
             raise _Terminal(Reason.plan_failed, str(exc)) from exc
 
-    def _apply(self, plan: Plan) -> ApplyResult:
+    def _plan_again(self, scope: Collection[str] | None) -> tuple[Plan, ApplyResult]:
+        """Plan and apply again, holding the source's lock from before the plan (as ``astra
+        apply`` does): what a loop does when another apply made its plan stale. ``Locked`` when
+        another apply holds the lock now (the pass says so, and is retried after a backoff)."""
+        lock = self.store.lock(self.source.name, self.who, self.clock())
+        try:
+            self._state = None  # the other apply changed the inventory: read it again
+            plan = self._plan(scope)
+            self.last_plan = plan
+            return plan, self._apply(plan, lock)
+        finally:
+            self.store.unlock(self.source.name, lock.id)
+
+    def _apply(self, plan: Plan, lock: Lock | None = None) -> ApplyResult:
         if not plan.has_changes and all(c.action is Action.noop for c in plan.changes):
             inventory = self._read().inventory
             if all(
@@ -412,6 +439,7 @@ class Reconciler:
             commit=self._commit(),
             keep_going=True,
             note=self.note,
+            held=lock,
         )
         self.note = ""
         changes = {c.address: c for c in plan.changes}

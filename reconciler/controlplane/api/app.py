@@ -5,7 +5,8 @@ drives, teams, audit) are put together:
 under ``/api`` and under ``$WS_API`` (``/api/v1/orgs/{org}/workspaces/{workspace}/clusters/
 {cluster}/api``), each behind the bearer token (and, on the long form, the workspace check);
 the exception handlers that turn ``ApiError``, a refused body (``body.BodyRefused``), pydantic's
-validation errors and the store's errors into answers, and the last resort: any other exception
+validation errors and the store's errors into answers (a full disk: a 503 in the words of
+``store.full``, for every write; reads go on), and the last resort: any other exception
 is a 500 with one line (``wire.Detail``), its traceback logged by the server (no known request
 reaches it: tests/hostile/ and the fuzz test hold every route to 4xx); and ``/openapi.json``,
 generated from the routes and ``reconciler.wire``'s models, with the two base paths as its
@@ -15,6 +16,7 @@ not: each would run without the engine's gate). Must not touch: what a route doe
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Callable
@@ -28,6 +30,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import Response
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ...runspec.files import published_schema
@@ -37,6 +40,7 @@ from ..auth import Role
 from ..clock import Clock
 from ..engine import Engine
 from ..store import StoreError
+from ..store.full import disk_full, full_words
 from . import audit, batch, cluster, drives, placement, rerun, runs, sources, teams, workers
 from .body import BodyRefused
 from .context import (
@@ -54,6 +58,8 @@ from .context import (
 from .source_paths import SourcePaths
 
 __all__ = ["create_app", "documented_router", "openapi_document"]
+
+log = logging.getLogger(__name__)
 
 TITLE = "Astraeus (astra's embedded control plane)"
 #: The API's version: the ``v1`` of its long base path.
@@ -182,6 +188,8 @@ def create_app(
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(StoreError, _store_error)
+    app.add_exception_handler(SQLAlchemyError, _full)
+    app.add_exception_handler(OSError, _full)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected)
 
@@ -340,6 +348,16 @@ def _refused(request: Request) -> Response | None:
 
 async def _store_error(_request: Request, exc: Exception) -> Response:
     return answer(wire.Detail(detail=str(exc)), 503)
+
+
+async def _full(request: Request, exc: Exception) -> Response:
+    """A full disk (``store.full``): a 503 in words, the server's log one line; any other error
+    of the database or the system goes on to the last resort (``_unexpected``)."""
+    if not disk_full(exc):
+        raise exc
+    said = full_words(request.app.state.astra.engine.store.url)
+    log.warning("%s %s: %s", request.method, request.url.path, said)
+    return answer(wire.Detail(detail=said), 503, {"Retry-After": "60"})
 
 
 async def _unexpected(_request: Request, exc: Exception) -> Response:

@@ -292,6 +292,21 @@ class ApiRoute(APIRoute):
         return gated
 
 
+#: The webhook's headers: GitHub's signature, GitLab's secret token.
+SIGNATURE = "X-Hub-Signature-256"
+GITLAB_TOKEN = "X-Gitlab-Token"
+
+
+def unsigned(source: str | None) -> str:
+    """The one refusal of a webhook call that is not signed with its source's secret: the same
+    whether the workspace, the source or its secret exists or not (nothing to probe with)."""
+    name = source or "NAME"
+    return (
+        f"the call is not signed with source {name}'s webhook secret: send {SIGNATURE} "
+        f"(GitHub) or {GITLAB_TOKEN} (GitLab), made with the secret set by PUT /sources/{name}/hook"
+    )
+
+
 class PublicRoute(ApiRoute):
     """An ``ApiRoute`` that carries its own authentication (the webhook's signature), not the
     bearer token; its query and body are held to the same rules."""
@@ -367,6 +382,11 @@ def admit(request: Request, api: ApiContext, role: Role | None) -> Scoped:
         if refused is not None:
             raise ApiError(403, wire.Detail(detail=refused))
     engine = api.clusters.get(cluster)
+    if role is None and (engine is None or (org, workspace) not in api.workspaces):
+        # a public call (the webhook) tells no one which workspaces exist: its own refusal
+        raise ApiError(
+            401, wire.Detail(detail=unsigned((request.scope.get("path_params") or {}).get("name")))
+        )
     if engine is None:
         have = ", ".join(sorted(api.clusters))
         raise ApiError(403, wire.Detail(detail=f"no cluster named {cluster} on this server (it has {have})"))

@@ -118,14 +118,14 @@ async def create_run(request: Request, api: Api, body: RunBody) -> Response:
     doc = await valid(request, body)
     missing_drives(api, doc)
     name = doc["metadata"]["name"]
-    try:
-        record = api.engine.submit(doc, api.clock.now(), api.scope)
+    event = api.audit_events([("create", "run", name, {"spec": doc["spec"]}, _source_of(doc))])
+    try:  # the run and its audit event: one transaction (a full disk keeps neither)
+        record = api.engine.submit(doc, api.clock.now(), api.scope, event)
     except NameExists as exc:
         raise ApiError(409, wire.Detail(detail=str(exc))) from exc
     api.on_change()
     api.cache.digest(record.name)  # made with the document, not by the first plan that lists 10,000 runs
     run = view(api, request, record.name)
-    api.audit("create", "run", name, {"spec": doc["spec"]}, source=_source_of(doc))
     return answer(written(run, doc), 201, {"Location": run.status.url})
 
 
@@ -187,9 +187,9 @@ def delete_run(request: Request, api: Api, name: RunName) -> Response:
     api.engine.cancel(key, now)
     body = view(api, request, key)
     source = _source_of(api.engine.meta[key].document)
-    api.engine.delete(key, now)
+    event = api.audit_events([("delete", "run", name, {"state": str(body.status.state)}, source)])
+    api.engine.delete(key, now, event)  # the deletion and its audit event: one transaction
     api.on_change()
-    api.audit("delete", "run", name, {"state": str(body.status.state)}, source=source)
     return answer(body)
 
 

@@ -25,9 +25,11 @@ The rules the routes keep:
 * **The webhook.** ``POST /sources/{name}/hook`` (``public``: no bearer token, since GitHub and
   GitLab cannot send one) is authenticated by the source's secret instead: GitHub's
   ``X-Hub-Signature-256: sha256=HMAC-SHA256(secret, body)`` or GitLab's ``X-Gitlab-Token:
-  secret``, each compared in constant time; 401 without a secret set, without a signature or
-  with a wrong one. A signed call adds one to the source's count, which a watch reads (``GET
-  …/hook``) to start its next pass at once. The secret is set by ``PUT …/hook`` (the bearer
+  secret``, each compared in constant time; one 401, in the same words, without a secret set,
+  without a signature, with a wrong one, and for a workspace or cluster that does not exist
+  (``context.unsigned``: nothing to probe which workspaces or sources there are). A signed
+  call adds one to the source's count, which a watch reads (``GET …/hook``) to start its next
+  pass at once. The secret is set by ``PUT …/hook`` (the bearer
   token's; a watch sets it when it starts) and kept in the server's memory only: it is never
   answered, never in the store, and a restarted server has none until the watch sets it again.
 """
@@ -48,7 +50,18 @@ from fastapi.responses import Response
 from ...wire import LOCK_HEADER
 from ...wire import models as wire
 from ..store import LockMismatch, NotFound, Stale
-from .context import Api, ApiError, ApiRoute, PublicRoute, Responses, answer, json_text
+from .context import (
+    GITLAB_TOKEN,
+    SIGNATURE,
+    Api,
+    ApiError,
+    ApiRoute,
+    PublicRoute,
+    Responses,
+    answer,
+    json_text,
+    unsigned,
+)
 
 __all__ = ["public", "router"]
 
@@ -375,13 +388,18 @@ class _Hook:
 
 
 def _hooks(request: Request) -> dict[str, _Hook]:
-    """The sources' webhooks, in the server's memory (kept on the app's state)."""
+    """The sources' webhooks, in the server's memory (kept on the app's state), by the key of
+    the source in its workspace (``Scoped.source_key``: one workspace cannot set another's)."""
     state = request.app.state
     held: dict[str, _Hook] | None = getattr(state, "source_hooks", None)
     if held is None:
         held = {}
         state.source_hooks = held
     return held
+
+
+def _key(request: Request, name: str) -> str:
+    return request.state.scoped.source_key(name)
 
 
 def _hook_state(name: str, hook: _Hook) -> wire.HookState:
@@ -391,18 +409,14 @@ def _hook_state(name: str, hook: _Hook) -> wire.HookState:
 @router.put("/sources/{name}/hook", operation_id="set_source_hook", status_code=204, responses=INVALID)
 async def set_source_hook(name: Name, body: wire.HookSecret, request: Request) -> Response:
     """Set the secret that signs the source's webhook calls (kept in memory, never answered)."""
-    _hooks(request).setdefault(name, _Hook()).secret = body.secret.encode()
+    _hooks(request).setdefault(_key(request, name), _Hook()).secret = body.secret.encode()
     return Response(status_code=204)
 
 
 @router.get("/sources/{name}/hook", operation_id="get_source_hook", response_model=wire.HookState)
 async def get_source_hook(name: Name, request: Request) -> Response:
     """How many signed webhook calls the source took since the server started."""
-    return answer(_hook_state(name, _hooks(request).get(name) or _Hook()))
-
-
-SIGNATURE = "X-Hub-Signature-256"
-GITLAB_TOKEN = "X-Gitlab-Token"
+    return answer(_hook_state(name, _hooks(request).get(_key(request, name)) or _Hook()))
 
 
 @public.post(
@@ -421,24 +435,18 @@ GITLAB_TOKEN = "X-Gitlab-Token"
 )
 async def call_source_hook(name: Name, request: Request) -> Response:
     """A push: the source's next pass starts at once (see the module docstring)."""
-    hook = _hooks(request).get(name)
+    hook = _hooks(request).get(_key(request, name))
     body = await request.body()
-    if hook is None or hook.secret is None:
-        raise ApiError(401, wire.Detail(detail=f"source {name} takes no webhook: no secret is set for it"))
     signature = request.headers.get(SIGNATURE)
     token = request.headers.get(GITLAB_TOKEN)
-    if signature is not None:
-        wanted = "sha256=" + hmac.new(hook.secret, body, hashlib.sha256).hexdigest()
+    secret = hook.secret if hook is not None else None
+    good = False
+    if secret is not None and signature is not None:
+        wanted = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
         good = hmac.compare_digest(signature.strip().encode(), wanted.encode())
-    elif token is not None:
-        good = hmac.compare_digest(token.encode(), hook.secret)
-    else:
-        raise ApiError(
-            401, wire.Detail(detail=f"no signature: send {SIGNATURE} (GitHub) or {GITLAB_TOKEN} (GitLab)")
-        )
-    if not good:
-        raise ApiError(
-            401, wire.Detail(detail=f"the signature does not match source {name}'s webhook secret")
-        )
+    elif secret is not None and token is not None:
+        good = hmac.compare_digest(token.encode(), secret)
+    if hook is None or not good:  # one answer, whatever is missing: nothing to learn from it
+        raise ApiError(401, wire.Detail(detail=unsigned(name)))
     hook.count += 1
     return answer(_hook_state(name, hook), 202)

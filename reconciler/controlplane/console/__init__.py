@@ -11,6 +11,7 @@ build step, no CDN.
 module          owns
 ==============  ===================================================================================
 ``access``      the login page, the session cookie, one-time links, the CSRF token
+``origin``      whether a browser sent a form from another site (the login form's guard)
 ``pages``       the pages (GET), the gate's use, the paths
 ``actions``     the writes (POST): New → Run, cancel, delete
 ``reads``       what a page shows, as ``wire`` models, one page at a time

@@ -7,10 +7,13 @@ session cookie, or the API's ``Authorization: Bearer`` header, else the login pa
 ``/login/once/{code}``, and ``POST /console/links`` (with the bearer token: a one-time link, what
 ``astra console`` opens).
 
-The token is given once, on the login page; the cookie (``astra_session``: HttpOnly,
+The token is given once, on the login page (a POST from this server's own page only:
+``origin.cross_origin``, against login CSRF); the cookie (``astra_session``: HttpOnly,
 SameSite=Strict, Path=/) names a random session, never the token. A request with the bearer
 header carries no cookie the browser would send by itself, so it needs no CSRF token; a form sent
-with the cookie must carry its session's. Must not touch: the engine, what a page shows.
+with the cookie must carry its session's. A session and a one-time link keep the token's key
+(its digest), and who it is, is asked of the token store on every request: a revoked token's
+sessions and unused links end at once. Must not touch: the engine, what a page shows.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from ..api.context import ApiContext, ApiError
 from ..auth import Identity
+from ..scopes import DEFAULT
+from .origin import cross_origin
 from .render import render
 
 __all__ = [
@@ -40,6 +45,8 @@ __all__ = [
     "viewer",
 ]
 
+#: The Runs page's path (the seeds' console URL of a workspace's runs on a cluster).
+BASE = "/o/{org}/w/{workspace}/jobs/{cluster}"
 #: The session cookie's name.
 COOKIE = "astra_session"
 #: How long a one-time link may wait to be opened (seconds).
@@ -52,20 +59,23 @@ FORM_MAX_BYTES = 1 << 20
 
 @dataclass
 class ConsoleAccess:
-    """The console's sessions (id → its CSRF token and when last seen) and one-time codes."""
+    """The console's sessions (id → its CSRF token, when last seen, and the key of the token it
+    was opened with: ``Tokens.holder``'s digest) and one-time codes (code → when made, the key of
+    the token that asked). Who a key is, is asked of the token store on every use
+    (``Tokens.held``): a revoked token's sessions and links end with it."""
 
-    sessions: dict[str, tuple[str, float, Identity]] = field(default_factory=dict)
-    once: dict[str, tuple[float, Identity]] = field(default_factory=dict)
+    sessions: dict[str, tuple[str, float, str]] = field(default_factory=dict)
+    once: dict[str, tuple[float, str]] = field(default_factory=dict)
 
-    def open_session(self, who: Identity) -> str:
+    def open_session(self, key: str) -> str:
         now = time.monotonic()
         self.sessions = {k: v for k, v in self.sessions.items() if now - v[1] <= SESSION_TTL}
         sid = secrets.token_urlsafe(32)
-        self.sessions[sid] = (secrets.token_urlsafe(24), now, who)
+        self.sessions[sid] = (secrets.token_urlsafe(24), now, key)
         return sid
 
-    def session(self, sid: str | None) -> tuple[str, Identity] | None:
-        """The session's CSRF token and who logged in (the session kept alive); ``None``: none."""
+    def session(self, sid: str | None) -> tuple[str, str] | None:
+        """The session's CSRF token and its token's key (the session kept alive); ``None``: none."""
         held = self.sessions.get(sid or "")
         if held is None or time.monotonic() - held[1] > SESSION_TTL:
             self.sessions.pop(sid or "", None)
@@ -73,15 +83,16 @@ class ConsoleAccess:
         self.sessions[sid or ""] = (held[0], time.monotonic(), held[2])
         return held[0], held[2]
 
-    def new_link_code(self, who: Identity) -> str:
+    def new_link_code(self, key: str) -> str:
         now = time.monotonic()
         self.once = {c: t for c, t in self.once.items() if now - t[0] < ONCE_TTL}
         code = secrets.token_urlsafe(32)
-        self.once[code] = (now, who)
+        self.once[code] = (now, key)
         return code
 
-    def use_link_code(self, code: str) -> Identity | None:
-        """Who asked for the link ``code``; ``None`` when it was used already or is too old."""
+    def use_link_code(self, code: str) -> str | None:
+        """The key of the token that asked for the link ``code``; ``None`` when it was used
+        already or is too old."""
         made = self.once.pop(code, None)
         return made[1] if made is not None and time.monotonic() - made[0] < ONCE_TTL else None
 
@@ -116,11 +127,14 @@ async def viewer(request: Request) -> Viewer:
     without either, ``LoginNeeded``."""
     if "authorization" in request.headers:
         return Viewer(csrf=None, who=bearer(request))
-    held = access_of(request).session(request.cookies.get(COOKIE))
-    if held is None:
+    sid = request.cookies.get(COOKIE)
+    held = access_of(request).session(sid)
+    who = None if held is None else api_of(request).tokens.held(held[1])
+    if held is None or who is None:  # none, too old, or its token was revoked since
+        access_of(request).sessions.pop(sid or "", None)
         raise LoginNeeded(request.url.path + (f"?{request.url.query}" if request.url.query else ""))
     request.state.csrf, request.state.signed_in = held[0], True
-    return Viewer(csrf=held[0], who=held[1])
+    return Viewer(csrf=held[0], who=who)
 
 
 async def checked_form(request: Request, who: Annotated[Viewer, Depends(viewer)]) -> dict[str, str]:
@@ -147,15 +161,22 @@ async def form_fields(request: Request) -> dict[str, str]:
 def bearer(request: Request) -> Identity:
     """Who ``Authorization: Bearer TOKEN`` is (the API's 401 and words for a token this server
     does not know); what it may see is held by the page (``pages.scoped``)."""
+    return bearer_key(request)[0]
+
+
+def bearer_key(request: Request) -> tuple[Identity, str]:
+    """``bearer``'s identity, and the token's key (``Tokens.holder``) a one-time link keeps."""
     given = request.headers.get("authorization", "")
     scheme, _, value = given.partition(" ")
-    who = api_of(request).tokens.identify(value.strip()) if scheme.lower() == "bearer" else None
-    if who is None:
+    tokens = api_of(request).tokens
+    key = tokens.holder(value.strip()) if scheme.lower() == "bearer" else None
+    who = None if key is None else tokens.held(key)
+    if key is None or who is None:
         what = "an unknown (or revoked) token" if given else "no token"
         raise ApiError(
             401, _detail(f"{what}: send 'Authorization: Bearer TOKEN'"), {"WWW-Authenticate": "Bearer"}
         )
-    return who
+    return who, key
 
 
 def _detail(text: str):  # a wire.Detail, imported here only (the models import pydantic)
@@ -171,8 +192,8 @@ def _local(where: str | None) -> str:
     return "/"
 
 
-def _signed_in(request: Request, where: str, who: Identity) -> Response:
-    sid = access_of(request).open_session(who)
+def _signed_in(request: Request, where: str, key: str) -> Response:
+    sid = access_of(request).open_session(key)
     out = RedirectResponse(_local(where), status_code=303)
     secure = request.url.scheme == "https"
     out.set_cookie(COOKIE, sid, httponly=True, samesite="strict", path="/", secure=secure)
@@ -189,22 +210,25 @@ async def login_page(request: Request, next: str = "/") -> Response:
 
 @router.post("/login")
 async def login(request: Request) -> Response:
+    refused = cross_origin(request)
+    if refused is not None:  # login CSRF: another site's form would sign the visitor in as its token
+        return render(request, "login.html", {"next": "/", "error": refused}, status=403)
     fields = await form_fields(request)
     given, where = fields.get("token", "").strip(), _local(fields.get("next"))
-    who = api_of(request).tokens.identify(given) if given else None
-    if who is None:
+    key = api_of(request).tokens.holder(given) if given else None
+    if key is None:
         context = {"next": where, "error": "That is not a token of this server."}
         return render(request, "login.html", context, status=401)
-    return _signed_in(request, where, who)
+    return _signed_in(request, where, key)
 
 
 @router.get("/login/once/{code}")
 async def login_once(request: Request, code: str, next: str = "/") -> Response:
-    who = access_of(request).use_link_code(code)
-    if who is None:
+    key = access_of(request).use_link_code(code)
+    if key is None or api_of(request).tokens.held(key) is None:  # its token revoked since: no login
         context = {"next": _local(next), "error": "That link was used already, or is too old."}
         return render(request, "login.html", context, status=401)
-    return _signed_in(request, next, who)
+    return _signed_in(request, next, key)
 
 
 @router.post("/logout")
@@ -217,10 +241,19 @@ async def logout(request: Request, fields: Annotated[dict[str, str], Depends(che
 
 @router.post("/console/links")
 async def one_time_link(request: Request) -> Response:
-    """A one-time login link (bearer token only): ``{"url": "/login/once/CODE?next=…"}``."""
-    who = bearer(request)
-    where = _local(parse_qs(urlsplit(str(request.url)).query).get("next", ["/"])[-1])
-    code = access_of(request).new_link_code(who)
+    """A one-time login link (bearer token only): ``{"path": "/login/once/CODE?next=…"}``.
+
+    ``?next=PATH``: where the link leads; without it, the Runs page of the token's workspace
+    (an org's token: ``default``) on the default cluster, or ``?run=NAME``'s page there."""
+    who, key = bearer_key(request)
+    query = parse_qs(urlsplit(str(request.url)).query)
+    if "next" in query:
+        where = _local(query["next"][-1])
+    else:
+        run = query.get("run", [""])[-1]
+        where = BASE.format(org=who.org, workspace=who.workspace or DEFAULT, cluster=DEFAULT)
+        where += "/" + quote(run, safe="") if run else ""
+    code = access_of(request).new_link_code(key)
     return JSONResponse({"path": f"/login/once/{code}?next={quote(where, safe='/')}"})
 
 

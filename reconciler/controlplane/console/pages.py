@@ -33,16 +33,13 @@ from ..api.views import run_view
 from ..auth import Role
 from ..scopes import DEFAULT, Scope
 from . import reads
-from .access import Viewer, viewer
+from .access import BASE, Viewer, viewer
 from .form import ARRAY_START, FIELDS
 from .render import render
 
 __all__ = ["BASE", "NotHere", "engine_call", "router", "scoped"]
 
 T = TypeVar("T")
-
-#: The Runs page's path (the seeds' console URL of a workspace's runs on a cluster).
-BASE = "/o/{org}/w/{workspace}/jobs/{cluster}"
 
 
 class NotHere(Exception):

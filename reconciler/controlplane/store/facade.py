@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import bindparam, delete, func, insert, select, update
@@ -40,9 +40,12 @@ from .migrations.legacy import fence
 from .migrations.schema4 import RESOURCE_VERSION
 from .sources import KeptSources, compact
 from .tables import CLUSTER_MACHINES, EVENTS, MACHINES, RUNS, SEQUENCES, WORKERS
-from .teams import KeptTeams
+from .teams import KeptTeams, write_audit
 
-__all__ = ["Store"]
+__all__ = ["Audit", "Store"]
+
+#: Audit events to record with a write, and how many each workspace keeps (``KeptTeams.add_audit``'s).
+Audit = tuple[Sequence[Mapping[str, Any]], int]
 
 
 class Store(BatchWrites, KeptSources, KeptTeams, KeptDrives):
@@ -118,10 +121,12 @@ class Store(BatchWrites, KeptSources, KeptTeams, KeptDrives):
         with self.engine.connect() as conn:
             return conn.execute(select(seq.c.value).where(seq.c.name == RESOURCE_VERSION)).scalar_one()
 
-    def create_run(self, record: RunRecord, document: dict[str, Any], now: float) -> int:
-        """Insert a new run (one transaction); its resource_version, the store counter's next value.
-
-        ``NameExists`` on a clash (the counter does not move then)."""
+    def create_run(
+        self, record: RunRecord, document: dict[str, Any], now: float, audit: Audit | None = None
+    ) -> int:
+        """Insert a new run, and with ``audit`` its audit events (one transaction: a run is never
+        kept without its event, nor an event without its run); its resource_version, the store
+        counter's next value. ``NameExists`` on a clash (the counter does not move then)."""
         values = {
             "name": record.name,
             "document": compact(document),
@@ -134,6 +139,8 @@ class Store(BatchWrites, KeptSources, KeptTeams, KeptDrives):
             with self.engine.begin() as conn:
                 rv = _next_value(conn, RESOURCE_VERSION)
                 conn.execute(insert(RUNS).values(**values, resource_version=rv))
+                if audit is not None:
+                    write_audit(conn, *audit)
         except IntegrityError as exc:
             raise NameExists(f"a run named {shown(record.name)} exists") from exc
         return rv
@@ -162,11 +169,14 @@ class Store(BatchWrites, KeptSources, KeptTeams, KeptDrives):
             )
         return rv
 
-    def delete_run(self, name: str) -> None:
-        """Remove a run and its workers (its events stay); one transaction."""
+    def delete_run(self, name: str, audit: Audit | None = None) -> None:
+        """Remove a run and its workers (its events stay), and with ``audit`` record its audit
+        events; one transaction."""
         with self.engine.begin() as conn:
             gone = conn.execute(delete(RUNS).where(RUNS.c.name == name)).rowcount
             conn.execute(delete(WORKERS).where(WORKERS.c.run == name))
+            if audit is not None and gone:
+                write_audit(conn, *audit)
         if not gone:
             raise NotFound(f"no run named {shown(name)}")
 
