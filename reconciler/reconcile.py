@@ -404,10 +404,10 @@ class _Retrying:
         self.address = cluster.address
         self._attempts, self._timeout = attempts, timeout
 
-    def apart(self) -> Cluster | None:
+    def apart(self, *, plain_gets: bool = False) -> Cluster | None:
         """The cluster's copy for a forked process (``HttpCluster.apart``), retried alike."""
         copy = getattr(self._cluster, "apart", None)
-        made = copy() if copy is not None else None
+        made = copy(plain_gets=plain_gets) if copy is not None else None
         return None if made is None else _Retrying(made, self._attempts, self._timeout)  # type: ignore[return-value]
 
     def __getattr__(self, name: str) -> Any:

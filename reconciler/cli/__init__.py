@@ -24,15 +24,12 @@ def main(argv: list[str] | None = None) -> int:
     # process ends here, what it made is garbage all at once, which the collector would walk
     # (30 ms after a plan of 10,000 runs) for the memory the exit gives back anyway: frozen
     with gc_paused(pause=bool(args) and args[0] in _PAUSED, exiting=argv is None):
-        quick = _quick(args)
-        fast = _fast_call(args) if quick is None else None
+        fast = _fast_call(args)
         if args in (["--version"], ["-V"]):  # said without typer's import
             from .output import version_line
 
             sys.stdout.write(version_line() + "\n")
             code = 0
-        elif quick is not None:  # the last plan again: nothing it depended on moved
-            code = quick
         elif fast is not None:  # plain arguments, without typer: typer imports pydantic (100+ ms)
             code = _guarded(*fast)
         else:
@@ -198,17 +195,6 @@ _CHOICES: dict[str, dict[str, tuple[str, ...]]] = {
 #: process that keeps every document it reads. An apply pauses it while it plans and applies,
 #: not while ``--wait`` follows the runs (that may last hours).
 _PAUSED = frozenset({"validate", "plan"})
-
-
-def _quick(args: list[str]) -> int | None:
-    """The exit code of a plan with plain arguments that ``cli.quickplan`` answered (it printed
-    the plan); ``None``: the command runs."""
-    given = _given(args) if args and args[0] == "plan" else None
-    if given is None:
-        return None
-    from .quickplan import answer
-
-    return answer(args, given)
 
 
 def _fast_call(args: list[str]) -> tuple[Any, dict[str, Any]] | None:

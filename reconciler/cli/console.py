@@ -36,7 +36,8 @@ def console(
     import webbrowser
     from urllib.parse import quote
 
-    from ..clusters.httpx_lean import httpx
+    import httpx
+
     from ..controlplane.server import ServerError
     from .local_server import ensure_server
 

@@ -166,13 +166,9 @@ def plan_files(paths: list[str], **options: Any) -> tuple[Setup, Any]:
     """``setup`` with the options, then the plan of the files (the local cache used)."""
     from ..load import default_cache
     from ..reconcile import plan_source
-    from . import quickplan
 
-    quickplan.before_plan()
     s = setup(paths, **options)
-    cache = default_cache()
-    loaded, made = plan_source(s.source, s.cluster, s.store, time.time(), cache=cache)
-    quickplan.noted(loaded, cache)
+    _, made = plan_source(s.source, s.cluster, s.store, time.time(), cache=default_cache())
     return s, made
 
 
@@ -356,10 +352,6 @@ def plan_command(
 
             shown = paint_plan(revision_lines(data) + render_plan(data, verbose=verbose), enabled())
             sys.stdout.write(shown)
-            if out is None and not strict:
-                from .quickplan import record
-
-                record(shown, 2 if detailed_exitcode and made.has_changes else 0, made)
             if out is not None:
                 echo(f"Saved the plan to {out}: 'astra apply {out}' carries out exactly this plan.")
         warned = plan_warnings(made)
