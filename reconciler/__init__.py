@@ -18,9 +18,11 @@ The public surface, what the ``astra`` commands do, each in one call::
 * ``plan_source(source, cluster, store, now, cache=) -> (Loaded, Plan)``: what ``astra plan``
   does (``LoadFailed`` when the files do not load); ``Plan`` is plain, versioned data
   (``reconciler.plan.plan_to_json``);
-* ``apply_source(source, cluster, store, plan=, review=, dry_run=) -> SourceApplied``: what
-  ``astra apply`` does; ``apply_plan(plan, cluster, store, now=, who=) -> ApplyResult``: carry
-  one plan out, under the source's lock;
+* ``apply_source(source, cluster, store, plan=, dry_run=) -> SourceApplied``: what
+  ``astra apply --yes`` does (``reconciler.apply.locked``, ``plan_source`` and
+  ``apply.apply_locked``: the three calls the CLI makes, showing the plan and asking between
+  them); ``apply_plan(plan, cluster, store, now=, who=) -> ApplyResult``: carry one plan out,
+  under the source's lock;
 * ``Source``: a name, the paths of its files and how to read and prune them.
 
 A cluster is any ``reconciler.clusters.Cluster`` (``reconciler.clusters.http.HttpCluster``,

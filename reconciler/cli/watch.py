@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from .applying import force_unlock_command
+from . import flags
 from .listing import ListFormat, ListOutput, print_listing
 from .options import ServerOpt, TokenOpt
 from .output import echo
@@ -22,11 +22,10 @@ from .plan import (
     Prune,
     SourceName,
     StateUrl,
-    failures,
-    setup,
 )
+from .planning import failures, setup
 
-__all__ = ["force_unlock", "print_status", "status", "watch"]
+__all__ = ["force_unlock", "status", "watch"]
 
 
 def watch(
@@ -111,14 +110,6 @@ def watch(
     )
 
 
-def print_status(name: str, status: dict[str, Any]) -> None:
-    stamp = time.strftime("%H:%M:%S", time.localtime(status.get("updated_at") or time.time()))
-    line = f"{stamp} {name}: {status.get('state')} {status.get('reason')}"
-    if status.get("message"):
-        line += f": {status['message']}"
-    echo(line)
-
-
 def status(
     output: ListOutput = ListFormat.table,
     state: StateUrl = None,
@@ -175,14 +166,15 @@ def _short(revision: str | None) -> str:
     return revision[:19]
 
 
-def force_unlock(
-    lock_id: Annotated[
-        str, typer.Argument(metavar="ID", help="The lock's id, as the refused apply said it.")
-    ],
-    source: SourceName = None,
-    state: StateUrl = None,
-    server: ServerOpt = None,
-    token: TokenOpt = None,
-) -> None:
-    """Clear a stale apply lock (left by an apply that was killed). Be sure no apply is running."""
-    raise typer.Exit(force_unlock_command(lock_id, source, state, server, token))
+def _force_unlock(options: flags.UnlockOptions) -> int:
+    from .applying import force_unlock_command
+
+    return force_unlock_command(options)
+
+
+force_unlock = flags.typer_command(
+    flags.UnlockOptions,
+    _force_unlock,
+    "force_unlock",
+    "Clear a stale apply lock (left by an apply that was killed). Be sure no apply is running.",
+)

@@ -219,7 +219,17 @@ def serve(
         ensure_home(home)
         with home_lock(home, "serving", timeout=0, purpose=f"serve {home}"):
             others = {name: load_inventory_file(path) for name, path in (clusters or {}).items()}
-            _serve(host, port, db, inventory, token, home, any_port_if_busy, audit_keep, others)
+            _serve(
+                host,
+                port,
+                db=db,
+                inventory=inventory,
+                token=token,
+                home=home,
+                any_port_if_busy=any_port_if_busy,
+                audit_keep=audit_keep,
+                others=others,
+            )
     except HomeError as exc:
         running = read_info(home)
         if running is not None and running.pid != os.getpid():
@@ -231,6 +241,7 @@ def serve(
 def _serve(
     host: str,
     port: int,
+    *,
     db: str | None,
     inventory: str | os.PathLike[str] | None,
     token: str | None,
