@@ -201,7 +201,7 @@ def _check_output(run: Run, name: str, n: int) -> None:
 
 def _profile_warm(folder: Path, url: str, cache: Path, top: int = 12) -> dict[str, Any]:
     """cProfile over what ``astra plan`` does after its imports: connect, load (warm), plan, render."""
-    from reconciler.cli.plan import setup
+    from reconciler.cli.planning import setup
     from reconciler.collector import gc_paused
     from reconciler.load import FileCache
     from reconciler.plan import plan_to_json, render_plan
