@@ -16,7 +16,7 @@ function of the data the one before gave, each entered once:
 ``make_plan(source, loaded, cluster, store, now)`` is steps 2 to 4 (the watch loop loads, and
 refreshes, on its own).
 
-**Where the files are, and what revision they are** (``reconciler.sources``): a source's files are
+**Where the files are, and what revision they are** (``reconciler.git``): a source's files are
 read where ``source.checkout`` says (a snapshot of a commit, for a remote or ``--revision``;
 shown by their paths in the repository: ``shown_as``), else from ``source.paths``, whose git
 working tree is probed beside the load (``sources.Probe``: branch, commit, dirty). The plan
@@ -61,13 +61,13 @@ from typing import Any
 
 from .clusters.base import Cluster, LiveRun, RunSummary, Unreachable, WorkerInfo, summaries
 from .collector import gc_paused
+from .git import Checkout, Probe, content_id
 from .load import FileCache, Loaded, documents, load_source
 from .plan import Cost, Plan, build_plan, cost_of, in_scope, stopping
 from .readahead import read_ahead
 from .runs import DesiredItem
 from .runspec.errors import FieldError
 from .runspec.files import find_files
-from .sources import Checkout, Probe, content_id
 from .state import InventoryEntry, SourceStore
 
 __all__ = [

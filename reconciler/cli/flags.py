@@ -326,7 +326,7 @@ def annotated(flag: Flag, default: Any = None) -> Any:
         base = _choices(flag.choices)
         default = base(default)
     if flag.kind in ("list", "args"):
-        kind: Any = list[base] if flag.required else list[base] | None  # type: ignore[valid-type]
+        kind: Any = list[base] if flag.required else list[base] | None
         default = ... if flag.required else None
     elif flag.kind == "flag":
         kind, default = bool, bool(default)
@@ -378,7 +378,7 @@ def typer_command(options: type, body: Callable[[Any], int], name: str, doc: str
     def command(**given: Any) -> None:
         raise typer.Exit(body(made(options, given)))
 
-    command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    setattr(command, "__signature__", inspect.Signature(parameters))  # noqa: B010 (what typer reads)
     command.__annotations__ = {**hints, "return": None}
     command.__name__ = command.__qualname__ = name
     command.__doc__ = doc

@@ -69,14 +69,14 @@ class Git:
     revision: str | None = None
 
     def remote(self) -> Any:
+        from ..git import Remote
         from ..home import astra_home
-        from ..sources import Remote
 
         assert self.url is not None
         return Remote(self.url, self.ref, home=astra_home(), token=read_token(self.token_file))
 
     def default_name(self) -> str:
-        from ..sources import clean_folder, redact
+        from ..git import clean_folder, redact
 
         assert self.url is not None
         return f"{redact(self.url)}//{clean_folder(self.folder)}".rstrip("/")
@@ -86,7 +86,7 @@ def read_token(path: str | None) -> str | None:
     """The token in ``path`` (its first line), or ``None``; the token itself is never shown."""
     if not path:
         return None
-    from ..sources import SourceError
+    from ..git import SourceError
 
     try:
         with open(os.path.expanduser(path), encoding="utf-8") as f:
@@ -99,8 +99,8 @@ def checkout_of(paths: list[str], git: Git | None) -> Any:
     """The ``Checkout`` the git options name (``None``: the folders as they are on disk)."""
     if git is None or (git.url is None and git.revision is None):
         return None
+    from ..git import checkout_commit
     from ..home import astra_home
-    from ..sources import checkout_commit
 
     if git.url is None:
         return checkout_commit(paths, str(git.revision), astra_home())
@@ -185,9 +185,9 @@ def failures() -> Iterator[None]:
     except Exception as exc:  # ours: said in one line, Exit(1); anything else is raised again as it is
         from ..apply import ApplyFailed
         from ..clusters.base import ClusterError
+        from ..git import SourceError
         from ..plan import PlanError
         from ..reconcile import LoadFailed, ReconcileError
-        from ..sources import SourceError
         from ..state import StateError
 
         ours = (ClusterError, StateError, PlanError, ReconcileError, ApplyFailed, SourceError)

@@ -32,8 +32,8 @@ def print_status(name: str, status: dict[str, Any]) -> None:
 
 
 def _seconds(interval: str | int | None, default: float) -> float:
+    from ..git import SourceError
     from ..runspec.quantities import parse_duration
-    from ..sources import SourceError
 
     if interval is None:
         return default
@@ -77,7 +77,7 @@ def _hook(s: Any, secret_file: str | None) -> bool:
     """Set the source's webhook secret on its control plane; whether it has one."""
     if not secret_file:
         return False
-    from ..sources import SourceError
+    from ..git import SourceError
 
     secret = read_token(secret_file)
     if not secret or not hasattr(s.store, "set_hook_secret"):

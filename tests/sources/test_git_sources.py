@@ -11,9 +11,9 @@ import pytest
 
 from reconciler.apply import DirtyTree, apply_source
 from reconciler.clusters.fake import FakeCluster
+from reconciler.git import Remote, SourceFetchFailed, checkout_commit
 from reconciler.loop import BACKOFF_BASE, Reconciler, RemoteOrigin, Watch
 from reconciler.reconcile import Source, plan_source
-from reconciler.sources import Remote, SourceFetchFailed, checkout_commit
 
 NOW = 1_700_000_000.0
 
