@@ -63,10 +63,11 @@ def _end(code: Any) -> None:
 #: examples/laptop`` took 283 ms by this route and 724 ms through typer (medians of 9 runs, 2
 #: December 2026, on the project's shared 2-core machine under load).
 _PLAIN = ("validate", "plan", "apply", "force-unlock")
-#: The commands whose whole run has the cyclic collector paused (``collector``): a short-lived
-#: process that keeps every document it reads. An apply pauses it while it plans and applies,
-#: not while ``--wait`` follows the runs (that may last hours).
-_PAUSED = frozenset({"validate", "plan"})
+#: The commands whose whole run has the cyclic collector paused (``collector``), here and nowhere
+#: else in the CLI: a short-lived process that keeps every document it reads (trees without
+#: cycles). ``apply --wait`` lets it run again while it follows the runs (``collector.resumed``:
+#: that may last hours).
+_PAUSED = frozenset({"validate", "plan", "apply"})
 
 
 def _fast_call(args: list[str]) -> tuple[Any, Any] | None:

@@ -37,8 +37,6 @@ __all__ = ["apply_command", "force_unlock_command"]
 
 def apply_command(options: Any) -> int:
     """``astra apply`` of its ``ApplyOptions`` (its help is the typer command's); the exit code."""
-    from ..collector import gc_paused
-
     planfile, paths = _saved_plan_or_paths(
         [Path(t) for t in options.targets], [Path(f) for f in options.files]
     )
@@ -49,7 +47,7 @@ def apply_command(options: Any) -> int:
     try:
         with failures():
             saved, s = _setup(planfile, paths, options)
-            with progress, gc_paused():  # the plan's documents are trees without cycles: see collector
+            with progress:
                 done = _planned_and_applied(saved, s, options, progress)
             return _outcome(
                 done, s.cluster, verbose=options.verbose, wait=options.wait, settle=options.settle
@@ -193,7 +191,6 @@ def _setup(planfile: Path | None, files: list[Path] | None, options: Any) -> tup
 
 def _outcome(done: Any, cluster: Any, *, verbose: bool, wait: bool, settle: float = 10.0) -> int:
     """Print what the apply did (a ``SourceApplied``); the exit code (``--wait``: once the runs settled)."""
-    from ..collector import gc_paused
     from ..plan import render_apply
 
     if done.dry_run:
@@ -204,16 +201,17 @@ def _outcome(done: Any, cluster: Any, *, verbose: bool, wait: bool, settle: floa
     if done.result is None:  # not confirmed: said already
         return 1
     if done.plan.has_changes or not done.result.ok or verbose:
-        with gc_paused():  # an entry a run: not a cycle among them
-            sys.stdout.write(render_apply(done.result.to_json(), verbose=verbose))
+        sys.stdout.write(render_apply(done.result.to_json(), verbose=verbose))
     if not done.result.ok:
         return 1
-    if wait:
+    if wait:  # it may follow them for hours: the collector runs meanwhile
+        from ..collector import resumed
         from .waiting import wait_and_report
 
         kept = [c for c in done.plan.changes if c.action.value != "delete"]
         fresh = [c.address for c in kept if c.action.value in ("create", "replace")]
-        return wait_and_report(cluster, [c.address for c in kept], fresh, settle)
+        with resumed():
+            return wait_and_report(cluster, [c.address for c in kept], fresh, settle)
     return 0
 
 
