@@ -484,6 +484,7 @@ def plan_source(
             inventory=None if read is None else read.inventory,
             listed=None if read is None else read.listed,
         )
+        made = with_revision(made, checkout, loaded)
         if source.replace:
             from .plan.replace import force_replace
 
@@ -491,7 +492,7 @@ def plan_source(
             made = force_replace(
                 made, source.replace, lambda n: full[n].after() if n in full else None, _stops(cluster, now)
             )
-        return loaded, with_revision(made, checkout, loaded)
+        return loaded, made
 
 
 def _stops(cluster: Cluster, now: float) -> Callable[[str], Cost | None]:
