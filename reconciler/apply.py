@@ -228,20 +228,15 @@ def _apply_plan(
         else:
             inventory = store.read(plan.source).inventory
         for change, done in _steps(changes, cluster, store, plan, inventory, now):
-            if isinstance(done, ClusterError):
-                entry = Entry(change.address, change.action.value, "failed", str(done))
-                result.entries.append(entry)
-                if on_entry:
-                    on_entry(entry)
-                if not keep_going:
-                    result.error = f"{change.address}: {done}"
-                    break
-                continue
-            outcome, message = done
+            failed = isinstance(done, ClusterError)
+            outcome, message = ("failed", str(done)) if isinstance(done, ClusterError) else done
             entry = Entry(change.address, change.action.value, outcome, message)
             result.entries.append(entry)
             if on_entry:
                 on_entry(entry)
+            if failed and not keep_going:
+                result.error = f"{change.address}: {done}"
+                break
         if result.error is None:
             for name in sorted(plan.forget):
                 if only is None or name in only:

@@ -31,6 +31,7 @@ __all__ = [
     "PlanOptions",
     "UnlockOptions",
     "ValidateOptions",
+    "WatchOptions",
     "parse",
     "typer_command",
 ]
@@ -225,6 +226,44 @@ class UnlockOptions:
     state: str | None = _opt(STATE)
     server: str | None = _opt(SERVER)
     token: str | None = _opt(TOKEN)
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    """``astra watch``'s options (typer's route only: a watch lasts; its start-up is no matter)."""
+
+    paths: tuple[str, ...] = _opt(Flag((), "Files or folders to watch.", "args", "path"))
+    interval: str = _opt(
+        Flag(
+            ("--interval",),
+            "Between full resyncs (±10% jitter; --git: a fetch at each): 1m, 30s, or seconds.",
+        ),
+        "5m",
+    )
+    template: str | None = _opt(TEMPLATE)
+    sets: tuple[str, ...] = _opt(Flag(("--set",), "A template parameter, key=value.", "list"))
+    prune: bool = _opt(PRUNE)
+    allow_empty: bool = _opt(ALLOW_EMPTY)
+    once: bool = _opt(Flag(("--once",), "Reconcile once and exit (1 unless Ready).", "flag"))
+    source: str | None = _opt(SOURCE)
+    state: str | None = _opt(STATE)
+    server: str | None = _opt(SERVER)
+    token: str | None = _opt(TOKEN)
+    git: str | None = _opt(GIT)
+    ref: str | None = _opt(REF)
+    path: str | None = _opt(PATH)
+    git_token_file: str | None = _opt(GIT_TOKEN_FILE)
+    config: str | None = _opt(
+        Flag(
+            ("--config", "-c"), "astra.yaml: several sources, each with its own status and lock.", type="path"
+        )
+    )
+    webhook_secret_file: str | None = _opt(
+        Flag(
+            ("--webhook-secret-file",),
+            "A file with the secret that signs POST /sources/NAME/hook (a signed call: a pass now).",
+        )
+    )
 
 
 def flags_of(options: type) -> list[tuple[str, Flag]]:
