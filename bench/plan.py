@@ -210,7 +210,7 @@ def _profile_warm(folder: Path, url: str, cache: Path, top: int = 12) -> dict[st
     def once() -> str:
         with gc_paused():  # as the command runs it
             s = setup([str(folder)], source=served.SOURCE, state=None, server=url, token=served.TOKEN)
-            _, made = plan_source(s.source, s.cluster, s.store, time.time(), cache=FileCache(cache))
+            made = plan_source(s.source, s.cluster, s.store, time.time(), cache=FileCache(cache))
             return render_plan(plan_to_json(made))
 
     once()  # every module imported, the cache warm

@@ -389,7 +389,7 @@ def apply_source(
     caller that shows the plan and asks first (the CLI) makes the same three calls itself."""
 
     def planned() -> Plan:
-        return plan if plan is not None else plan_source(source, cluster, store, now(), cache=cache)[1]
+        return plan if plan is not None else plan_source(source, cluster, store, now(), cache=cache)
 
     if dry_run:
         return check_plan(planned(), cluster)

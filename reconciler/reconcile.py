@@ -77,6 +77,7 @@ __all__ = [
     "Source",
     "StalePlan",
     "check_fresh",
+    "load_and_plan",
     "make_plan",
     "observe",
     "observe_source",
@@ -443,12 +444,23 @@ def plan_source(
     now: float,
     *,
     cache: FileCache | None = None,
-) -> tuple[Loaded, Plan]:
+) -> Plan:
     """Load the source's files and plan them: what ``astra plan`` and ``astra apply -f`` do (the
-    steps of the module docstring; the cyclic collector paused meanwhile: ``gc_paused``).
+    steps of the module docstring); ``LoadFailed`` (with every problem) when the files do not
+    load."""
+    return load_and_plan(source, cluster, store, now, cache=cache)[1]
 
-    Raises ``LoadFailed`` (with every problem) when the files do not load.
-    """
+
+def load_and_plan(
+    source: Source,
+    cluster: Cluster,
+    store: SourceStore,
+    now: float,
+    *,
+    cache: FileCache | None = None,
+) -> tuple[Loaded, Plan]:
+    """``plan_source``, with the load it planned (``Loaded.taken`` says which of the load's
+    fast paths it took); the cyclic collector is paused meanwhile (``gc_paused``)."""
     with gc_paused():
         checkout = source.checkout
         paths = checkout.paths if checkout is not None else source.paths

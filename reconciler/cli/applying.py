@@ -68,7 +68,7 @@ def _planned_and_applied(saved: Any, s: Setup, options: Any, progress: _Progress
         return (
             saved
             if saved is not None
-            else plan_source(s.source, s.cluster, s.store, time.time(), cache=default_cache())[1]
+            else plan_source(s.source, s.cluster, s.store, time.time(), cache=default_cache())
         )
 
     if options.dry_run:

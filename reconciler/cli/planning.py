@@ -172,7 +172,7 @@ def plan_files(paths: list[str], options: Any) -> tuple[Setup, Any]:
     from ..reconcile import plan_source
 
     s = source_setup(paths, options)
-    _, made = plan_source(s.source, s.cluster, s.store, time.time(), cache=default_cache())
+    made = plan_source(s.source, s.cluster, s.store, time.time(), cache=default_cache())
     return s, made
 
 
