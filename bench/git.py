@@ -56,10 +56,10 @@ def _timed(fn: Any) -> float:
 
 def main(n: int = 10_000, rounds: int = 3) -> dict[str, Any]:
     from reconciler.clusters.fake import FakeCluster
+    from reconciler.git import Remote
     from reconciler.load import FileCache
     from reconciler.loop import Reconciler, RemoteOrigin
     from reconciler.reconcile import Source, plan_source
-    from reconciler.sources import Remote
 
     root = Path(tempfile.mkdtemp(prefix="astra-bench-git-"))
     try:

@@ -201,7 +201,7 @@ def _check_output(run: Run, name: str, n: int) -> None:
 
 def _profile_warm(folder: Path, url: str, cache: Path, top: int = 12) -> dict[str, Any]:
     """cProfile over what ``astra plan`` does after its imports: connect, load (warm), plan, render."""
-    from reconciler.cli.plan import setup
+    from reconciler.cli.planning import setup
     from reconciler.collector import gc_paused
     from reconciler.load import FileCache
     from reconciler.plan import plan_to_json, render_plan
@@ -210,7 +210,7 @@ def _profile_warm(folder: Path, url: str, cache: Path, top: int = 12) -> dict[st
     def once() -> str:
         with gc_paused():  # as the command runs it
             s = setup([str(folder)], source=served.SOURCE, state=None, server=url, token=served.TOKEN)
-            _, made = plan_source(s.source, s.cluster, s.store, time.time(), cache=FileCache(cache))
+            made = plan_source(s.source, s.cluster, s.store, time.time(), cache=FileCache(cache))
             return render_plan(plan_to_json(made))
 
     once()  # every module imported, the cache warm

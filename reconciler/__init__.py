@@ -7,7 +7,7 @@ The public surface, what the ``astra`` commands do, each in one call::
     checked = astra.validate(["runs/"])              # validate: every problem of every file
     source = astra.Source("team-a", ("runs/",), prune=True)
     loaded = astra.load_source(source.paths)         # load: the desired runs, or every problem
-    loaded, plan = astra.plan_source(source, cluster, store, time.time())   # load, observe, plan
+    plan = astra.plan_source(source, cluster, store, time.time())           # load, observe, plan
     done = astra.apply_source(source, cluster, store)                        # plan and apply
     result = astra.apply_plan(plan, cluster, store, now=time.time, who="me") # apply a plan as it is
 
@@ -15,12 +15,15 @@ The public surface, what the ``astra`` commands do, each in one call::
   each ``FieldError`` with its file, line, column, path and message; ``reconciler.check.check``);
 * ``load_source(paths, template=, sets=, cache=) -> Loaded``: the files' desired runs
   (``.runs``) or every problem (``.errors``; ``.ok``);
-* ``plan_source(source, cluster, store, now, cache=) -> (Loaded, Plan)``: what ``astra plan``
-  does (``LoadFailed`` when the files do not load); ``Plan`` is plain, versioned data
+* ``plan_source(source, cluster, store, now, cache=) -> Plan``: what ``astra plan`` does
+  (``LoadFailed`` when the files do not load; ``reconcile.load_and_plan`` gives the ``Loaded``
+  too); ``Plan`` is plain, versioned data
   (``reconciler.plan.plan_to_json``);
-* ``apply_source(source, cluster, store, plan=, review=, dry_run=) -> SourceApplied``: what
-  ``astra apply`` does; ``apply_plan(plan, cluster, store, now=, who=) -> ApplyResult``: carry
-  one plan out, under the source's lock;
+* ``apply_source(source, cluster, store, plan=, dry_run=) -> SourceApplied``: what
+  ``astra apply --yes`` does (``reconciler.apply.locked``, ``plan_source`` and
+  ``apply.apply_locked``: the three calls the CLI makes, showing the plan and asking between
+  them); ``apply_plan(plan, cluster, store, now=, who=) -> ApplyResult``: carry one plan out,
+  under the source's lock;
 * ``Source``: a name, the paths of its files and how to read and prune them.
 
 A cluster is any ``reconciler.clusters.Cluster`` (``reconciler.clusters.http.HttpCluster``,

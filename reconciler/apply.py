@@ -30,16 +30,18 @@ never make a difference, and the inventory keeps the spec without them.
 It follows ``Change.action`` only, never the reasons. The result (``ApplyResult``) tags each
 run created, configured, replaced, deleted, unchanged, recorded, forgotten, failed or skipped.
 
-``apply_source(source, cluster, store, …)`` is what ``astra apply`` does, in one call: take the
-lock, plan the source's files (``reconcile.plan_source``) or take a saved plan; show it to
-``review``, which may stop it; then apply it (``apply_plan``, as the caller's user, at the
-files' git commit), or, a dry run, check it without the lock and without changing anything
-(``preflight`` and ``check_fresh``).
+``astra apply`` is three calls, which the CLI makes itself so that it shows the plan and asks
+between them (Terraform's shape; the library never calls back into its caller): take the
+source's lock (``locked``), plan the source's files (``reconcile.plan_source``) or take a saved
+plan, then apply it (``apply_locked``: ``apply_plan`` as the lock's owner, at the files' git
+commit), or, a dry run, check it without the lock and without changing anything
+(``check_plan``). ``apply_source(source, cluster, store, …)`` makes the three calls at once
+(``astra apply --yes``).
 A plan of a dirty working tree (``Plan.revision["dirty"]``) is refused in CI (``CI=true``:
 ``DirtyTree``) unless ``allow_dirty``: what CI applies must be a commit.
 
-``wait_for_runs`` follows runs until each has settled (a Service run Running, a Batch run
-final): what ``--wait`` shows.
+What ``--wait`` follows after an apply is ``reconciler.waiting``'s (the one definition of a run
+that settled).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
-from .clusters.base import Cluster, ClusterError, Conflict, LiveRun, NotFound, Unreachable
+from .clusters.base import Cluster, ClusterError, Conflict, NotFound, Unreachable
 from .clusters.batch import NOT_ATTEMPTED
 from .collector import gc_paused
 from .load import FileCache
@@ -71,12 +73,13 @@ __all__ = [
     "DirtyTree",
     "Entry",
     "SourceApplied",
+    "apply_locked",
     "apply_plan",
     "apply_source",
+    "check_plan",
+    "locked",
     "preflight",
     "refuse_dirty",
-    "settled",
-    "wait_for_runs",
 ]
 
 
@@ -180,7 +183,18 @@ def apply_plan(
     watch's store reads to keep it from one pass to the next)."""
     with gc_paused():  # many small trees, no cycles: see ``collector``
         return _apply_plan(
-            plan, cluster, store, now, who, commit, on_entry, keep_going, only, note, held, fresh
+            plan,
+            cluster,
+            store,
+            now=now,
+            who=who,
+            commit=commit,
+            on_entry=on_entry,
+            keep_going=keep_going,
+            only=only,
+            note=note,
+            held=held,
+            fresh=fresh,
         )
 
 
@@ -188,6 +202,7 @@ def _apply_plan(
     plan: Plan,
     cluster: Cluster,
     store: SourceStore,
+    *,
     now: Callable[[], float],
     who: str,
     commit: str | None,
@@ -217,20 +232,15 @@ def _apply_plan(
         else:
             inventory = store.read(plan.source).inventory
         for change, done in _steps(changes, cluster, store, plan, inventory, now):
-            if isinstance(done, ClusterError):
-                entry = Entry(change.address, change.action.value, "failed", str(done))
-                result.entries.append(entry)
-                if on_entry:
-                    on_entry(entry)
-                if not keep_going:
-                    result.error = f"{change.address}: {done}"
-                    break
-                continue
-            outcome, message = done
+            failed = isinstance(done, ClusterError)
+            outcome, message = ("failed", str(done)) if isinstance(done, ClusterError) else done
             entry = Entry(change.address, change.action.value, outcome, message)
             result.entries.append(entry)
             if on_entry:
                 on_entry(entry)
+            if failed and not keep_going:
+                result.error = f"{change.address}: {done}"
+                break
         if result.error is None:
             for name in sorted(plan.forget):
                 if only is None or name in only:
@@ -287,8 +297,8 @@ def refuse_dirty(plan: Plan, *, allow_dirty: bool, environ: Mapping[str, str] | 
 
 @dataclass
 class SourceApplied:
-    """What ``apply_source`` did: the plan, and the apply's result (``None``: nothing applied,
-    because ``review`` said no or it was a dry run); ``problems``: a dry run's, of the documents
+    """What an apply did: the plan, and the apply's result (``None``: nothing applied, because
+    the user said no or it was a dry run); ``problems``: a dry run's, of the documents
     the plan would send."""
 
     plan: Plan
@@ -304,6 +314,65 @@ class SourceApplied:
         return self.result is not None and self.result.ok
 
 
+@contextlib.contextmanager
+def locked(store: SourceStore, name: str, *, who: str, now: Callable[[], float]) -> Iterator[Lock]:
+    """The source's apply lock, held for the block and released whatever happens (``Locked``
+    when another apply holds it). Taken before the plan, as Terraform takes its state lock: an
+    apply that another one holds off is refused at once, not after planning every file, and no
+    other apply changes the source between the plan shown and the plan applied."""
+    lock = store.lock(name, who, now())
+    try:
+        yield lock
+    finally:
+        store.unlock(name, lock.id)
+
+
+def check_plan(plan: Plan, cluster: Cluster) -> SourceApplied:
+    """A dry run of ``plan``: the problems of the documents it would send (``preflight``);
+    ``StalePlan`` when it no longer holds. Nothing is changed and no lock is taken."""
+    problems = preflight(plan)
+    stale = check_fresh(plan, cluster)
+    if stale:
+        raise StalePlan(stale)
+    return SourceApplied(plan, problems=problems, dry_run=True)
+
+
+def apply_locked(
+    plan: Plan,
+    source: Source,
+    cluster: Cluster,
+    store: SourceStore,
+    lock: Lock,
+    *,
+    now: Callable[[], float] = time.time,
+    fresh: bool = False,
+    on_entry: Callable[[Entry], None] | None = None,
+) -> SourceApplied:
+    """Apply ``plan`` under the source's ``lock`` (``locked``), as the lock's owner, at the files'
+    git commit; a source applied without a failure is said Ready (``astra status``). ``fresh``:
+    the plan was made just now, under that lock, of ``source``'s files (``apply_plan``'s)."""
+    commit = None
+    if not (plan.revision or {}).get("commit"):  # a plan that does not say (an older saved one)
+        paths = sorted(plan.files) if not fresh and plan.files else list(source.paths)
+        commit = git_commit(paths)
+    result = apply_plan(
+        plan,
+        cluster,
+        store,
+        now=now,
+        who=lock.owner,
+        commit=commit,
+        on_entry=on_entry,
+        held=lock,
+        fresh=fresh,
+    )
+    if result.ok:  # `astra status` says so (the loop's words: reconciler.applied)
+        from .applied import ready_status
+
+        store.set_status(plan.source, ready_status(plan, now()))
+    return SourceApplied(plan, result)
+
+
 def apply_source(
     source: Source,
     cluster: Cluster,
@@ -313,65 +382,28 @@ def apply_source(
     cache: FileCache | None = None,
     now: Callable[[], float] = time.time,
     who: str | None = None,
-    review: Callable[[Plan], bool] | None = None,
     dry_run: bool = False,
     on_entry: Callable[[Entry], None] | None = None,
     allow_dirty: bool = False,
 ) -> SourceApplied:
-    """``astra apply``: plan ``source``'s files (or take the saved ``plan``, which must be
-    ``source``'s), let ``review`` see the plan (``False``: stop, nothing applied), then check it
-    (``dry_run``: ``StalePlan`` when it no longer holds) or apply it as ``who`` (default: this
-    user, host and process) at the files' git commit. ``LoadFailed``, ``StalePlan``,
-    ``ApplyFailed``, ``Locked``, ``DirtyTree`` and the cluster's errors rise as ``apply_plan``
-    raises them.
-
-    The source's lock is taken first, before the plan, as Terraform takes its state lock: an
-    apply that another one holds off is refused at once, not after planning every file, and no
-    other apply changes the source between the plan shown and the plan applied. It is held
-    while ``review`` asks, and released whatever happens (a dry run takes none)."""
+    """``astra apply --yes`` in one call: plan ``source``'s files (or take the saved ``plan``,
+    which must be ``source``'s), then check it (``dry_run``: ``check_plan``) or apply it as
+    ``who`` (default: this user, host and process) under the source's lock, taken before the
+    plan (``locked``, ``apply_locked``). ``LoadFailed``, ``StalePlan``, ``ApplyFailed``,
+    ``Locked``, ``DirtyTree`` and the cluster's errors rise as ``apply_plan`` raises them. A
+    caller that shows the plan and asks first (the CLI) makes the same three calls itself."""
 
     def planned() -> Plan:
-        return plan if plan is not None else plan_source(source, cluster, store, now(), cache=cache)[1]
+        return plan if plan is not None else plan_source(source, cluster, store, now(), cache=cache)
 
     if dry_run:
-        made = planned()
-        if review is not None and not review(made):
-            return SourceApplied(made, dry_run=True)
-        problems = preflight(made)
-        stale = check_fresh(made, cluster)
-        if stale:
-            raise StalePlan(stale)
-        return SourceApplied(made, problems=problems, dry_run=True)
-    who = who or owner()
-    name = plan.source if plan is not None else source.name
-    lock = store.lock(name, who, now())
-    try:
+        return check_plan(planned(), cluster)
+    with locked(store, plan.source if plan is not None else source.name, who=who or owner(), now=now) as lock:
         made = planned()
         refuse_dirty(made, allow_dirty=allow_dirty)
-        if review is not None and not review(made):
-            return SourceApplied(made)
-        commit = None
-        if not (made.revision or {}).get("commit"):  # a plan that does not say (an older saved one)
-            paths = sorted(made.files) if plan is not None and made.files else list(source.paths)
-            commit = git_commit(paths)
-        result = apply_plan(
-            made,
-            cluster,
-            store,
-            now=now,
-            who=who,
-            commit=commit,
-            on_entry=on_entry,
-            held=lock,
-            fresh=plan is None,
+        return apply_locked(
+            made, source, cluster, store, lock, now=now, fresh=plan is None, on_entry=on_entry
         )
-        if result.ok:  # `astra status` says so (the loop's words: reconciler.applied)
-            from .applied import ready_status
-
-            store.set_status(made.source, ready_status(made, now()))
-        return SourceApplied(made, result)
-    finally:
-        store.unlock(name, lock.id)
 
 
 def stamped(change: Change, plan: Plan) -> dict[str, Any]:
@@ -562,34 +594,3 @@ def _create(cluster: Cluster, change: Change, plan: Plan) -> str:
 
 
 # ---- --wait -------------------------------------------------------------------------------------
-
-
-def settled(run: LiveRun | None) -> bool:
-    """Whether ``--wait`` is done with a run: gone, final, or a Service that runs."""
-    if run is None or run.final:
-        return True
-    from .runspec.normalize import LIFETIME
-
-    lifetime = (run.document.get("spec") or {}).get("lifetime", LIFETIME)
-    return lifetime == "Service" and run.state == "Running"
-
-
-def wait_for_runs(
-    cluster: Cluster,
-    names: Collection[str],
-    *,
-    sleep: Callable[[float], None],
-    on_update: Callable[[dict[str, LiveRun | None]], None] | None = None,
-    interval: float = 1.0,
-    max_polls: int | None = None,
-) -> dict[str, LiveRun | None]:
-    """Poll ``names`` until every one has settled; the last observation of each."""
-    polls = 0
-    while True:
-        runs = {n: cluster.get_run(n) for n in sorted(names)}
-        if on_update:
-            on_update(runs)
-        polls += 1
-        if all(settled(r) for r in runs.values()) or (max_polls is not None and polls >= max_polls):
-            return runs
-        sleep(interval)

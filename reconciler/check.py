@@ -102,15 +102,15 @@ def _merged(parts: list[list[tuple[int, _Found]]], chunks: Sequence[list[str]]) 
 
 def _duplicates(runs: list[tuple[str, str, int]]) -> list[FieldError]:
     """The plan's load's check that run names are unique, with the same words."""
-    from .runspec.loading import Source
+    from .runspec.loading import FileText
 
-    sources: dict[str, Source] = {}
+    sources: dict[str, FileText] = {}
 
     def locate(file: str, index: int) -> tuple[int | None, int | None]:
         if file not in sources:
             with open(file, "rb") as f:
                 text = f.read().decode("utf-8-sig", errors="replace")
-            sources[file] = Source(file, text, json=file.endswith(".json"))
+            sources[file] = FileText(file, text, json=file.endswith(".json"))
         return sources[file].locate(index, _NAME)
 
     return duplicate_names(runs, locate)

@@ -18,6 +18,8 @@ before: blocks nest). Its options cover the other uses:
   only what is new: at 100,000 runs held each walked them all (about a second each, a dozen
   times during one apply). As with the server's start, a frozen object that is later part of a
   cycle is not collected; reference counting frees everything else;
+* ``resumed()``: the collector runs in a block inside a paused one (``astra apply --wait``,
+  which may follow the runs for hours once the apply is done), and is paused again after it;
 * ``pause=False``: the collector keeps running in the block (a long-lived loop), and
   ``settle()`` on what the block yields collects once and freezes what survived (what a full
   reconcile pass keeps alive lives on); leaving the block unfreezes it.
@@ -31,7 +33,7 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["Collector", "gc_paused"]
+__all__ = ["Collector", "gc_paused", "resumed"]
 
 
 class Collector:
@@ -65,3 +67,15 @@ def gc_paused(*, pause: bool = True, exiting: bool = False, keeping: bool = Fals
             gc.unfreeze()
         if pause and collecting:
             gc.enable()
+
+
+@contextmanager
+def resumed() -> Iterator[None]:
+    """The cyclic collector running in the block, though a ``gc_paused`` around it paused it."""
+    paused = not gc.isenabled()
+    gc.enable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.disable()

@@ -8,9 +8,8 @@ raises ``OSError`` when the server cannot be reached. ``plain(url)`` says whethe
 read so: ``http://`` with a host in ASCII, no user in it, and no proxy in the environment (httpx
 would go through it).
 
-Used by the quick plan (its two conditional reads: answered 304, or not) and by the read-ahead's
-forked process (``clusters.http.PLAIN_GETS``: the inventory and the run summaries, and nothing
-else, before it ends).
+Used by the read-ahead's forked process only (``HttpCluster(plain_gets=True)``: the inventory and
+the run summaries, and nothing else, before it ends).
 
 Must not touch: httpx, anything but the socket.
 """
@@ -30,7 +29,7 @@ _HEAD_MAX = 65536
 
 class Answer:
     """An answer read whole: what callers of ``HttpCluster.request`` read of an httpx response
-    (``headers``: lower-case names). A plain class: ``dataclasses`` costs the quick plan 5 ms."""
+    (``headers``: lower-case names). A plain class, as light to import as the module."""
 
     __slots__ = ("content", "headers", "status_code", "url")
 

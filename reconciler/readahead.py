@@ -2,14 +2,12 @@
 while this one loads the files.
 
 ``read_ahead(source, cluster, store, files=n)`` starts, from ``READ_APART_FROM`` files and when
-the cluster and the store can be read from a forked process (``reads_apart``: the HTTP ones
-before their first call; after it, copies of them with connections of their own, ``apart()``:
-an apply calls the server for its lock before it plans), a process
-(``reconciler.cores.aside``) that reads the source's inventory (without specs when the plan
-takes its fast path) and the cluster's run summaries (plain GETs on a socket when it can:
-``clusters.http.PLAIN_GETS``), and sends them back as plain tuples (pickled 20,000 at a time in
-a few milliseconds; as objects, in 50), with the calls it made when this process notes them
-(``clusters.http.JOURNAL``).
+the cluster and the store can be read from a forked process (copies of them with connections of
+their own, ``apart(plain_gets=True)``: the HTTP ones, whose GETs go plain on a socket when they
+can; or, without copies, the cluster and store themselves when they say ``reads_apart``), a
+process (``reconciler.cores.aside``) that reads the source's inventory (without specs when the
+plan takes its fast path) and the cluster's run summaries, and sends them back as plain tuples
+(pickled 20,000 at a time in a few milliseconds; as objects, in 50).
 ``held()`` says, once the forked process has answered and without waiting for it, which runs
 the inventory holds (a cold load keeps the documents of the others: ``load.parallel``).
 ``result()`` gives them back as ``Ahead``: plain data, or the error that stopped the
@@ -94,13 +92,13 @@ def reads_apart(cluster: Cluster, store: SourceStore) -> bool:
 
 
 def _apart(cluster: Cluster, store: SourceStore) -> tuple[Cluster, SourceStore] | None:
-    """Copies of a cluster and store that were called already (an apply took its lock first),
-    for the forked process to read with (``apart()``: the HTTP ones, each with connections of
-    its own); else ``None``."""
+    """Copies of a cluster and store for the forked process to read with (``apart()``: the HTTP
+    ones, each with connections of its own, their GETs plain: the process makes two and ends;
+    httpx would cost it 40 ms of CPU, on a core the load uses); else ``None``."""
     copy_cluster, copy_store = getattr(cluster, "apart", None), getattr(store, "apart", None)
     if copy_cluster is None or copy_store is None:
         return None
-    cluster_apart, store_apart = copy_cluster(), copy_store()
+    cluster_apart, store_apart = copy_cluster(plain_gets=True), copy_store(plain_gets=True)
     if cluster_apart is None or store_apart is None:
         return None
     return cluster_apart, store_apart
@@ -111,12 +109,12 @@ def read_ahead(source: str, cluster: Cluster, store: SourceStore, *, files: int,
     summaries in a forked process, when it pays and can be done (see the module docstring)."""
     if not forkable(files, READ_APART_FROM):
         return ReadAhead(None)
-    if not reads_apart(cluster, store):
-        copies = _apart(cluster, store)
-        if copies is None:
-            where = (cluster.address, getattr(store, "address", type(store).__name__))
-            log.debug("read-ahead: %s or %s cannot be read apart: the plan reads in its turn", *where)
-            return ReadAhead(None)
+    copies = _apart(cluster, store)
+    if copies is None and not reads_apart(cluster, store):
+        where = (cluster.address, getattr(store, "address", type(store).__name__))
+        log.debug("read-ahead: %s or %s cannot be read apart: the plan reads in its turn", *where)
+        return ReadAhead(None)
+    if copies is not None:
         cluster, store = copies
     try:
         return ReadAhead(aside(lambda: _packed(_read(source, cluster, store, specs))))
@@ -126,11 +124,7 @@ def read_ahead(source: str, cluster: Cluster, store: SourceStore, *, files: int,
 
 
 def _read(source: str, cluster: Cluster, store: SourceStore, specs: bool) -> Ahead:
-    """The reads, in the forked process: its GETs go plain when they can (``http.PLAIN_GETS``:
-    this process makes two and ends; httpx would cost it 40 ms of CPU, on a core the load uses)."""
-    from .clusters import http
-
-    http.PLAIN_GETS = True
+    """The reads, in the forked process."""
     try:
         inventory = store.inventory(source, specs=specs)
         listed = None if specs else summaries(cluster)
@@ -140,10 +134,8 @@ def _read(source: str, cluster: Cluster, store: SourceStore, specs: bool) -> Ahe
 
 
 def _packed(got: Ahead) -> dict[str, Any]:
-    """``got`` as plain tuples (and the calls this process noted: ``http.JOURNAL``)."""
-    from .clusters import http
-
-    out: dict[str, Any] = {"failed": got.failed, "journal": http.JOURNAL}
+    """``got`` as plain tuples."""
+    out: dict[str, Any] = {"failed": got.failed}
     if got.inventory is not None:
         out["inventory"] = {n: (e.spec, e.applied_at, e.file, e.digest) for n, e in got.inventory.items()}
     if got.listed is not None:
@@ -152,10 +144,6 @@ def _packed(got: Ahead) -> dict[str, Any]:
 
 
 def _unpacked(packed: dict[str, Any]) -> Ahead:
-    from .clusters import http
-
-    if http.JOURNAL is not None and packed.get("journal"):  # the other process's calls, noted here
-        http.JOURNAL.extend(packed["journal"])
     inventory = packed.get("inventory")
     listed = packed.get("listed")
     return Ahead(

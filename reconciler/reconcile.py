@@ -17,7 +17,7 @@ function of the data the one before gave, each entered once:
 refreshes, on its own), and refuses a plan that would take a run another source applied
 (``reconciler.owners``: ``OwnedElsewhere``, a ``PlanError``).
 
-**Where the files are, and what revision they are** (``reconciler.sources``): a source's files are
+**Where the files are, and what revision they are** (``reconciler.git``): a source's files are
 read where ``source.checkout`` says (a snapshot of a commit, for a remote or ``--revision``;
 shown by their paths in the repository: ``shown_as``), else from ``source.paths``, whose git
 working tree is probed beside the load (``sources.Probe``: branch, commit, dirty). The plan
@@ -62,6 +62,7 @@ from typing import Any
 
 from .clusters.base import Cluster, LiveRun, RunSummary, Unreachable, WorkerInfo, summaries
 from .collector import gc_paused
+from .git import Checkout, Probe, content_id
 from .load import FileCache, Loaded, documents, load_source
 from .owners import held_elsewhere
 from .plan import Cost, Plan, build_plan, cost_of, in_scope, stopping
@@ -69,7 +70,6 @@ from .readahead import read_ahead
 from .runs import DesiredItem
 from .runspec.errors import FieldError
 from .runspec.files import find_files
-from .sources import Checkout, Probe, content_id
 from .state import InventoryEntry, SourceStore
 
 __all__ = [
@@ -79,6 +79,7 @@ __all__ = [
     "Source",
     "StalePlan",
     "check_fresh",
+    "load_and_plan",
     "make_plan",
     "observe",
     "observe_source",
@@ -407,10 +408,10 @@ class _Retrying:
         self.address = cluster.address
         self._attempts, self._timeout = attempts, timeout
 
-    def apart(self) -> Cluster | None:
+    def apart(self, *, plain_gets: bool = False) -> Cluster | None:
         """The cluster's copy for a forked process (``HttpCluster.apart``), retried alike."""
         copy = getattr(self._cluster, "apart", None)
-        made = copy() if copy is not None else None
+        made = copy(plain_gets=plain_gets) if copy is not None else None
         return None if made is None else _Retrying(made, self._attempts, self._timeout)  # type: ignore[return-value]
 
     def __getattr__(self, name: str) -> Any:
@@ -446,12 +447,23 @@ def plan_source(
     now: float,
     *,
     cache: FileCache | None = None,
-) -> tuple[Loaded, Plan]:
+) -> Plan:
     """Load the source's files and plan them: what ``astra plan`` and ``astra apply -f`` do (the
-    steps of the module docstring; the cyclic collector paused meanwhile: ``gc_paused``).
+    steps of the module docstring); ``LoadFailed`` (with every problem) when the files do not
+    load."""
+    return load_and_plan(source, cluster, store, now, cache=cache)[1]
 
-    Raises ``LoadFailed`` (with every problem) when the files do not load.
-    """
+
+def load_and_plan(
+    source: Source,
+    cluster: Cluster,
+    store: SourceStore,
+    now: float,
+    *,
+    cache: FileCache | None = None,
+) -> tuple[Loaded, Plan]:
+    """``plan_source``, with the load it planned (``Loaded.taken`` says which of the load's
+    fast paths it took); the cyclic collector is paused meanwhile (``gc_paused``)."""
     with gc_paused():
         checkout = source.checkout
         paths = checkout.paths if checkout is not None else source.paths
@@ -487,6 +499,7 @@ def plan_source(
             inventory=None if read is None else read.inventory,
             listed=None if read is None else read.listed,
         )
+        made = with_revision(made, checkout, loaded)
         if source.replace:
             from .plan.replace import force_replace
 
@@ -494,7 +507,7 @@ def plan_source(
             made = force_replace(
                 made, source.replace, lambda n: full[n].after() if n in full else None, _stops(cluster, now)
             )
-        return loaded, with_revision(made, checkout, loaded)
+        return loaded, made
 
 
 def _stops(cluster: Cluster, now: float) -> Callable[[str], Cost | None]:

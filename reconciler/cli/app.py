@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from typer._click import exceptions as cx  # typer ships its own copy of click from 0.26 on
 
+from . import flags
 from .guard import guarded
 from .output import echo, error
 
@@ -49,39 +49,24 @@ def _astra(
     """astra: declarative runs on an Astraeus GPU cluster."""
 
 
-class Output(StrEnum):
-    text = "text"
-    json = "json"
-
-
 class SchemaKind(StrEnum):
     run = "run"
     template = "template"
     astra = "astra"
 
 
-@app.command()
-def validate(
-    paths: Annotated[
-        list[Path],
-        typer.Argument(
-            help="Files or folders (searched recursively for *.yaml, *.yml, *.json).", show_default=False
-        ),
-    ],
-    output: Annotated[
-        Output, typer.Option("--output", "-o", help="text: FILE:LINE:COLUMN: PATH: MESSAGE; json: a list.")
-    ] = Output.text,
-    template: Annotated[
-        str | None,
-        typer.Option("--template", help="Apply this template to every run (as a 'template:' block would)."),
-    ] = None,
-    sets: Annotated[
-        list[str] | None,
-        typer.Option("--set", help="A template parameter, key=value (a YAML value); repeatable."),
-    ] = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Warnings are errors (exit 1).")] = False,
-) -> None:
-    """Check run specs against the published schema and rules, reporting every problem.
+def _validate(options: flags.ValidateOptions) -> int:
+    from .validating import validate_command
+
+    return validate_command(options)
+
+
+app.command("validate")(
+    flags.typer_command(
+        flags.ValidateOptions,
+        _validate,
+        "validate",
+        """Check run specs against the published schema and rules, reporting every problem.
 
     Every problem of every document of every file is reported at once, one per line, as
     FILE:LINE:COLUMN: FIELD.PATH: MESSAGE. Exit 0 when all are valid, 1 otherwise. Warnings
@@ -94,10 +79,9 @@ def validate(
         astra validate examples/
 
         astra validate run.yaml -o json
-    """
-    from . import validate_command
-
-    raise typer.Exit(validate_command(paths, output is Output.json, template, sets or (), strict))
+    """,
+    )
+)
 
 
 @app.command()

@@ -1,18 +1,19 @@
 """``astra apply`` and ``astra force-unlock`` without typer: what their commands do, called by
 typer's commands (``reconciler.cli.plan``, ``reconciler.cli.watch``) and, when the arguments
-are plain, straight from ``reconciler.cli.main`` (``_FAST``), which spares typer's import (about
-100 ms of each command: a resumed apply runs three).
+are plain, straight from ``reconciler.cli.main`` (``flags.parse``), which spares typer's import.
 
-``apply_command`` shows the plan (``_reviewer``), asks, applies and prints the outcome;
-``force_unlock_command`` clears a lock. Both return the exit code; our errors become one line
-and exit 1 (``planning.failures``).
+``apply_command`` makes three calls into the library, as Terraform does: the source's lock and
+its plan (``apply.locked``, ``reconcile.plan_source``; or a saved plan), then, once it has shown
+the plan and asked here (``_review``), ``apply.apply_locked`` with the plan it showed (a dry
+run: ``apply.check_plan``); it prints the outcome. ``force_unlock_command`` clears a lock. Both
+return the exit code; our errors become one line and exit 1 (``planning.failures``).
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,97 +22,92 @@ from .planning import (
     Exit,
     Setup,
     failures,
+    git_of,
     impossible_asks,
     plan_warnings,
     require_files,
     setup,
+    shown_plan,
+    source_setup,
     with_outlook,
 )
 
 __all__ = ["apply_command", "force_unlock_command"]
 
 
-def apply_command(
-    targets: list[Path] | list[str] | None = None,
-    files: list[Path] | list[str] | None = None,
-    template: str | None = None,
-    sets: list[str] | None = None,
-    prune: bool = False,
-    allow_empty: bool = False,
-    yes: bool = False,
-    dry_run: bool = False,
-    wait: bool = False,
-    settle: float = 10.0,
-    verbose: bool = False,
-    source: str | None = None,
-    state: str | None = None,
-    server: str | None = None,
-    token: str | None = None,
-    git: str | None = None,
-    ref: str | None = None,
-    path: str | None = None,
-    git_token_file: str | None = None,
-    revision: str | None = None,
-    allow_dirty: bool = False,
-    strict: bool = False,
-    replace: list[str] | None = None,
-) -> int:
-    """``astra apply`` (its help is the typer command's, in ``reconciler.cli.plan``); the exit code."""
-    from ..apply import apply_source
-    from ..collector import gc_paused
-    from ..load import default_cache
-    from .planning import Git
-
-    planfile, paths = _saved_plan_or_paths([Path(t) for t in targets or []], [Path(f) for f in files or []])
+def apply_command(options: Any) -> int:
+    """``astra apply`` of its ``ApplyOptions`` (its help is the typer command's); the exit code."""
+    planfile, paths = _saved_plan_or_paths(
+        [Path(t) for t in options.targets], [Path(f) for f in options.files]
+    )
     if planfile is not None and paths:
         error("give a saved plan or -f PATH, not both")
         return 1
     progress = _Progress()
-    review = _reviewer(progress, lambda: s.cluster, verbose=verbose, dry_run=dry_run, yes=yes, strict=strict)
-    given = Git(git, ref, path, git_token_file, revision)
     try:
         with failures():
-            saved, s = _setup(
-                planfile,
-                paths,
-                source,
-                state,
-                server,
-                token,
-                template,
-                sets,
-                prune,
-                allow_empty,
-                given,
-                replace,
+            saved, s = _setup(planfile, paths, options)
+            with progress:
+                done = _planned_and_applied(saved, s, options, progress)
+            return _outcome(
+                done, s.cluster, verbose=options.verbose, wait=options.wait, settle=options.settle
             )
-            with progress, gc_paused():  # the plan's documents are trees without cycles: see collector
-                done = apply_source(
-                    s.source,
-                    s.cluster,
-                    s.store,
-                    plan=saved,
-                    cache=None if saved is not None else default_cache(),
-                    review=review,
-                    dry_run=dry_run,
-                    on_entry=progress.advance,
-                    allow_dirty=allow_dirty,
-                )
-            return _outcome(done, s.cluster, verbose=verbose, wait=wait, settle=settle)
     except Exit as ended:  # said already (``failures``, the saved plan)
         return ended.code
 
 
-def force_unlock_command(
-    lock_id: str,
-    source: str | None = None,
-    state: str | None = None,
-    server: str | None = None,
-    token: str | None = None,
-) -> int:
-    """``astra force-unlock ID`` (its help is the typer command's, in ``reconciler.cli.watch``)."""
+def _planned_and_applied(saved: Any, s: Setup, options: Any, progress: _Progress) -> Any:
+    """Lock (unless a dry run), plan (or take ``saved``), review here, then apply or check: a
+    ``SourceApplied``. The lock is taken before the plan and held while the user is asked."""
+    from ..apply import SourceApplied, apply_locked, check_plan, locked, refuse_dirty
+    from ..load import default_cache
+    from ..reconcile import plan_source
+    from ..state import owner
+
+    def planned() -> Any:
+        return (
+            saved
+            if saved is not None
+            else plan_source(s.source, s.cluster, s.store, time.time(), cache=default_cache())
+        )
+
+    if options.dry_run:
+        made = planned()
+        if not _review(made, s.cluster, options):
+            return SourceApplied(made, dry_run=True)
+        return check_plan(made, s.cluster)
+    who = owner()
+    with locked(
+        s.store, saved.source if saved is not None else s.source.name, who=who, now=time.time
+    ) as lock:
+        made = planned()
+        refuse_dirty(made, allow_dirty=options.allow_dirty)
+        if not _review(made, s.cluster, options) or not _asked(made, options):
+            return SourceApplied(made)
+        progress.start(made)
+        return apply_locked(
+            made,
+            s.source,
+            s.cluster,
+            s.store,
+            lock,
+            now=time.time,
+            fresh=saved is None,
+            on_entry=progress.advance,
+        )
+
+
+def force_unlock_command(options: Any) -> int:
+    """``astra force-unlock ID`` of its ``UnlockOptions`` (its help is the typer command's)."""
     from ..state import StateError
 
+    lock_id, source, state, server, token = (
+        options.lock_id,
+        options.source,
+        options.state,
+        options.server,
+        options.token,
+    )
     try:
         with failures():
             s = setup(["."], source=source or "-", state=state, server=server, token=token, start=False)
@@ -130,45 +126,30 @@ def force_unlock_command(
     return 0
 
 
-def _reviewer(
-    progress: _Progress,
-    cluster: Callable[[], Any],
-    *,
-    verbose: bool,
-    dry_run: bool,
-    yes: bool,
-    strict: bool,
-) -> Any:
-    """``apply_source``'s review: show the plan; refuse runs no machine of the cluster could hold
-    (and, ``strict``, warnings); ask, when it changes something (unless --yes or --dry-run)."""
-    from ..plan import Plan, plan_to_json, render_plan
-    from ..plan.render_markdown import revision_lines
+def _review(made: Any, cluster: Any, options: Any) -> bool:
+    """Show the plan; refuse runs no machine of the cluster could hold (and, ``--strict``,
+    warnings): whether it may go on."""
+    from ..plan import plan_to_json
 
-    def review(made: Plan) -> bool:
-        data = plan_to_json(with_outlook(made, cluster()))
-        from .colour import enabled, paint_plan
+    sys.stdout.write(shown_plan(plan_to_json(with_outlook(made, cluster)), verbose=options.verbose))
+    impossible = impossible_asks(made, cluster)
+    if impossible:
+        for line in impossible:
+            error(line)
+        error("not applied: no machine of the cluster could hold these runs")
+        return False
+    warned = plan_warnings(made)
+    for line in warned:
+        echo(line, err=True)
+    if options.strict and warned:
+        error("not applied: there are warnings, and --strict makes them errors")
+        return False
+    return True
 
-        sys.stdout.write(paint_plan(revision_lines(data) + render_plan(data, verbose=verbose), enabled()))
-        impossible = impossible_asks(made, cluster())
-        if impossible:
-            for line in impossible:
-                error(line)
-            error("not applied: no machine of the cluster could hold these runs")
-            return False
-        warned = plan_warnings(made)
-        for line in warned:
-            echo(line, err=True)
-        if strict and warned:
-            error("not applied: there are warnings, and --strict makes them errors")
-            return False
-        if dry_run:
-            return True
-        if made.has_changes and not yes and not _confirm(made.source, made.cluster):
-            return False
-        progress.start(made)
-        return True
 
-    return review
+def _asked(made: Any, options: Any) -> bool:
+    """Whether the user said yes (``--yes``, or a plan that changes nothing, need not ask)."""
+    return not made.has_changes or options.yes or _confirm(made.source, made.cluster)
 
 
 def _saved_plan_or_paths(
@@ -187,50 +168,29 @@ def _saved_plan_or_paths(
     return plan, [*(files or []), *targets] or None
 
 
-def _setup(
-    planfile: Path | None,
-    files: list[Path] | None,
-    source: str | None,
-    state: str | None,
-    server: str | None,
-    token: str | None,
-    template: str | None,
-    sets: list[str] | None,
-    prune: bool,
-    allow_empty: bool,
-    git: Any = None,
-    replace: list[str] | None = None,
-) -> tuple[Any, Setup]:
+def _setup(planfile: Path | None, files: list[Path] | None, options: Any) -> tuple[Any, Setup]:
     """The saved plan (``None`` for -f) and the source, cluster and store the options name."""
     from ..plan import plan_from_json
 
     if planfile is None:
-        paths = require_files(files, git)
-        made = setup(
-            paths,
-            source=source,
-            state=state,
-            server=server,
-            token=token,
-            template=template,
-            sets=sets,
-            prune=prune,
-            allow_empty=allow_empty,
-            git=git,
-            replace=replace or (),
-        )
-        return None, made
+        return None, source_setup(require_files(files, git_of(options)), options)
     try:
         saved = plan_from_json(json.loads(planfile.read_text(encoding="utf-8")))
     except (OSError, ValueError) as exc:
         error(f"cannot read the plan {planfile}: {exc}")
         raise Exit(1) from None
-    return saved, setup([str(planfile.parent)], source=saved.source, state=state, server=server, token=token)
+    s = setup(
+        [str(planfile.parent)],
+        source=saved.source,
+        state=options.state,
+        server=options.server,
+        token=options.token,
+    )
+    return saved, s
 
 
 def _outcome(done: Any, cluster: Any, *, verbose: bool, wait: bool, settle: float = 10.0) -> int:
-    """Print what ``apply_source`` did; the exit code (``--wait``: once the runs settled)."""
-    from ..collector import gc_paused
+    """Print what the apply did (a ``SourceApplied``); the exit code (``--wait``: once the runs settled)."""
     from ..plan import render_apply
 
     if done.dry_run:
@@ -241,16 +201,17 @@ def _outcome(done: Any, cluster: Any, *, verbose: bool, wait: bool, settle: floa
     if done.result is None:  # not confirmed: said already
         return 1
     if done.plan.has_changes or not done.result.ok or verbose:
-        with gc_paused():  # an entry a run: not a cycle among them
-            sys.stdout.write(render_apply(done.result.to_json(), verbose=verbose))
+        sys.stdout.write(render_apply(done.result.to_json(), verbose=verbose))
     if not done.result.ok:
         return 1
-    if wait:
+    if wait:  # it may follow them for hours: the collector runs meanwhile
+        from ..collector import resumed
         from .waiting import wait_and_report
 
         kept = [c for c in done.plan.changes if c.action.value != "delete"]
         fresh = [c.address for c in kept if c.action.value in ("create", "replace")]
-        return wait_and_report(cluster, [c.address for c in kept], fresh, settle)
+        with resumed():
+            return wait_and_report(cluster, [c.address for c in kept], fresh, settle)
     return 0
 
 

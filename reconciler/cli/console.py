@@ -41,8 +41,9 @@ def console(
     import webbrowser
     from urllib.parse import quote
 
+    import httpx
+
     from ..clusters.decoders import detail_of
-    from ..clusters.httpx_lean import httpx
     from ..controlplane.server import ServerError
     from .local_server import ensure_server
 

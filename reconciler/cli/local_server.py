@@ -45,7 +45,7 @@ class NoServer(ServerError):
 
 
 def _healthy(url: str) -> bool:
-    from ..clusters.httpx_lean import httpx
+    import httpx
 
     try:
         return httpx.get(url.rstrip("/") + "/healthz", timeout=2.0).status_code == 200

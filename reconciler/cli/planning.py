@@ -1,6 +1,7 @@
 """The body of ``astra plan`` and the steps ``apply``, ``watch`` and ``status`` share, free of
 typer: ``astra plan`` with plain arguments runs ``plan_command`` without importing typer at all
-(``reconciler.cli.fast``), and the typer command calls the same function.
+(``reconciler.cli.main``'s plain route, ``flags.parse``), and the typer command calls the same
+function with the same ``PlanOptions``.
 
 ``Exit(code)`` ends a command with that code (``app.run`` and ``reconciler.cli.main`` turn it
 into the exit code); ``failures()`` turns our errors into one line and ``Exit(1)``.
@@ -26,6 +27,7 @@ __all__ = [
     "Setup",
     "checkout_of",
     "failures",
+    "git_of",
     "impossible_asks",
     "plan_command",
     "plan_files",
@@ -33,6 +35,8 @@ __all__ = [
     "read_token",
     "require_files",
     "setup",
+    "shown_plan",
+    "source_setup",
     "with_outlook",
 ]
 
@@ -65,14 +69,14 @@ class Git:
     revision: str | None = None
 
     def remote(self) -> Any:
+        from ..git import Remote
         from ..home import astra_home
-        from ..sources import Remote
 
         assert self.url is not None
         return Remote(self.url, self.ref, home=astra_home(), token=read_token(self.token_file))
 
     def default_name(self) -> str:
-        from ..sources import clean_folder, redact
+        from ..git import clean_folder, redact
 
         assert self.url is not None
         return f"{redact(self.url)}//{clean_folder(self.folder)}".rstrip("/")
@@ -82,7 +86,7 @@ def read_token(path: str | None) -> str | None:
     """The token in ``path`` (its first line), or ``None``; the token itself is never shown."""
     if not path:
         return None
-    from ..sources import SourceError
+    from ..git import SourceError
 
     try:
         with open(os.path.expanduser(path), encoding="utf-8") as f:
@@ -95,8 +99,8 @@ def checkout_of(paths: list[str], git: Git | None) -> Any:
     """The ``Checkout`` the git options name (``None``: the folders as they are on disk)."""
     if git is None or (git.url is None and git.revision is None):
         return None
+    from ..git import checkout_commit
     from ..home import astra_home
-    from ..sources import checkout_commit
 
     if git.url is None:
         return checkout_commit(paths, str(git.revision), astra_home())
@@ -162,17 +166,13 @@ def setup(
     return Setup(src, None if cluster is None else retrying(cluster), open_store(state, cluster))
 
 
-def plan_files(paths: list[str], **options: Any) -> tuple[Setup, Any]:
-    """``setup`` with the options, then the plan of the files (the local cache used)."""
+def plan_files(paths: list[str], options: Any) -> tuple[Setup, Any]:
+    """``source_setup`` of the options, then the plan of the files (the local cache used)."""
     from ..load import default_cache
     from ..reconcile import plan_source
-    from . import quickplan
 
-    quickplan.before_plan()
-    s = setup(paths, **options)
-    cache = default_cache()
-    loaded, made = plan_source(s.source, s.cluster, s.store, time.time(), cache=cache)
-    quickplan.noted(loaded, cache)
+    s = source_setup(paths, options)
+    made = plan_source(s.source, s.cluster, s.store, time.time(), cache=default_cache())
     return s, made
 
 
@@ -185,9 +185,9 @@ def failures() -> Iterator[None]:
     except Exception as exc:  # ours: said in one line, Exit(1); anything else is raised again as it is
         from ..apply import ApplyFailed
         from ..clusters.base import ClusterError
+        from ..git import SourceError
         from ..plan import PlanError
         from ..reconcile import LoadFailed, ReconcileError
-        from ..sources import SourceError
         from ..state import StateError
 
         ours = (ClusterError, StateError, PlanError, ReconcileError, ApplyFailed, SourceError)
@@ -265,9 +265,9 @@ def plan_warnings(made: Any) -> list[str]:
 
 
 def require_files(
-    files: list[Path] | list[str] | None,
+    files: list[Path] | list[str] | tuple[str, ...] | None,
     git: Git | None = None,
-    paths: list[Path] | list[str] | None = None,
+    paths: list[Path] | list[str] | tuple[str, ...] | None = None,
 ) -> list[str]:
     """The run specs given, with ``-f`` or as plain arguments (as ``astra validate`` takes them);
     none with ``--git URL``."""
@@ -283,93 +283,77 @@ def require_files(
     return [str(f) for f in given]
 
 
-def plan_command(
-    files: list[Path] | list[str] | None = None,
-    template: str | None = None,
-    sets: list[str] | None = None,
-    prune: bool = False,
-    allow_empty: bool = False,
-    output: str = "text",
-    out: Path | str | None = None,
-    detailed_exitcode: bool = False,
-    verbose: bool = False,
-    source: str | None = None,
-    state: str | None = None,
-    server: str | None = None,
-    token: str | None = None,
-    git: str | None = None,
-    ref: str | None = None,
-    path: str | None = None,
-    git_token_file: str | None = None,
-    revision: str | None = None,
-    paths: list[Path] | list[str] | None = None,
-    strict: bool = False,
-    replace: list[str] | None = None,
-) -> int:
-    """``astra plan`` (its help is the typer command's, in ``reconciler.cli.plan``); the exit code.
-    ``paths``: run specs given as plain arguments, as with ``-f``; ``strict``: warnings are errors;
-    ``replace``: runs planned as replaced though unchanged (``--replace RUN``)."""
-    from ..collector import gc_paused
-    from ..plan import plan_to_json, render_plan
+def git_of(options: Any) -> Git:
+    """The git options of a command's options (``PlanOptions``, ``ApplyOptions``)."""
+    return Git(options.git, options.ref, options.path, options.git_token_file, options.revision)
 
-    given = Git(git, ref, path, git_token_file, revision)
-    # a plan's documents (many small trees, no cycles) are garbage only once it is printed
-    with gc_paused():
-        specs = require_files(files, given, paths)
-        with failures():
-            s, made = plan_files(
-                specs,
-                source=source,
-                state=state,
-                server=server,
-                token=token,
-                template=template,
-                sets=sets,
-                prune=prune,
-                allow_empty=allow_empty,
-                git=given,
-                replace=replace or (),
-            )
-            impossible = impossible_asks(made, s.cluster)
-            made = with_outlook(made, s.cluster)
-        data = plan_to_json(made)
-        if str(output) == "markdown":
-            from ..plan.render_markdown import render_markdown
 
-            sys.stdout.write(render_markdown(data))
-            if out is not None:
-                Path(out).write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-            if impossible:
-                for line in impossible:
-                    error(line)
-                return 1
-            return 2 if detailed_exitcode and made.has_changes else 0
-        as_json = str(output) == "json"
-        text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n" if out or as_json else ""
-        if out is not None:
-            Path(out).write_text(text, encoding="utf-8")
-        if as_json:
-            sys.stdout.write(text)
+def source_setup(paths: list[str], options: Any) -> Setup:
+    """``setup`` of the source a command's options name (``PlanOptions``, ``ApplyOptions``)."""
+    return setup(
+        paths,
+        source=options.source,
+        state=options.state,
+        server=options.server,
+        token=options.token,
+        template=options.template,
+        sets=list(options.sets),
+        prune=options.prune,
+        allow_empty=options.allow_empty,
+        git=git_of(options),
+        replace=options.replace,
+    )
+
+
+def plan_command(options: Any) -> int:
+    """``astra plan`` of its ``PlanOptions`` (its help is the typer command's); the exit code."""
+    from ..plan import plan_to_json
+
+    given = git_of(options)
+    specs = require_files(options.files, given, options.paths)
+    with failures():
+        s, made = plan_files(specs, options)
+        impossible = impossible_asks(made, s.cluster)
+        made = with_outlook(made, s.cluster)
+    data = plan_to_json(made)
+    if options.out is not None:
+        Path(options.out).write_text(_saved(data), encoding="utf-8")
+    if options.output == "markdown":
+        from ..plan.render_markdown import render_markdown
+
+        sys.stdout.write(render_markdown(data))
+        warned: list[str] = []
+    else:
+        if options.output == "json":
+            sys.stdout.write(_saved(data))
         else:
-            from ..plan.render_markdown import revision_lines
-            from .colour import enabled, paint_plan
-
-            shown = paint_plan(revision_lines(data) + render_plan(data, verbose=verbose), enabled())
-            sys.stdout.write(shown)
-            if out is None and not strict:
-                from .quickplan import record
-
-                record(shown, 2 if detailed_exitcode and made.has_changes else 0, made)
-            if out is not None:
+            sys.stdout.write(shown_plan(data, verbose=options.verbose))
+            if options.out is not None:
+                out = options.out
                 echo(f"Saved the plan to {out}: 'astra apply {out}' carries out exactly this plan.")
         warned = plan_warnings(made)
         for line in warned:
             echo(line, err=True)
-        if impossible:
-            for line in impossible:
-                error(line)
-            return 1
-        if strict and warned:
-            error(f"{len(warned)} warning{'s' if len(warned) != 1 else ''}, and --strict: they are errors")
-            return 1
-    return 2 if detailed_exitcode and made.has_changes else 0
+    if impossible:
+        for line in impossible:
+            error(line)
+        return 1
+    if options.strict and warned:
+        error(f"{len(warned)} warning{'s' if len(warned) != 1 else ''}, and --strict: they are errors")
+        return 1
+    return 2 if options.detailed_exitcode and made.has_changes else 0
+
+
+def shown_plan(data: dict[str, Any], *, verbose: bool) -> str:
+    """A plan's JSON form as the terminal shows it: its revision, its changes (in colour when
+    stdout is a terminal that takes it)."""
+    from ..plan import render_plan
+    from ..plan.render_markdown import revision_lines
+    from .colour import enabled, paint_plan
+
+    return paint_plan(revision_lines(data) + render_plan(data, verbose=verbose), enabled())
+
+
+def _saved(data: dict[str, Any]) -> str:
+    """A plan's JSON form as saved (``--out``) and printed (``-o json``)."""
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

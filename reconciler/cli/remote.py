@@ -21,8 +21,9 @@ def call(
 ):
     """One request to the API; ``start=False`` (a command that only reads): never start the local
     server, say that none runs instead."""
+    import httpx
+
     from ..clusters.base import ClusterError
-    from ..clusters.httpx_lean import httpx
     from ..controlplane.server import ServerError
     from ..wire import api_base
     from .connect import require_host

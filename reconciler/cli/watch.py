@@ -4,71 +4,47 @@ and ``reconciler.state``."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from typing import Annotated, Any
 
-import typer
-
-from .applying import force_unlock_command
+from . import flags
 from .listing import ListFormat, ListOutput, print_listing
 from .options import ServerOpt, TokenOpt
 from .output import echo
 from .plan import (
-    AllowEmpty,
-    GitPath,
-    GitRef,
-    GitTokenFile,
-    GitUrl,
-    Prune,
-    SourceName,
     StateUrl,
-    failures,
-    setup,
 )
+from .planning import failures, setup
 
-__all__ = ["force_unlock", "print_status", "status", "watch"]
+__all__ = ["force_unlock", "status", "watch"]
 
 
-def watch(
-    paths: Annotated[
-        list[Path] | None, typer.Argument(help="Files or folders to watch.", show_default=False)
-    ] = None,
-    interval: Annotated[
-        str,
-        typer.Option(
-            "--interval",
-            help="Between full resyncs (±10% jitter; --git: a fetch at each): 1m, 30s, or seconds.",
-        ),
-    ] = "5m",
-    template: Annotated[
-        str | None, typer.Option("--template", help="Apply this template to every run.")
-    ] = None,
-    sets: Annotated[list[str] | None, typer.Option("--set", help="A template parameter, key=value.")] = None,
-    prune: Prune = False,
-    allow_empty: AllowEmpty = False,
-    once: Annotated[bool, typer.Option("--once", help="Reconcile once and exit (1 unless Ready).")] = False,
-    source: SourceName = None,
-    state: StateUrl = None,
-    server: ServerOpt = None,
-    token: TokenOpt = None,
-    git: GitUrl = None,
-    ref: GitRef = None,
-    path: GitPath = None,
-    git_token_file: GitTokenFile = None,
-    config: Annotated[
-        Path | None,
-        typer.Option(
-            "--config", "-c", help="astra.yaml: several sources, each with its own status and lock."
-        ),
-    ] = None,
-    webhook_secret_file: Annotated[
-        str | None,
-        typer.Option(
-            "--webhook-secret-file",
-            help="A file with the secret that signs POST /sources/NAME/hook (a signed call: a pass now).",
-        ),
-    ] = None,
-) -> None:
+def _watch(options: flags.WatchOptions) -> int:
+    from .watching import watch_command
+
+    return watch_command(
+        list(options.paths),
+        interval=options.interval,
+        template=options.template,
+        sets=list(options.sets),
+        prune=options.prune,
+        allow_empty=options.allow_empty,
+        once=options.once,
+        source=options.source,
+        state=options.state,
+        server=options.server,
+        token=options.token,
+        git=options.git,
+        ref=options.ref,
+        folder=options.path,
+        git_token_file=options.git_token_file,
+        config=options.config,
+        webhook_secret_file=options.webhook_secret_file,
+    )
+
+
+watch = flags.typer_command(
+    flags.WatchOptions,
+    _watch,
+    "watch",
     """Keep the cluster equal to the files: apply on every change, and resync every --interval.
 
     A change to one file re-plans only the runs that file holds. With --git URL, the remote's
@@ -85,38 +61,8 @@ def watch(
         astra watch --git https://github.com/acme/runs.git --ref main --path runs --interval 1m
 
         astra watch -c astra.yaml
-    """
-    from .watching import watch_command
-
-    raise typer.Exit(
-        watch_command(
-            [str(p) for p in paths or []],
-            interval=interval,
-            template=template,
-            sets=sets,
-            prune=prune,
-            allow_empty=allow_empty,
-            once=once,
-            source=source,
-            state=state,
-            server=server,
-            token=token,
-            git=git,
-            ref=ref,
-            folder=path,
-            git_token_file=git_token_file,
-            config=None if config is None else str(config),
-            webhook_secret_file=webhook_secret_file,
-        )
-    )
-
-
-def print_status(name: str, status: dict[str, Any]) -> None:
-    stamp = time.strftime("%H:%M:%S", time.localtime(status.get("updated_at") or time.time()))
-    line = f"{stamp} {name}: {status.get('state')} {status.get('reason')}"
-    if status.get("message"):
-        line += f": {status['message']}"
-    echo(line)
+    """,
+)
 
 
 def status(
@@ -175,14 +121,15 @@ def _short(revision: str | None) -> str:
     return revision[:19]
 
 
-def force_unlock(
-    lock_id: Annotated[
-        str, typer.Argument(metavar="ID", help="The lock's id, as the refused apply said it.")
-    ],
-    source: SourceName = None,
-    state: StateUrl = None,
-    server: ServerOpt = None,
-    token: TokenOpt = None,
-) -> None:
-    """Clear a stale apply lock (left by an apply that was killed). Be sure no apply is running."""
-    raise typer.Exit(force_unlock_command(lock_id, source, state, server, token))
+def _force_unlock(options: flags.UnlockOptions) -> int:
+    from .applying import force_unlock_command
+
+    return force_unlock_command(options)
+
+
+force_unlock = flags.typer_command(
+    flags.UnlockOptions,
+    _force_unlock,
+    "force_unlock",
+    "Clear a stale apply lock (left by an apply that was killed). Be sure no apply is running.",
+)

@@ -23,9 +23,17 @@ __all__ = ["HOOK_POLL", "watch_command"]
 HOOK_POLL = 2.0
 
 
+def print_status(name: str, status: dict[str, Any]) -> None:
+    stamp = time.strftime("%H:%M:%S", time.localtime(status.get("updated_at") or time.time()))
+    line = f"{stamp} {name}: {status.get('state')} {status.get('reason')}"
+    if status.get("message"):
+        line += f": {status['message']}"
+    echo(line)
+
+
 def _seconds(interval: str | int | None, default: float) -> float:
+    from ..git import SourceError
     from ..runspec.quantities import parse_duration
-    from ..sources import SourceError
 
     if interval is None:
         return default
@@ -69,7 +77,7 @@ def _hook(s: Any, secret_file: str | None) -> bool:
     """Set the source's webhook secret on its control plane; whether it has one."""
     if not secret_file:
         return False
-    from ..sources import SourceError
+    from ..git import SourceError
 
     secret = read_token(secret_file)
     if not secret or not hasattr(s.store, "set_hook_secret"):
@@ -104,7 +112,6 @@ def watch_command(
     """``astra watch`` (its help is the typer command's); the exit code (``--once``: 0 if Ready)."""
     from ..load import default_cache
     from ..loop import FileEvents, HookEvents, Watch
-    from .watch import print_status
 
     if config is not None:
         return _fleet(config, interval, once, state, server, token)
@@ -151,7 +158,6 @@ def _fleet(
     from ..load import default_cache
     from ..loop import Fleet, HookEvents, Watch
     from ..runspec.astrafile import load_astra_file
-    from .watch import print_status
 
     declared, problems = load_astra_file(config)
     if declared is None:

@@ -85,15 +85,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ApiSourceStore", "HttpCluster", "api_base"]
 
-#: When a list: every call this process makes is noted in it, ``(method, url, status, etag)``
-#: (``reconciler.cli.quickplan`` records a plan only when it read nothing but two tagged GETs).
-JOURNAL: list[tuple[str, str, int, str | None]] | None = None
-#: When true, a GET made before the httpx client is (``client``) goes plain when it can
-#: (``reconciler.plainhttp``), and is answered so when it succeeds (anything else is asked again
-#: through httpx, which says what is wrong). The read-ahead's forked process sets it: it makes two
-#: reads and ends.
-PLAIN_GETS = False
-
 _TRANSIENT = frozenset({502, 503, 504})
 #: Up to this many runs, an inventory read names them (``?run=…``); more: the whole inventory.
 _RUNS_BY_NAME = 50
@@ -109,10 +100,16 @@ class HttpCluster:
         *,
         transport: httpx.BaseTransport | None = None,
         timeout: float = 30.0,
+        plain_gets: bool = False,
     ):
         self.address = server.rstrip("/")
         self.base = api_base(server)
         self._token, self._transport, self._timeout = token, transport, timeout
+        #: a GET made before the httpx client is (``client``) goes plain when it can
+        #: (``reconciler.plainhttp``), and is answered so when it succeeds (anything else is asked
+        #: again through httpx, which says what is wrong): the read-ahead's copies, in a forked
+        #: process that makes two reads and ends
+        self._plain_gets = plain_gets
 
     @cached_property
     def client(self) -> httpx.Client:
@@ -137,20 +134,20 @@ class HttpCluster:
         and no transport of this process (an app in-process, whose state it would copy)."""
         return self._transport is None and "client" not in self.__dict__
 
-    def apart(self) -> HttpCluster | None:
-        """A copy that a forked process may call once this one has connections open: the same
-        server and token, none of its connections (the forked process leaves this one's alone
-        and ends without closing them: ``cores.aside``); ``None`` with a transport of this
+    def apart(self, *, plain_gets: bool = False) -> HttpCluster | None:
+        """A copy that a forked process may call: the same server and token, none of this one's
+        connections (the forked process leaves them alone and ends without closing them:
+        ``cores.aside``), its GETs plain when ``plain_gets``; ``None`` with a transport of this
         process's."""
         if self._transport is not None:
             return None
-        return HttpCluster(self.address, self._token, timeout=self._timeout)
+        return HttpCluster(self.address, self._token, timeout=self._timeout, plain_gets=plain_gets)
 
     # ---- one call ----------------------------------------------------------------------------
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         """One call; a non-2xx answer is raised as the protocol's exception."""
-        answered = self._plain_get(path, **kwargs) if PLAIN_GETS and method == "GET" else None
+        answered = self._plain_get(path, **kwargs) if self._plain_gets and method == "GET" else None
         if answered is not None:
             response: Any = answered
         else:
@@ -159,9 +156,6 @@ class HttpCluster:
                 response = self.client.request(method, path, **kwargs)
             except httpx.TransportError as exc:
                 raise Unreachable(f"{self.address} cannot be reached: {exc or type(exc).__name__}") from exc
-        if JOURNAL is not None:
-            tag = response.headers.get("etag")
-            JOURNAL.append((method, str(response.url), response.status_code, tag))
         if response.is_success or response.status_code == 304:  # 304: the If-None-Match still holds
             return response
         detail = detail_of(response)
@@ -188,7 +182,7 @@ class HttpCluster:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _plain_get(self, path: str, params: Any = None, **rest: Any) -> Any:
-        """``GET path`` on a socket (``PLAIN_GETS``): its answer when it succeeded; else ``None``
+        """``GET path`` on a socket (``plain_gets``): its answer when it succeeded; else ``None``
         (not made: a client is, a transport or other options are given, or the URL is not plain;
         or it failed), and the call is made through httpx. A server that does not answer in time
         is ``Unreachable`` at once, as httpx says it."""
@@ -334,9 +328,9 @@ class ApiSourceStore:
         """Whether a forked process may read it: as its cluster (``HttpCluster.reads_apart``)."""
         return self.cluster.reads_apart
 
-    def apart(self) -> ApiSourceStore | None:
+    def apart(self, *, plain_gets: bool = False) -> ApiSourceStore | None:
         """A store over ``HttpCluster.apart()`` (it knows no source and holds no lock)."""
-        cluster = self.cluster.apart()
+        cluster = self.cluster.apart(plain_gets=plain_gets)
         return None if cluster is None else ApiSourceStore(cluster)
 
     def _path(self, name: str) -> str:
@@ -569,7 +563,7 @@ def _copy(state: SourceState) -> SourceState:
 
 
 def _httpx() -> Any:
-    """httpx, imported at the first call (``httpx_lean``: without its command-line client)."""
-    from .httpx_lean import httpx
+    """httpx, imported at the first call (a plan's files load meanwhile)."""
+    import httpx
 
     return httpx

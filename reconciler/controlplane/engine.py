@@ -30,7 +30,7 @@ Must not touch: HTTP (``api``), the process model (``executor``), SQL (``store``
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -210,8 +210,8 @@ class Engine:
         stored = _stored(document)
         try:
             rv = self.store.create_run(record, stored, now, audit)
-        except Exception:
-            self._rebuild(without=name)
+        except BaseException:  # whatever failed, the run queued goes, and it is raised again
+            self._rebuild(without={name})
             raise
         self.meta[name] = RunMeta(stored, rv, now, now)
         self.by_scope.setdefault(scope, {})[name] = None
@@ -242,11 +242,7 @@ class Engine:
                 added.append((self.state.submit(run, now, name), _stored(document)))
             versions = self.store.create_runs(added, now, record, audit)
         except BaseException:  # whatever failed, the runs queued so far go, and it is raised again
-            gone = {r.name for r, _ in added}
-            s = self.state
-            runs = {n: r for n, r in s.runs.items() if n not in gone}
-            self.state = ClusterState(self.inventory, runs, s.workers, no_sandbox=self.no_sandbox)
-            self.state.carry_over(s)
+            self._rebuild(without={r.name for r, _ in added})
             raise
         for (r, stored), rv in zip(added, versions, strict=True):
             self.meta[r.name] = RunMeta(stored, rv, now, now)
@@ -292,7 +288,7 @@ class Engine:
         self.store.delete_run(name, audit)
         self.meta.pop(name, None)
         self.by_scope.get(scope_of(name), {}).pop(name, None)
-        self._rebuild(without=name)
+        self._rebuild(without={name})
         self.generation += 1
 
     def rerun(self, name: str, *, failed: bool, now: float) -> RunRecord:
@@ -308,11 +304,12 @@ class Engine:
         self._pending_observations.append(event)
         self.generation += 1
 
-    def _rebuild(self, without: str | None = None) -> None:
-        """Re-index the scheduler's state from its records (after a spec changed or a run went)."""
+    def _rebuild(self, without: Collection[str] = ()) -> None:
+        """Re-index the scheduler's state from its records (after a spec changed or a run went),
+        ``without`` those runs and their workers (the one rollback of a submit that failed)."""
         s = self.state
-        runs = {n: r for n, r in s.runs.items() if n != without}
-        workers = {n: w for n, w in s.workers.items() if w.run != without}
+        runs = {n: r for n, r in s.runs.items() if n not in without}
+        workers = {n: w for n, w in s.workers.items() if w.run not in without}
         self.state = ClusterState(self.inventory, runs, workers, no_sandbox=self.no_sandbox)
         self.state.carry_over(s)
 

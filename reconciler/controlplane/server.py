@@ -218,7 +218,18 @@ def serve(
     home = home or astra_home()
     os.umask(0o077)  # what the server writes (database, logs, server.json) is its user's alone
     try:
-        _serve_home(host, port, db, inventory, token, home, any_port_if_busy, audit_keep, clusters)
+        _serve_home(
+            host,
+            port,
+            db=db,
+            inventory=inventory,
+            token=token,
+            home=home,
+            any_port_if_busy=any_port_if_busy,
+            audit_keep=audit_keep,
+            clusters=clusters,
+            work_root=work_root,
+        )
     except Exception as exc:  # a full disk, at any point of the start, in the API's words
         from .store.full import disk_full, full_words
 
@@ -232,6 +243,7 @@ def serve(
 def _serve_home(
     host: str,
     port: int,
+    *,
     db: str | None,
     inventory: str | os.PathLike[str] | None,
     token: str | None,
@@ -239,6 +251,7 @@ def _serve_home(
     any_port_if_busy: bool,
     audit_keep: int | None,
     clusters: dict[str, str] | None,
+    work_root: Path | None,
 ) -> None:
     """``serve`` in its home: one server per home (``home_lock``)."""
     try:
@@ -248,13 +261,13 @@ def _serve_home(
             _serve(
                 host,
                 port,
-                db,
-                inventory,
-                token,
-                home,
-                any_port_if_busy,
-                audit_keep,
-                others,
+                db=db,
+                inventory=inventory,
+                token=token,
+                home=home,
+                any_port_if_busy=any_port_if_busy,
+                audit_keep=audit_keep,
+                others=others,
                 work_root=work_root,
             )
     except HomeError as exc:
@@ -268,6 +281,7 @@ def _serve_home(
 def _serve(
     host: str,
     port: int,
+    *,
     db: str | None,
     inventory: str | os.PathLike[str] | None,
     token: str | None,
@@ -275,7 +289,6 @@ def _serve(
     any_port_if_busy: bool,
     audit_keep: int | None = None,
     others: dict[str, Inventory] | None = None,
-    *,
     work_root: Path | None = None,
 ) -> None:
     machines = load_inventory_file(inventory)

@@ -24,7 +24,7 @@ from ..runspec.paths import FieldPath
 from ..runspec.unique import duplicate_names
 
 if TYPE_CHECKING:
-    from ..runspec.loading import Source
+    from ..runspec.loading import FileText
 
 __all__ = ["Loaded", "LoadedFile", "display_name", "finish"]
 
@@ -41,20 +41,20 @@ class LoadedFile:
     entries: list[tuple[int, DesiredItem]] = field(default_factory=list)
     errors: list[FieldError] = field(default_factory=list)
     templated: bool = False
-    source: Source | None = field(default=None, repr=False)
+    source: FileText | None = field(default=None, repr=False)
 
     @property
     def runs(self) -> list[DesiredItem]:
         return [r for _, r in self.entries]
 
-    def text(self) -> Source:
+    def text(self) -> FileText:
         """The file's text (read again when it came from the cache), for positions."""
-        from ..runspec.loading import Source
+        from ..runspec.loading import FileText
 
         if self.source is None:
             with open(self.path, "rb") as f:
                 text = f.read().decode("utf-8-sig", errors="replace")
-            self.source = Source(self.path, text, json=self.path.endswith(".json"))
+            self.source = FileText(self.path, text, json=self.path.endswith(".json"))
         return self.source
 
 

@@ -65,13 +65,13 @@ from typing import Any, Protocol
 from ..applied import summary
 from ..apply import ApplyResult, apply_plan
 from ..clusters.base import Cluster, ClusterError
+from ..git import Checkout, Probe, Remote, SourceError, SourceFetchFailed
 from ..load import FileCache, Loaded, load_source, refresh
 from ..load.loaded import display_name
 from ..plan import Action, Plan, PlanError
 from ..reconcile import Source, StalePlan, make_plan, retrying, shown_as, with_revision
 from ..runspec.errors import ErrorType
 from ..runspec.normalize import without_own
-from ..sources import Checkout, Probe, Remote, SourceError, SourceFetchFailed
 from ..state import Lock, Locked, SourceState, SourceStore, StateError
 
 __all__ = ["BACKOFF_BASE", "BACKOFF_MAX", "JITTER", "Origin", "Reason", "Reconciler", "RemoteOrigin", "State"]
@@ -137,7 +137,7 @@ class Origin(Protocol):
 
 
 class RemoteOrigin:
-    """A remote repository's ref, and the folder in it (``reconciler.sources.Remote``)."""
+    """A remote repository's ref, and the folder in it (``reconciler.git.Remote``)."""
 
     def __init__(self, remote: Remote, folder: str | None = None):
         self.remote, self.folder = remote, folder

@@ -195,9 +195,11 @@ class Plan:
     prune: bool = False
     not_pruned: tuple[str, ...] = ()
     forget: tuple[str, ...] = ()
-    #: What the files were: ``reconciler.sources.Revision``'s JSON form (``id``: ``main@sha1:…``,
+    #: What the files were: ``reconciler.git.Revision``'s JSON form (``id``: ``main@sha1:…``,
     #: ``dirty``, ``rollback``, the commit's subject and author), or ``{"id": "sha256:…"}`` for
-    #: files in no repository; ``None`` when not known. Display only: apply never reads it.
+    #: files in no repository; ``None`` when not known. Apply reads it for what it records, never
+    #: to choose what it does: the history's commit and rollback note, the runs' ``astra.revision``
+    #: annotation, and CI's refusal of a dirty tree (``apply.refuse_dirty``).
     revision: dict[str, Any] | None = None
 
     def count(self, action: Action) -> int:

@@ -5,7 +5,7 @@ YAML 1.2 (what yaml-language-server reads, so the editor and the CLI see the sam
 strict JSON for ``.json`` files, one or several documents per file.
 
 The fast path is yaml-rs, a Rust loader: no positions, but ten times PyYAML's speed. Positions
-are needed only for documents that fail or warn: ``Source.locate`` reads them from a plain block
+are needed only for documents that fail or warn: ``FileText.locate`` reads them from a plain block
 document's lines (``positions``: a few µs, where composing costs hundreds), else composes the
 document with ruamel.yaml (C-backed) the first time an error needs a line and a column, and
 keeps that node tree. A file of several documents is split at its document markers (``---``,
@@ -37,7 +37,7 @@ from .nesting import refused
 from .paths import FieldPath
 from .positions import ODD, block_position
 
-__all__ = ["Document", "Source", "load_file", "load_text"]
+__all__ = ["Document", "FileText", "load_file", "load_text"]
 
 _ROOT = FieldPath.root()
 _SEPARATOR = re.compile(r"^(---|\.\.\.)(\s|$)", re.M)
@@ -47,7 +47,7 @@ _YAML_RS_POSITION = re.compile(r"at line (\d+), column (\d+)")
 
 
 @dataclass
-class Source:
+class FileText:
     """One file's text, and (once asked for) the node tree of a document, for positions.
 
     A document's nodes are composed from its own lines only (``document_lines``), so that the
@@ -158,7 +158,7 @@ class Source:
 class Document:
     """One document of a file: its data as loaded, and where it came from."""
 
-    source: Source
+    source: FileText
     index: int
     data: Any
 
@@ -206,8 +206,8 @@ def _load_bytes(data: bytes, name: str) -> tuple[list[Document], list[FieldError
 def load_text(
     text: str, name: str, *, as_json: bool = False, split: bool = True
 ) -> tuple[list[Document], list[FieldError]]:
-    """The documents of ``text`` and every error found while loading it (``split``: see ``Source``)."""
-    source = Source(name, text, json=as_json, split=split)
+    """The documents of ``text`` and every error found while loading it (``split``: see ``FileText``)."""
+    source = FileText(name, text, json=as_json, split=split)
     if not text or text.isspace():
         return [], [_file_error(name, "the file is empty: a run spec has metadata and spec")]
     if as_json:
@@ -238,7 +238,7 @@ def load_text(
     return docs, errors
 
 
-def _load_yaml(text: str, source: Source) -> tuple[list[Any], FieldError | None]:
+def _load_yaml(text: str, source: FileText) -> tuple[list[Any], FieldError | None]:
     import yaml_rs
 
     deep = refused(text, source.name)  # what would nest deep enough to crash yaml-rs
@@ -302,7 +302,7 @@ def _has_content(text: str) -> bool:
     return any(line.strip() and not line.lstrip().startswith("#") for line in text.splitlines())
 
 
-def _yaml_error(message: str, source: Source) -> FieldError:
+def _yaml_error(message: str, source: FileText) -> FieldError:
     name = source.name
     if message.startswith("duplicate mapping key"):
         found = _find_duplicate(source)
@@ -337,7 +337,7 @@ def _line_before(text: str, line: int) -> tuple[int, int]:
     return line, 1
 
 
-def _find_duplicate(source: Source) -> FieldError | None:
+def _find_duplicate(source: FileText) -> FieldError | None:
     """The duplicate key yaml-rs found (its message has no position), placed by the composer: in
     a file of several documents, only the document yaml-rs refuses on its own is composed."""
     import yaml_rs
@@ -434,7 +434,7 @@ def _load_json(text: str, name: str) -> tuple[list[Any], FieldError | None]:
             ErrorType.syntax, _ROOT, f"JSON syntax error: {message}", name, exc.lineno, exc.colno
         )
     if duplicates:
-        found = _find_duplicate(Source(name, text, json=True))
+        found = _find_duplicate(FileText(name, text, json=True))
         if found is not None:
             return [], found
     return [value], None

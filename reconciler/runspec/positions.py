@@ -6,7 +6,7 @@ than loading and validating it. Most documents are plain block YAML (keys at the
 lines, ``- `` items, values on one line or a ``|`` block), whose positions the lines say at once.
 
 ``block_position(lines, steps, key)`` walks such lines as the composer's nodes would be walked
-(``loading.Source.locate``: the first key of that name, a missing step resolving to its nearest
+(``loading.FileText.locate``: the first key of that name, a missing step resolving to its nearest
 existing parent) and gives the 0-based line and column, or ``None`` for anything it does not
 read exactly: tabs, anchors, aliases, tags, quoted or flow values that go on to another line,
 complex or quoted keys, a step into a flow collection, a plain value on several lines, a null's
@@ -41,7 +41,7 @@ class _Unsure(Exception):
 
 def block_position(lines: Sequence[str], steps: Sequence[str | int], key: bool) -> tuple[int, int] | None:
     """0-based line and column of the value at ``steps`` (its key with ``key``), as
-    ``Source.locate`` finds it in the composed ``lines``; ``None`` when unsure."""
+    ``FileText.locate`` finds it in the composed ``lines``; ``None`` when unsure."""
     try:
         tokens = _tokens(lines)
         if not tokens:

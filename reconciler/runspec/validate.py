@@ -39,7 +39,7 @@ __all__ = [
 
 @cache
 def _validator(kind: str):
-    from .jsonschema_lean import jsonschema_rs
+    import jsonschema_rs
 
     return jsonschema_rs.Draft7Validator(published_schema(kind))
 

@@ -5,7 +5,7 @@ line; for a value made by a parameter, the template string that made it and the 
 file, line and column it points at, placing a ``FieldError`` there, finding a value's YAML node
 (``yaml_node``), and the paths of a template document (``ROOT``, ``PARAMETERS``, ``SPEC``).
 
-Must not touch: jinja2, rendering, merging; files are read through ``Source`` only.
+Must not touch: jinja2, rendering, merging; files are read through ``FileText`` only.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..runspec.errors import FieldError
-from ..runspec.loading import Source
+from ..runspec.loading import FileText
 from ..runspec.paths import FieldPath
 
 __all__ = ["COMMAND_LINE", "PARAMETERS", "ROOT", "SPEC", "Origin", "yaml_node"]
@@ -33,7 +33,7 @@ class Origin:
     the value itself comes from a parameter; ``parameter`` names that parameter.
     """
 
-    source: Source | None
+    source: FileText | None
     index: int = 0
     path: FieldPath = ROOT
     note: str = ""
@@ -74,7 +74,7 @@ class Origin:
         return error.at(file, line, column)
 
 
-def yaml_node(source: Source, index: int, path: FieldPath) -> Any:
+def yaml_node(source: FileText, index: int, path: FieldPath) -> Any:
     from ruamel.yaml.nodes import MappingNode, SequenceNode
 
     node, _ = source.node(index)

@@ -309,3 +309,32 @@ def test_a_batch_whose_audit_events_cannot_be_written_creates_nothing(client):
     assert client.post(BATCH, json=body, headers={LOCK_HEADER: "L1"}).json()["created"] == 2
     events = [e for e in client.get("/api/events").json()["items"] if e["kind"] == "run"]
     assert [(e["action"], e["name"]) for e in events] == [("create", "a"), ("create", "b")]
+
+
+def test_a_submit_and_a_batch_whose_write_fails_roll_back_alike(tmp_path, monkeypatch):
+    """One rollback for both: the runs queued go, with their workers, and the error is raised."""
+    from reconciler.controlplane.engine import Engine
+    from reconciler.controlplane.inventory import default_inventory
+    from reconciler.controlplane.simulation import Outcome, SimulatedExecutor
+    from reconciler.controlplane.store import Store
+
+    engine = Engine(
+        Store(f"sqlite:///{tmp_path / 'astra.db'}"),
+        default_inventory(),
+        SimulatedExecutor(Outcome(after=None)),
+        0.0,
+    )
+    engine.submit(tiny("kept"), 0.0)
+    before = (sorted(engine.state.runs), sorted(engine.state.workers))
+
+    def refused(*_, **__):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(engine.store, "create_run", refused)
+    monkeypatch.setattr(engine.store, "create_runs", refused)
+    with pytest.raises(OSError, match="disk full"):
+        engine.submit(tiny("one"), 0.0)
+    assert (sorted(engine.state.runs), sorted(engine.state.workers)) == before
+    with pytest.raises(OSError, match="disk full"):
+        engine.submit_batch([tiny("two"), tiny("three")], 0.0)
+    assert (sorted(engine.state.runs), sorted(engine.state.workers)) == before

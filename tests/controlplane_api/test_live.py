@@ -257,7 +257,7 @@ def test_a_plan_reads_the_server_in_a_forked_process_while_it_loads_its_files(li
     def plan(read_apart_from: int) -> dict:
         monkeypatch.setattr(readahead, "READ_APART_FROM", read_apart_from)
         s = setup(["runs"], source="s", state=None, server=live.url, token=TOKEN)
-        _, made = reconcile.plan_source(s.source, s.cluster, s.store, 1.0, cache=FileCache(live.cwd / "c"))
+        made = reconcile.plan_source(s.source, s.cluster, s.store, 1.0, cache=FileCache(live.cwd / "c"))
         return plan_to_json(made)
 
     apart = plan(2)
@@ -271,7 +271,7 @@ def test_a_plan_reads_the_server_in_a_forked_process_while_it_loads_its_files(li
     monkeypatch.setattr(readahead, "READ_APART_FROM", 2)
     s = setup(["runs"], source="s", state=None, server=live.url, token=TOKEN)
     lock = s.store.lock("s", "me@here:1", 1.0)
-    _, made = reconcile.plan_source(s.source, s.cluster, s.store, 1.0, cache=FileCache(live.cwd / "c"))
+    made = reconcile.plan_source(s.source, s.cluster, s.store, 1.0, cache=FileCache(live.cwd / "c"))
     assert forks == [1, 1] and listed_here == [1] and plan_to_json(made) == apart
     s.store.unlock("s", lock.id)  # over the connection the forked process left alone
     changed = [(c["address"], c["action"]) for c in apart["changes"] if c["action"] != "noop"]

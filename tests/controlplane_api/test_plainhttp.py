@@ -1,6 +1,6 @@
 """Plain GETs on a socket (``reconciler.plainhttp``), as the read-ahead's forked process
-makes them (``http.PLAIN_GETS``): the same answers and the same noted calls as through httpx,
-without importing it; anything they cannot read is asked again through httpx, which says what
+makes them (``HttpCluster(plain_gets=True)``): the same answers as through httpx, without
+importing it; anything they cannot read is asked again through httpx, which says what
 is wrong."""
 
 from __future__ import annotations
@@ -23,16 +23,12 @@ SPEC = (
 )
 
 
-def _reads(url: str, token: str) -> tuple[list, dict, list]:
-    """The run summaries and the inventory of source ``s``, and the calls noted."""
-    cluster = HttpCluster(url, token)
-    http.JOURNAL = []
+def _reads(url: str, token: str, plain_gets: bool = False) -> tuple[list, dict]:
+    """The run summaries and the inventory of source ``s``."""
+    cluster = HttpCluster(url, token, plain_gets=plain_gets)
     try:
-        listed = cluster.list_run_summaries()
-        inventory = cluster.source_store().inventory("s", specs=False)
-        return listed, inventory, http.JOURNAL
+        return cluster.list_run_summaries(), cluster.source_store().inventory("s", specs=False)
     finally:
-        http.JOURNAL = None
         cluster.close()
 
 
@@ -53,42 +49,35 @@ def test_plain_reads_answer_what_httpx_answers_without_importing_it(live, monkey
     for _ in range(8):
         through_httpx = _reads(live.url, TOKEN)
         with monkeypatch.context() as plain_only:
-            plain_only.setattr(http, "PLAIN_GETS", True)
             plain_only.setattr(http, "_httpx", refused)
-            plain = _reads(live.url, TOKEN)
+            plain = _reads(live.url, TOKEN, plain_gets=True)
         if _reads(live.url, TOKEN) == through_httpx:
             break
     else:
         raise AssertionError("the runs never stood still for three reads")
     assert plain == through_httpx
-    listed, inventory, journal = plain
+    listed, inventory = plain
     assert [r.name for r in listed] == ["r0", "r1", "r2"] and sorted(inventory) == ["r0", "r1", "r2"]
-    assert [(m, u.rpartition("?")[2], s) for m, u, s, _ in journal] == [
-        ("GET", "view=summary", 200),
-        ("GET", "view=digest", 200),
-    ]
-    assert all(tag for *_, tag in journal)  # what the quick plan replays
 
 
-def test_a_plain_read_that_fails_is_asked_again_through_httpx(live, monkeypatch):
-    monkeypatch.setattr(http, "PLAIN_GETS", True)
+def test_a_plain_read_that_fails_is_asked_again_through_httpx(live):
     with pytest.raises(ClusterError, match="401") as refused:
-        HttpCluster(live.url, "not-the-token").list_run_summaries()
+        HttpCluster(live.url, "not-the-token", plain_gets=True).list_run_summaries()
     assert "give --token or ASTRA_TOKEN" in str(refused.value)
     with pytest.raises(Unreachable, match="cannot be reached"):
-        HttpCluster(f"http://127.0.0.1:{free_port()}", TOKEN, timeout=2).list_run_summaries()
+        HttpCluster(f"http://127.0.0.1:{free_port()}", TOKEN, timeout=2, plain_gets=True).list_run_summaries()
 
 
 def test_a_plain_read_that_times_out_is_unreachable_without_waiting_again(monkeypatch):
     listener = socket.create_server(("127.0.0.1", 0))  # it accepts, and never answers
-    monkeypatch.setattr(http, "PLAIN_GETS", True)
 
     def refused():
         raise AssertionError("httpx was asked: it would wait as long again")
 
     monkeypatch.setattr(http, "_httpx", refused)
     with listener, pytest.raises(Unreachable, match="cannot be reached: timed out"):
-        HttpCluster(f"http://127.0.0.1:{listener.getsockname()[1]}", TOKEN, timeout=0.3).list_run_summaries()
+        address = f"http://127.0.0.1:{listener.getsockname()[1]}"
+        HttpCluster(address, TOKEN, timeout=0.3, plain_gets=True).list_run_summaries()
 
 
 def _serve(answer: bytes) -> tuple[str, list[bytes]]:

@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconciler.runspec.loading import Source, load_text
+from reconciler.runspec.loading import FileText, load_text
 from reconciler.runspec.paths import FieldPath
 from reconciler.runspec.positions import ODD, block_position
 
@@ -43,7 +43,7 @@ def paths(node: Any, at: tuple = ()) -> list[tuple]:
 
 def disagreements(text: str) -> list[tuple]:
     """Where the walk says something else than the composer, in every document of ``text``."""
-    source = Source("x.yaml", text)
+    source = FileText("x.yaml", text)
     starts = source.document_lines() or []
     wrong = []
     for index in range(len(starts)):
@@ -73,7 +73,7 @@ def test_the_walk_places_every_path_of_the_corpus_examples_and_templates_as_the_
     for file in files():
         text = file.read_bytes().decode("utf-8-sig", errors="replace")
         assert disagreements(text) == [], file
-        source = Source(str(file), text)
+        source = FileText(str(file), text)
         read += sum(
             block_position(source.document_text(i).split("\n"), (), True) is not None
             for i in range(len(source.document_lines() or []))

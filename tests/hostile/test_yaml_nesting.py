@@ -17,7 +17,7 @@ import yaml_rs
 from reconciler.controlplane.server import ServerError, load_inventory_file
 from reconciler.runspec import messages as msg
 from reconciler.runspec import nesting
-from reconciler.runspec.loading import Source, load_text
+from reconciler.runspec.loading import FileText, load_text
 from reconciler.runspec.nesting import FLOW, MOST, refused
 from reconciler.runspec.validate import validate_data
 
@@ -69,7 +69,7 @@ def test_the_refusal_names_the_same_node_as_the_limits_do():
     can, in this test's own process)."""
     text = "".join(" " * i + "k:\n" for i in range(MOST + 1_000))
     (said,) = validate_data(yaml_rs.loads(text))
-    line, column = Source("blk.yaml", text).locate(0, said.path)
+    line, column = FileText("blk.yaml", text).locate(0, said.path)
     docs, errors = load_text(text, "blk.yaml")
     assert docs == [] and errors == [said.at("blk.yaml", line, column)]
     assert (line, column, said.message) == (33, 33, msg.TOO_DEEP)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reconciler.apply import apply_plan, settled, wait_for_runs
+from reconciler.apply import apply_plan
 from reconciler.clusters.base import Conflict, Unreachable
 from reconciler.clusters.fake import SimulatedCrash
 from reconciler.plan import Action
@@ -139,34 +139,6 @@ def test_rejected_run_fails_the_apply_with_its_message(world):
     assert world.cluster.names() == []
 
 
-def test_wait_follows_runs_until_they_settle(world):
-    world.run("train")
-    world.write(
-        "svc.yaml",
-        "metadata: {name: svc}\nspec: {lifetime: Service, task_template: {image: x}}\n",
-    )
-    world.converge()
-    steps = iter(
-        [
-            lambda: world.cluster.start("svc", workers=1, started_at=NOW),
-            lambda: world.cluster.start("train", workers=1, started_at=NOW),
-            lambda: world.cluster.finish("train", "Failed", at=NOW),
-        ]
-    )
-    seen = []
-    runs = wait_for_runs(
-        world.cluster,
-        ["svc", "train"],
-        sleep=lambda _: next(steps)(),
-        on_update=lambda r: seen.append({n: x.state for n, x in r.items()}),
-    )
-    assert seen[0] == {"svc": "Pending", "train": "Pending"}
-    assert {n: r.state for n, r in runs.items()} == {"svc": "Running", "train": "Failed"}
-    assert settled(None) and not settled(
-        world.cluster.get_run("svc").__class__("x", {"spec": {}}, 1, "Running")
-    )
-
-
 def test_a_lost_answer_to_a_create_is_retried_and_counts_as_done(world):
     world.run("a")
     plan = world.plan()
@@ -198,17 +170,10 @@ def test_apply_source_plans_and_applies_the_files_in_one_call(world):
 
     world.run("a")
     world.run("b")
-    seen = []
     done = apply_source(
-        world.source(),
-        world.cluster,
-        world.store,
-        cache=world.cache,
-        now=lambda: world.now,
-        who="lib@host:1",
-        review=lambda plan: seen.append(plan.summary["create"]) or True,
+        world.source(), world.cluster, world.store, cache=world.cache, now=lambda: world.now, who="lib@host:1"
     )
-    assert done.ok and seen == [2] and world.cluster.names() == ["a", "b"]
+    assert done.ok and done.plan.summary["create"] == 2 and world.cluster.names() == ["a", "b"]
     assert {e.outcome for e in done.result.entries} == {"created"}
     assert world.store.read("test").history[-1].who == "lib@host:1"
     again = apply_source(world.source(), world.cluster, world.store, cache=world.cache, now=lambda: world.now)
@@ -217,12 +182,13 @@ def test_apply_source_plans_and_applies_the_files_in_one_call(world):
     )
 
 
-def test_apply_source_stops_when_review_says_no_and_a_dry_run_changes_nothing(world):
-    from reconciler.apply import apply_source
+def test_a_plan_not_applied_under_its_lock_and_a_dry_run_change_nothing(world):
+    from reconciler.apply import apply_source, locked
 
     world.run("a")
-    declined = apply_source(world.source(), world.cluster, world.store, review=lambda plan: False)
-    assert declined.result is None and not declined.ok and declined.plan.summary["create"] == 1
+    with locked(world.store, "test", who="me@host:1", now=lambda: world.now):  # the user said no
+        assert world.plan().summary["create"] == 1
+    assert world.store.read("test").lock is None
     dry = apply_source(world.source(), world.cluster, world.store, dry_run=True)
     assert dry.ok and dry.dry_run and dry.result is None and dry.problems == []
     assert world.cluster.names() == [] and world.store.read("test").history == []
@@ -240,9 +206,11 @@ def test_apply_source_applies_a_saved_plan_only_while_it_holds(world):
         apply_source(world.source(), world.cluster, world.store, plan=saved)
 
 
-def test_apply_source_takes_the_lock_before_it_plans_and_holds_it_while_review_asks(world, monkeypatch):
+def test_apply_source_takes_the_lock_before_it_plans_and_the_caller_holds_it_while_it_asks(
+    world, monkeypatch
+):
     from reconciler import reconcile
-    from reconciler.apply import apply_source
+    from reconciler.apply import apply_locked, apply_source, locked
 
     world.run("a")
     held = world.store.lock("test", "other@ci:42", NOW - 600)
@@ -256,15 +224,15 @@ def test_apply_source_takes_the_lock_before_it_plans_and_holds_it_while_review_a
             apply_source(world.source(), world.cluster, world.store, now=lambda: world.now)
     world.store.unlock("test", held.id)
 
-    locks = []
-
-    def review(plan):
-        locks.append(world.store.read("test").lock)
-        return False  # said no: nothing applied, and the lock is let go all the same
-
-    declined = apply_source(world.source(), world.cluster, world.store, now=lambda: world.now, review=review)
-    assert declined.result is None and locks[0] is not None and locks[0].owner != "other@ci:42"
+    with locked(world.store, "test", who="me@host:1", now=lambda: world.now) as lock:
+        made = world.plan()
+        asked = world.store.read("test").lock  # held while the user is asked
+        done = apply_locked(made, world.source(), world.cluster, world.store, lock, now=lambda: world.now)
+    assert asked is not None and asked.id == lock.id and asked.owner == "me@host:1"
+    assert done.ok and world.cluster.names() == ["a"]
+    assert world.store.read("test").history[-1].who == "me@host:1"
     assert world.store.read("test").lock is None
+    world.cluster.delete_run("a")
     with pytest.raises(reconcile.LoadFailed):  # a file that does not load: the lock is let go too
         world.write("b.yaml", "metadata: {name: b}\nspec: {}\n")
         apply_source(world.source(), world.cluster, world.store, now=lambda: world.now)

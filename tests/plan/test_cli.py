@@ -176,41 +176,51 @@ def test_the_server_and_token_come_from_the_environment_on_both_routes(monkeypat
 
     monkeypatch.setenv("ASTRA_SERVER", "http://example:1")
     monkeypatch.setenv("ASTRA_TOKEN", "t")
-    _, arguments = cli_package._fast_call(["plan", "-f", "runs", "--token", "mine"])
-    assert arguments == {"files": ["runs"], "server": "http://example:1", "token": "mine"}
+    _, options = cli_package._fast_call(["plan", "-f", "runs", "--token", "mine"])
+    assert (options.files, options.server, options.token) == (("runs",), "http://example:1", "mine")
 
 
 @pytest.mark.parametrize("command", ["plan", "validate", "apply", "force-unlock"])
 def test_the_plain_parser_knows_exactly_the_options_typer_declares(command):
-    """``_FAST`` restates the options of ``plan``, ``validate``, ``apply`` and ``force-unlock`` (it
-    spares typer's import, about 100 ms of every such command): every option, flag, repeatable
-    option, choice, environment variable and positional parameter typer declares for the command
-    is there, and nothing else."""
+    """The plain route and typer's command are made from one declaration (``cli.flags``): every
+    option, flag, repeatable option, choice, environment variable and positional parameter typer
+    declares for the command is one the plain parser reads alike, and nothing else."""
     import enum
 
     import typer.main
 
-    from reconciler import cli as cli_package
+    from reconciler.cli import flags
     from reconciler.cli.app import app
 
     declared = getattr(typer.main.get_command(app), "commands")[command]  # noqa: B009 (a click group)
-    options, positional, environ = cli_package._FAST[command]
-    wanted, arguments, variables, choices = {}, [], {}, {}
+    options = {
+        "plan": flags.PlanOptions,
+        "validate": flags.ValidateOptions,
+        "apply": flags.ApplyOptions,
+        "force-unlock": flags.UnlockOptions,
+    }[command]
+    plain = {}
+    for name, flag in flags.flags_of(options):
+        plain[name] = (tuple(sorted(flag.names)), flag.kind, flag.env, flag.choices)
+    wanted = {}
     for p in declared.params:
+        choices = p.type_descriptor.annotation  # an Enum: the values it may take
+        values = (
+            tuple(v.value for v in choices)
+            if isinstance(choices, type) and issubclass(choices, enum.Enum)
+            else ()
+        )
         if p.param_type_name == "argument":
-            arguments.append(p.name)
-            continue
-        kind = "flag" if p.is_flag else "list" if p.multiple else "value"
-        wanted.update({o: (p.name, kind) for o in [*p.opts, *p.secondary_opts]})
-        if p.envvar:
-            variables[p.name] = p.envvar
-        kind_of_value = p.type_descriptor.annotation  # an Enum: the values it may take
-        if isinstance(kind_of_value, type) and issubclass(kind_of_value, enum.Enum):
-            choices[p.name] = tuple(v.value for v in kind_of_value)
-    assert options == wanted
-    assert [positional] == (arguments or [None])
-    assert environ == variables
-    assert cli_package._CHOICES[command] == choices
+            kind = "args" if p.nargs == -1 else "arg"
+        else:
+            kind = "flag" if p.is_flag else "list" if p.multiple else "value"
+        wanted[p.name] = (
+            tuple(sorted([*p.opts, *p.secondary_opts])) if kind not in ("args", "arg") else (),
+            kind,
+            p.envvar,
+            values,
+        )
+    assert plain == wanted
 
 
 @pytest.mark.parametrize(

@@ -30,8 +30,9 @@ def test_validate_plan_and_apply_in_one_call_each(world):
     assert [e.file for e in checked.errors] == ["runs/bad.yaml"] and checked.documents == 2
     (world.root / "runs" / "bad.yaml").unlink()
     source = reconciler.Source("face", ("runs",))
-    loaded, plan = reconciler.plan_source(source, world.cluster, world.store, world.now)
+    loaded = reconciler.load_source(source.paths)
+    plan = reconciler.plan_source(source, world.cluster, world.store, world.now)
     assert isinstance(plan, reconciler.Plan) and loaded.ok and plan.summary["create"] == 1
     done = reconciler.apply_source(source, world.cluster, world.store)
     assert done.ok and world.cluster.names() == ["a"]
-    assert not reconciler.plan_source(source, world.cluster, world.store, world.now)[1].has_changes
+    assert not reconciler.plan_source(source, world.cluster, world.store, world.now).has_changes

@@ -315,7 +315,7 @@ def test_a_cold_plan_reads_the_cluster_apart_while_other_cores_load_its_files(wo
     real_summaries = reconcile.summaries
     monkeypatch.setattr(reconcile, "summaries", lambda c: listed_here.append(1) or real_summaries(c))
     source = world.source()
-    loaded, ahead = reconcile.plan_source(source, world.cluster, world.store, world.now, cache=world.cache)
+    loaded, ahead = reconcile.load_and_plan(source, world.cluster, world.store, world.now, cache=world.cache)
     assert listed_here == [] and loaded.taken == {"shares": 6}
     after = load_source(source.paths, cache=world.cache)
     plain = make_plan(source, after, world.cluster, world.store, world.now)
@@ -381,7 +381,7 @@ def test_a_read_ahead_that_fails_for_a_moment_is_retried_where_it_is_read(world,
 
     monkeypatch.setattr(world.cluster, "list_runs", flaky)
     cluster = reconcile.retrying(world.cluster)
-    _, made = reconcile.plan_source(world.source(), cluster, world.store, world.now, cache=world.cache)
+    made = reconcile.plan_source(world.source(), cluster, world.store, world.now, cache=world.cache)
     assert failures == [] and {c.action.value for c in made.changes} == {"noop"}
 
 
@@ -562,7 +562,7 @@ def test_a_warm_plan_takes_the_cache_and_the_digests(world, caplog):
         explicit_run(world, f"r{i}")
     world.converge()
     caplog.set_level(logging.DEBUG, logger="reconciler")
-    loaded, plan = reconcile.plan_source(
+    loaded, plan = reconcile.load_and_plan(
         world.source(), world.cluster, world.store, world.now, cache=world.cache
     )
     assert loaded.taken == {"cache": 3} and not plan.has_changes
@@ -580,7 +580,7 @@ def test_a_plan_off_the_fast_path_says_why(world, caplog, monkeypatch):
     world.converge()
     caplog.set_level(logging.DEBUG, logger="reconciler")
     monkeypatch.setattr(reconcile, "FAST_PATH", False)
-    loaded, _ = reconcile.plan_source(
+    loaded, _ = reconcile.load_and_plan(
         world.source(), world.cluster, world.store, world.now, cache=world.cache
     )
     assert "plan: every run compared in full (the fast path is off)" in caplog.messages

@@ -6,10 +6,10 @@ from __future__ import annotations
 import random
 
 from reconciler.clusters.fake import FakeCluster
+from reconciler.git import Remote
 from reconciler.loop import Fleet, Reconciler, RemoteOrigin, Watch
 from reconciler.reconcile import Source
 from reconciler.runspec.astrafile import load_astra_file
-from reconciler.sources import Remote
 
 from .test_git_sources import NOW, Clock
 

@@ -11,9 +11,9 @@ import pytest
 
 from reconciler.apply import DirtyTree, apply_source
 from reconciler.clusters.fake import FakeCluster
+from reconciler.git import Remote, SourceFetchFailed, checkout_commit
 from reconciler.loop import BACKOFF_BASE, Reconciler, RemoteOrigin, Watch
 from reconciler.reconcile import Source, plan_source
-from reconciler.sources import Remote, SourceFetchFailed, checkout_commit
 
 NOW = 1_700_000_000.0
 
@@ -63,7 +63,7 @@ def test_a_dirty_tree_is_said_in_the_plan_and_refused_in_ci_without_allow_dirty(
     repo.run("a", image="python:3.13")  # not committed
     monkeypatch.chdir(repo.work)
     cluster = FakeCluster(now=lambda: NOW)
-    _, plan = plan_source(Source("team", ("runs",)), cluster, cluster.source_store(), NOW)
+    plan = plan_source(Source("team", ("runs",)), cluster, cluster.source_store(), NOW)
     assert plan.revision["id"] == f"main@sha1:{sha}+dirty"
     from reconciler.plan import plan_to_json
     from reconciler.plan.render_markdown import revision_lines

@@ -11,7 +11,6 @@ Must not touch: processes, files, clocks. The cluster submits these jobs (``subm
 
 from __future__ import annotations
 
-import math
 import shlex
 
 from reconciler.runspec.errors import FieldError
@@ -27,13 +26,10 @@ from .submission import (
     Images,
     Kind,
     Submission,
+    ask_options,
     comment_for,
-    gres,
-    mib,
-    per_gpu_options,
     script_header,
     step_launch,
-    time_option,
 )
 from .unsupported import (
     NO_GROUP_GPUS,
@@ -268,21 +264,10 @@ def _group_options(
         opts.append(f"--output={log_dir}/%j.out")
     opts.append(f"--ntasks={g.replicas}")
     res = t.requested_resources
-    gr = res.gpu_requests if res is not None else None
-    if gr is not None:
-        ask, constraint = gres(gr.count, gr.models)
-        opts.append("--gpus-per-task=" + ask.removeprefix("gpu:"))
-        opts += constraint
-    if res is not None:
-        if res.cpu_cores is not None:
-            opts.append(f"--cpus-per-task={res.cpu_cores}")
-        if res.memory_bytes is not None:
-            # Slurm has no memory per task: per CPU, times the task's CPUs, is at least the ask.
-            opts.append(f"--mem-per-cpu={math.ceil(mib(res.memory_bytes) / (res.cpu_cores or 1))}M")
-        opts += per_gpu_options(res.per_gpu)
-    if t.time_limit_seconds is not None:
-        opts.append(time_option(t.time_limit_seconds))
-    return opts
+    gpus = res.gpu_requests.count if res is not None and res.gpu_requests is not None else 0
+    return opts + ask_options(
+        t, gpus, lambda ask: "--gpus-per-task=" + ask.removeprefix("gpu:"), memory_per_cpu=True
+    )
 
 
 def _group_inner(g: TaskGroup, rank: str, size: int, box: str | None) -> str:

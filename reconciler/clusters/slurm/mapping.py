@@ -44,13 +44,10 @@ from .submission import (
     Images,
     Kind,
     Submission,
+    ask_options,
     comment_for,
-    gres,
-    mib,
-    per_gpu_options,
     script_header,
     step_launch,
-    time_option,
 )
 from .unsupported import (
     NO_ARRAY_MACHINES,
@@ -218,8 +215,6 @@ def _options(
     spec = run.spec
     t = spec.task_template
     assert t is not None
-    res = t.requested_resources
-    gr = res.gpu_requests if res is not None else None
     opts = [f"--job-name={run.metadata.name}", f"--comment={comment}"]
     if partition:
         opts.append(f"--partition={partition}")
@@ -234,19 +229,11 @@ def _options(
         opts += [f"--nodes={nodes}", "--ntasks-per-node=1"]
     else:
         opts += ["--nodes=1", "--ntasks=1"]
-    if gr is not None:
-        ask, constraint = gres(gpus_each, gr.models)
-        opts.append(("--gpus-per-node=" + ask.removeprefix("gpu:")) if kind == "gang" else f"--gres={ask}")
-        opts += constraint
-    if res is not None:
-        if res.cpu_cores is not None:
-            opts.append(f"--cpus-per-task={res.cpu_cores}")
-        if res.memory_bytes is not None:
-            opts.append(f"--mem={mib(res.memory_bytes)}M")
-        opts += per_gpu_options(res.per_gpu)
-    if t.time_limit_seconds is not None:
-        opts.append(time_option(t.time_limit_seconds))
-    return opts
+
+    def gpu_option(ask: str) -> str:
+        return ("--gpus-per-node=" + ask.removeprefix("gpu:")) if kind == "gang" else f"--gres={ask}"
+
+    return opts + ask_options(t, gpus_each, gpu_option)
 
 
 def _script(

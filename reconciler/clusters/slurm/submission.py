@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -29,6 +30,7 @@ __all__ = [
     "Images",
     "Kind",
     "Submission",
+    "ask_options",
     "comment_for",
     "comment_nonce",
     "document_of",
@@ -160,6 +162,34 @@ def per_gpu_options(per_gpu: PerGpu | None) -> list[str]:
         opts.append(f"--cpus-per-gpu={per_gpu.cpu_cores}")
     if per_gpu.memory_bytes is not None:
         opts.append(f"--mem-per-gpu={mib(per_gpu.memory_bytes)}M")
+    return opts
+
+
+def ask_options(
+    template: Any, gpus: int, gpu_option: Callable[[str], str], *, memory_per_cpu: bool = False
+) -> list[str]:
+    """The options of what one worker template asks, as both mappings write them: its GPUs
+    (``gpu_option`` of the ``gres`` ask, ``gpus`` of them, and any ``--constraint``), its cores,
+    its memory (``--mem``; ``memory_per_cpu``: ``--mem-per-cpu``, for a task, as Slurm has no
+    memory per task: per CPU, times the task's CPUs, is at least the ask), ``per_gpu`` and
+    ``--time``."""
+    res = template.requested_resources
+    gr = res.gpu_requests if res is not None else None
+    opts: list[str] = []
+    if gr is not None:
+        ask, constraint = gres(gpus, gr.models)
+        opts.append(gpu_option(ask))
+        opts += constraint
+    if res is not None:
+        if res.cpu_cores is not None:
+            opts.append(f"--cpus-per-task={res.cpu_cores}")
+        if res.memory_bytes is not None and memory_per_cpu:
+            opts.append(f"--mem-per-cpu={math.ceil(mib(res.memory_bytes) / (res.cpu_cores or 1))}M")
+        elif res.memory_bytes is not None:
+            opts.append(f"--mem={mib(res.memory_bytes)}M")
+        opts += per_gpu_options(res.per_gpu)
+    if template.time_limit_seconds is not None:
+        opts.append(time_option(template.time_limit_seconds))
     return opts
 
 

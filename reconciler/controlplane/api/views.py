@@ -80,26 +80,20 @@ def run_view(engine: Engine, name: str, runs_url: str, workspace: str) -> wire.R
     )
 
 
+#: The fields of a worker's answer (``wire.Worker``) the view says in its own way; every other
+#: one is the record's field of the same name.
+_SAID = frozenset({"name", "run", "machine", "image"})
+_COPIED = tuple(f for f in wire.Worker.model_fields if f not in _SAID)
+
+
 def worker_view(engine: Engine, w: WorkerRecord) -> wire.Worker:
     proc = engine.processes.get(w.name) or {}
     return wire.Worker(
         name=shown(w.name),
         run=shown(w.run),
-        rank=w.rank,
-        group=w.group,
-        state=w.state,
-        reason=w.reason,
         machine=w.machine if w.state is not WorkerState.PENDING else None,
-        exit_code=w.exit_code,
-        restarts=w.restarts,
-        attempts=w.attempts,
-        gpus=w.gpus,
-        cpu_cores=w.cpu_cores,
-        memory_bytes=w.memory_bytes,
-        placed_at=w.placed_at,
-        started_at=w.started_at,
-        ended_at=w.ended_at,
         image=proc.get("image") or engine.state.template(w).image,
+        **{f: getattr(w, f) for f in _COPIED},
     )
 
 

@@ -19,7 +19,7 @@ Must not touch: the cache's layout (``remote``), the snapshot's files (``snapsho
 
 Exceptions::
 
-    SourceError         the source cannot be read (``reconciler.sources``)
+    SourceError         the source cannot be read (``reconciler.git``)
     └── GitError        a git command failed (its stderr, redacted, is the message)
 """
 
