@@ -13,6 +13,9 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Collection
+from functools import lru_cache
+
+from reconciler.runspec.rerun import RERUN_INDICES, RERUN_SIZE, ArrayMap, array_map
 
 from ...wire import models as wire
 from ..engine import Engine
@@ -80,12 +83,27 @@ def run_view(engine: Engine, name: str, runs_url: str, workspace: str) -> wire.R
     )
 
 
+@lru_cache(maxsize=64)
+def _rerun_map(indices: str, size: str) -> ArrayMap | None:
+    return array_map({RERUN_INDICES: indices, RERUN_SIZE: size})
+
+
+def shown_rank(engine: Engine, w: WorkerRecord) -> int:
+    """The rank a worker sees in its environment (``RANK``): a rerun's copy, its original index."""
+    meta = engine.meta.get(w.run)
+    notes = (meta.document.get("metadata") or {}).get("annotations") if meta is not None else None
+    if not notes or RERUN_INDICES not in notes:
+        return w.rank
+    mapped = _rerun_map(str(notes[RERUN_INDICES]), str(notes.get(RERUN_SIZE, "")))
+    return mapped.index(w.rank) if mapped is not None else w.rank
+
+
 def worker_view(engine: Engine, w: WorkerRecord) -> wire.Worker:
     proc = engine.processes.get(w.name) or {}
     return wire.Worker(
         name=shown(w.name),
         run=shown(w.run),
-        rank=w.rank,
+        rank=shown_rank(engine, w),
         group=w.group,
         state=w.state,
         reason=w.reason,
