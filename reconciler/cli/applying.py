@@ -145,15 +145,16 @@ def _reviewer(
     from ..plan.render_markdown import revision_lines
 
     def review(made: Plan) -> bool:
-        data = plan_to_json(with_outlook(made, cluster()))
+        seen = with_outlook(made, cluster())
+        data = plan_to_json(seen)
         from .colour import enabled, paint_plan
 
         sys.stdout.write(paint_plan(revision_lines(data) + render_plan(data, verbose=verbose), enabled()))
-        impossible = impossible_asks(made, cluster())
+        impossible = impossible_asks(seen, cluster())
         if impossible:
             for line in impossible:
                 error(line)
-            error("not applied: no machine of the cluster could hold these runs")
+            error("not applied: this cluster could never run these runs")
             return False
         warned = plan_warnings(made)
         for line in warned:
