@@ -66,6 +66,7 @@ from .git import Checkout, Probe, content_id
 from .load import FileCache, Loaded, documents, load_source
 from .owners import held_elsewhere
 from .plan import Cost, Plan, build_plan, cost_of, in_scope, stopping
+from .reach import only_files, within_reach
 from .readahead import read_ahead
 from .runs import DesiredItem
 from .runspec.errors import FieldError
@@ -189,6 +190,9 @@ def observe_source(
     use_fast = FAST_PATH if fast is None else fast
     if inventory is None:
         inventory = store.inventory(source.name, specs=not use_fast)
+    if source.prune and only_files(source.paths):  # named files prune only what they held
+        files_of = {n: e.file for n, e in inventory.items()}
+        inventory = within_reach(inventory, files_of, loaded.runs, set(loaded.files))
     concerned = in_scope(loaded.runs, inventory, scope)
     unchanged: set[str] = set()
     moved: set[str] = set()

@@ -6,7 +6,10 @@
   (a worker's restart count grew, or its reason says a restart is coming: ``Exited with code 1;
   restart 1 in 10 s``); one that restarts while waited on is **Restarting**, a failure named
   with its last reason, at once (a Service that fails at start would otherwise look Running);
-* a run that went away is **Gone** (a failure: what was applied no longer runs).
+* a run that went away is **Gone** (a failure: what was applied no longer runs);
+* a Batch run whose reason says a worker could not start at all, or that one failure has cost
+  half the restart budget (``runspec.restarting.hopeless``), is **Restarting** too, at once: the
+  rest of the backoff would only say it again.
 
 ``WaitJudge.see(name, run, workers, now)`` is pure (time comes in); ``wait_for`` polls the
 cluster with the ``sleep`` and ``clock`` it is given (the CLI's real ones, a test's simulated).
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 
 from .clusters.base import Cluster
 from .runs import LiveRun, WorkerInfo
+from .runspec.restarting import hopeless, restart_of
 from .runspec.vocabulary import FINAL_RUN_STATES
 
 __all__ = ["BAD", "DEFAULT_SETTLE", "Verdict", "WaitJudge", "wait_for"]
@@ -51,6 +55,7 @@ class WaitJudge:
         self.settle = settle
         self._running_since: dict[str, float] = {}
         self._restarts: dict[str, int] = dict.fromkeys(fresh, 0)
+        self._failures: dict[str, set[str]] = {}
 
     def see(self, name: str, run: LiveRun | None, workers: Sequence[WorkerInfo], now: float) -> Verdict:
         if run is None:
@@ -58,6 +63,9 @@ class WaitJudge:
         if run.state in FINAL_RUN_STATES:
             return Verdict(run.state, run.reason, True)
         if not _is_service(run):
+            why = self._hopeless(name, run.reason)
+            if why is not None:
+                return Verdict("Restarting", f"{why}: {run.reason}", True)
             return Verdict(run.state, run.reason, False)
         restarts = sum(w.restarts for w in workers)
         first = self._restarts.setdefault(name, restarts)
@@ -71,7 +79,14 @@ class WaitJudge:
         since = self._running_since.setdefault(name, now)
         if now - since >= self.settle:
             return Verdict("Ready", f"Running for {self.settle:g} s without a restart", True)
-        return Verdict("Running", f"settling: {now - since:g} of {self.settle:g} s", False)
+        return Verdict("Running", f"settling: {now - since:.1f} of {self.settle:g} s", False)
+
+    def _hopeless(self, name: str, reason: str) -> str | None:
+        """Why waiting on run ``name`` is in vain, remembering each failure its reason named."""
+        again = restart_of(reason)
+        if again is not None:
+            self._failures.setdefault(name, set()).add(again.failure)
+        return hopeless(reason, same=len(self._failures.get(name, ())) <= 1)
 
 
 def _is_service(run: LiveRun) -> bool:

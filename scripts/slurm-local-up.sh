@@ -7,7 +7,10 @@
 #   * Debian packages: slurmctld slurmd slurm-client munge (+ slurmrestd if SLURM_LOCAL_RESTD=1),
 #     installed if missing, with --no-install-recommends; postinst scripts may not start daemons.
 #   * Everything lives under $SLURM_LOCAL_DIR (default /tmp/slurmtest): config, state, logs, pid
-#     files, a private munged and its socket, fake GPU device nodes. Loopback only.
+#     files, a private munged and its socket, fake GPU device nodes. Loopback only: slurmctld,
+#     slurmd and srun bind to the loopback address their names resolve to, never to 0.0.0.0
+#     (CommunicationParameters=NoCtldInAddrAny,NoInAddrAny; SlurmctldHost and NodeAddr are
+#     127.0.0.1). Check with `ss -ltnp | grep slurm`.
 #   * astra's defaults: TWO virtual nodes (two slurmd on this host, `<host>-n1`, `<host>-n2`), so
 #     that multi-machine gangs and heterogeneous jobs run; 8 fake GPUs, 128 CPUs and 1 TiB per node
 #     (advertised, not real: CR_Core does not count memory), so that the seeds' examples fit;
@@ -114,6 +117,7 @@ CredType=cred/munge
 AuthInfo=socket=$D/munge/munge.socket.2
 SlurmctldPort=$SLURM_LOCAL_CTLD_PORT
 SlurmdPort=$SLURM_LOCAL_SLURMD_PORT
+CommunicationParameters=NoCtldInAddrAny,NoInAddrAny
 StateSaveLocation=$D/spool/ctld
 SlurmdSpoolDir=$D/spool/d-%n
 SlurmctldPidFile=$D/run/slurmctld.pid

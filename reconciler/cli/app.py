@@ -10,12 +10,14 @@ from typer._click import exceptions as cx  # typer ships its own copy of click f
 
 from . import flags
 from .guard import guarded
+from .helpgroup import WholeFirstSentence
 from .output import echo, error
 
 __all__ = ["app", "run"]
 
 app = typer.Typer(
     name="astra",
+    cls=WholeFirstSentence,
     help=(
         "astra: declarative runs on an Astraeus GPU cluster.\n\n"
         "Commit run specs (YAML) to a repo; astra validates them against the published JSON "

@@ -131,12 +131,13 @@ def _review(made: Any, cluster: Any, options: Any) -> bool:
     warnings): whether it may go on."""
     from ..plan import plan_to_json
 
-    sys.stdout.write(shown_plan(plan_to_json(with_outlook(made, cluster)), verbose=options.verbose))
-    impossible = impossible_asks(made, cluster)
+    seen = with_outlook(made, cluster)
+    sys.stdout.write(shown_plan(plan_to_json(seen), verbose=options.verbose))
+    impossible = impossible_asks(seen, cluster)
     if impossible:
         for line in impossible:
             error(line)
-        error("not applied: no machine of the cluster could hold these runs")
+        error("not applied: this cluster could never run these runs")
         return False
     warned = plan_warnings(made)
     for line in warned:

@@ -5,8 +5,13 @@ It asks first (only ``yes`` goes on; ``--yes`` skips the question; without a ter
 with its source and file: the next ``astra apply`` or watch pass of that source creates it
 again unless its file goes too. Every run named must exist before any is deleted.
 
-Must not touch: the sources' state (the inventory forgets a deleted run at its next apply, as for
-any run deleted out of band), the clusters' insides.
+A run deleted here leaves its source's inventory too, where the cluster keeps the sources (the
+control plane): ``astra status``'s count and the console's Sources page no longer hold it, and
+the next plan creates it afresh, as a run this source never applied. Where the sources' state is
+kept elsewhere (``--state``), or the source's entry cannot be written now, the inventory forgets
+it at the source's next apply, as it does any run deleted by hand.
+
+Must not touch: the clusters' insides; of the sources' state, only the deleted run's entry.
 """
 
 from __future__ import annotations
@@ -63,6 +68,25 @@ def delete(
         for r in runs:
             cluster.delete_run(r.name)
             echo(f"{r.name}: deleted")
+            _forget(cluster, r.name, run_annotations(r).get("astra.source"))
+
+
+def _forget(cluster: object, run: str, source: str | None) -> None:
+    """Remove ``run`` from ``source``'s inventory where the cluster keeps it (see the module)."""
+    import logging
+
+    from ..clusters.base import ClusterError
+    from ..state import KeepsSources, StateError
+
+    if source is None or not isinstance(cluster, KeepsSources):
+        return
+    store = cluster.source_store()
+    if store is None:
+        return
+    try:
+        store.record(source, run, None)
+    except (StateError, ClusterError) as exc:  # a watch holds the lock: its next pass forgets it
+        logging.getLogger(__name__).debug("the inventory of %s keeps %s: %s", source, run, exc)
 
 
 def _confirm(count: int, address: str) -> bool:

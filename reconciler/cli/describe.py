@@ -78,7 +78,10 @@ def describe_lines(cluster: Any, name: str, now: float) -> list[str]:
         f"Name:      {run.name}",
         f"State:     {run.state}",
         f"Reason:    {run.reason or '-'}",
-        f"Workers:   Workers {run.workers_running} running of {total}" + (f" ({counts})" if counts else ""),
+        "Workers:   "
+        + (f"Workers {run.workers_running} running of {total}" + (f" ({counts})" if counts else ""))
+        if total
+        else f"Workers:   {_no_workers(run.state)}",
         f"GPUs:      {run.gpus_held} held",
         f"Created:   {_when(run.created_at)} ({age(run.created_at, now)} ago)",
     ]
@@ -95,11 +98,24 @@ def describe_lines(cluster: Any, name: str, now: float) -> list[str]:
     return out
 
 
+def _no_workers(state: str) -> str:
+    """What a run with no worker is going through, in place of ``Workers 0 running of 0``."""
+    if state == "Failed":
+        return "no workers: failed before placement"
+    if state == "Cancelled":
+        return "no workers: cancelled before placement"
+    if state == "Completed":
+        return "no workers"
+    return "none yet: not placed"
+
+
 def _origin(cluster: Any, run: Any, notes: dict[str, str]) -> list[str]:
     """Where the run came from, and the reruns that came from it."""
     from ..runspec.rerun import RERUN_INDICES, RERUN_OF
 
-    if "astra.source" in notes:
+    if "astra.source" not in notes and RERUN_OF in notes:
+        lines = [f"Source:    made by astra rerun from run {notes[RERUN_OF]}"]
+    elif "astra.source" in notes:
         where = [f"file {notes['astra.file']}"] if "astra.file" in notes else []
         if "astra.revision" in notes:
             where.append(f"revision {notes['astra.revision']}")
@@ -155,7 +171,7 @@ def _events(cluster: Any, name: str, created: float | None) -> list[str]:
         for e in events
     ]
     table = ["  " + line for line in layout(("AT", "KIND", "WORKER", "STATE", "REASON"), rows)]
-    more = [f"  … {earlier} earlier events: GET /runs/{name}/events"] if earlier > 0 else []
+    more = [f"  … {earlier} earlier events: astra events --run {name}"] if earlier > 0 else []
     return ["Events:", *table[:1], *more, *table[1:]]
 
 

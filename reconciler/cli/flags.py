@@ -185,7 +185,9 @@ class ApplyOptions:
         Flag(
             ("--wait",),
             "Follow the runs until each is Ready (a Service: Running for --settle seconds without "
-            "a restart) or ends (Batch); 1 naming each that failed or restarted.",
+            "a restart) or ends (Batch); 1 naming each that failed or restarted, and at once when "
+            "a worker cannot start at all or a run has spent half its restart budget (5 of 10) "
+            "on the same failure.",
             "flag",
         )
     )

@@ -1,7 +1,8 @@
 """``astra logs WORKER|RUN``: a worker's output; ``-f`` follows it until the worker ends.
 
-A run's name means its leader (the worker of rank 0), or with ``--all`` every worker, each line
-prefixed with the worker's name. ``--tail N`` keeps the last N lines; ``--attempt N`` reads that
+A run's name means its leader (the worker of rank 0; an array's copy 0), or with ``--all`` every
+worker, each line prefixed with the worker's name; without ``--all`` it says on stderr which one
+it shows, and how to see another. ``--tail N`` keeps the last N lines; ``--attempt N`` reads that
 attempt's output where the cluster keeps it (the control plane does; Slurm keeps the latest
 attempt's output files only, and says so in one line). ``--since`` (``10m``, as ``astra events
 --since``, or an RFC 3339 time) keeps the lines written since then, where the cluster knows when
@@ -136,10 +137,13 @@ def _targets(cluster: Any, target: str, every: bool) -> tuple[str, list[str]]:
     """The run, and the workers whose output to print."""
     from .runviews import CommandFailed
 
-    if cluster.get_run(target) is not None:
+    found = cluster.get_run(target)
+    if found is not None:
         workers = sorted(cluster.workers(target), key=lambda w: (w.rank, w.name))
         if not workers:
             raise CommandFailed(f"run {target} has no workers yet")
+        if not every and len(workers) > 1:
+            _say_which(found, workers)
         return target, [w.name for w in (workers if every else workers[:1])]
     if every:
         raise CommandFailed(f"--all takes a run, and there is no run {target} on {cluster.address}")
@@ -148,6 +152,20 @@ def _targets(cluster: Any, target: str, every: bool) -> tuple[str, list[str]]:
     if run is None or target not in {w.name for w in cluster.workers(run)}:
         raise CommandFailed(f"no run or worker {target} on {cluster.address}")
     return run, [target]
+
+
+def _say_which(run: Any, workers: list[Any]) -> None:
+    """Which worker a run's name stands for, on stderr (as ``kubectl logs job/x`` says the pod it
+    chose): an array's copy 0, or any other run's leader; how to see another, or every one."""
+    import sys
+
+    first, n = workers[0], len(workers)
+    if (run.document.get("spec") or {}).get("array"):
+        other = workers[min(n - 1, 1)].name
+        words = f"showing copy 0 of {n} ({first.name}); name a copy (astra logs {other}) or add --all"
+    else:
+        words = f"showing the leader {first.name} (rank 0 of {n} workers); add --all for every worker"
+    sys.stderr.write(f"astra: {words}\n")
 
 
 def _tailed(text: str, tail: int | None) -> str:

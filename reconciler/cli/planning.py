@@ -208,18 +208,16 @@ _SENDS_NOTHING = ("noop", "delete")
 
 def impossible_asks(made: Any, cluster: Any) -> list[str]:
     """``RUN: why`` for each run the plan would start that no machine of the cluster could ever
-    hold (asked of the cluster only when the plan starts a run that asks for GPUs)."""
+    hold (asked of the cluster only when the plan starts a run that asks for GPUs), and each
+    whose outlook (``with_outlook``, when ``made`` has it) is that it would fail."""
     from ..plan import describe_ask, impossible_ask
+    from .refusals import with_failed_outlooks
 
     starting = [c for c in made.changes if c.action in _STARTS and describe_ask(c.after) is not None]
     capacity = getattr(cluster, "capacity", None)
-    if not starting or capacity is None:
-        return []
-    known = capacity()
-    if known is None:
-        return []
-    found = ((c.address, impossible_ask(c.after, known)) for c in starting)
-    return [f"{name}: {why}" for name, why in found if why]
+    known = capacity() if starting and capacity is not None else None
+    found = ((c.address, impossible_ask(c.after, known)) for c in starting) if known is not None else ()
+    return with_failed_outlooks(made, {name: why for name, why in found if why})
 
 
 def with_outlook(made: Any, cluster: Any) -> Any:
@@ -313,8 +311,8 @@ def plan_command(options: Any) -> int:
     specs = require_files(options.files, given, options.paths)
     with failures():
         s, made = plan_files(specs, options)
-        impossible = impossible_asks(made, s.cluster)
         made = with_outlook(made, s.cluster)
+        impossible = impossible_asks(made, s.cluster)
     data = plan_to_json(made)
     if options.out is not None:
         Path(options.out).write_text(_saved(data), encoding="utf-8")

@@ -142,19 +142,24 @@ def stop() -> None:
 def start() -> None:
     """Start the local control plane in the background, unless it runs already (as 'astra apply'
     would); say where it is and how to stop it."""
-    from ..controlplane.server import ServerError
+    from ..controlplane.server import ServerError, read_port
     from ..home import astra_home
     from .local_server import local_server, start_local_server
+    from .port_words import holder_of, moved_words
 
     home = astra_home()
     url = local_server(home)
     if url is not None:
         echo(f"astra server already runs at {url} (home {home}); 'astra server stop' stops it")
         return
+    asked = read_port(home)
     try:
         url, _ = start_local_server(home, announce=False)
     except ServerError as exc:
         raise _Fail(str(exc)) from exc
+    moved = moved_words(asked, url, holder_of(asked))
+    if moved is not None:
+        echo(moved, err=True)
     log = home / "server.log"
     echo(f"astra server started at {url} (home {home}, log {log}); 'astra server stop' stops it")
 

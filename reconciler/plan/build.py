@@ -33,7 +33,7 @@ from .normalize import normalize
 
 __all__ = ["Applied", "DesiredItem", "build_plan", "in_scope", "stopping"]
 
-REASON_PLANNED_BACK = "deleted outside astra: planned back"
+REASON_PLANNED_BACK = "deleted since its last apply: planned back"
 REASON_RERUNS = "reruns"
 REASON_FINISHED_IN_PLACE = "finished: updated in place, not rerun"
 REASON_ADOPT = "on the cluster but not in this source's inventory: astra takes it over"

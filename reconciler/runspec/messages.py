@@ -83,6 +83,8 @@ TIME_LIMIT_REASON = "Stopped at its time limit{of}"
 RESTART_REASON = "{reason}; restart {n}{of} in {delay} s"
 COMPLETION_RESTART_REASON = "{reason}; restarting in {delay} s ({why})"
 NO_RESTARTS_LEFT = "{reason}; no restarts left ({limit} used)"
+#: A run some of whose workers wait to restart after a failure (``restarting.workers_restarting``).
+WORKERS_RESTARTING = "{k} of {n} workers restarting: Worker {worker}: {reason}"
 QUOTA_GPUS_REASON = "Workspace {workspace} is at its quota of {n} GPUs"
 QUOTA_RUNS_REASON = "Workspace {workspace} is at its quota of {n} running runs"
 DID_YOU_MEAN = "; did you mean '{suggestion}'?"

@@ -284,7 +284,7 @@ class Worker(Answer):
 
     name: str = Field(description="``<run>-<rank>``, or ``<run>-<group>-<rank>``.")
     run: str
-    rank: int
+    rank: int = Field(description="Its ``RANK``: a rerun's copy, the original array's index.")
     group: str | None
     state: WorkerState
     reason: str

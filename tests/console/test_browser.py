@@ -270,3 +270,42 @@ def test_astra_console_opens_a_run_logged_in_with_a_one_time_link(browser, live)
         expect(other.locator("#login-error")).to_have_text("That link was used already, or is too old.")
     finally:
         context.close()
+
+
+def test_the_truth_at_a_glance_no_command_refused_a_failed_run_s_words_and_the_icon(
+    signed_in, live, tmp_path
+):
+    """Issue 32's console items: the seeds' form with no Command is refused beside the field in
+    the executor's words; a run that failed before placement says so where the readout was (its
+    readout once, its reason not repeated); the icon answers."""
+    page = signed_in
+    page.goto(RUNS + "/-/new")
+    page.fill("#name", "llama-ft")
+    page.fill("#image", "nvcr.io/nvidia/pytorch:24.08-py3")
+    page.fill("#gpus", "16")
+    page.click("#start-run")
+    expect(page.locator('p.error[data-for="command"]')).to_have_text(
+        "this worker names no command, and the local executor cannot run an image's entrypoint: "
+        "give task_template.command"
+    )
+    shot(page, "new-run-no-command", tmp_path)
+    assert live.api("GET", "/runs/llama-ft").status_code == 404
+    huge = {
+        "metadata": {"name": "gpus-huge"},
+        "spec": {
+            "task_template": {
+                "image": "x",
+                "command": "sh",
+                "requested_resources": {"gpu_requests": {"count": 200}},
+            }
+        },
+    }
+    assert live.api("POST", "/runs", json=huge).status_code == 201
+    page.goto(RUNS + "/gpus-huge")
+    expect(page.locator("#run-state")).to_have_text("Failed")
+    expect(page.locator("#readout")).to_have_text("no workers: failed before placement")
+    expect(page.locator("#run-reason")).to_contain_text("200")
+    shot(page, "run-failed-before-placement", tmp_path)
+    icon = page.request.get(live.url + "/favicon.ico")
+    assert icon.status == 200 and icon.headers["content-type"].startswith("image/svg+xml")
+    live.api("DELETE", "/runs/gpus-huge")

@@ -154,7 +154,8 @@ def test_a_run_page_shows_the_workers_tab_with_its_readout(console, plane):
     console.login()
     page = console.http.get(RUNS + "/sweep").text
     assert "Workers 8 running of 100" in page
-    assert page.count('class="log-link"') == 50  # one page of the tab
+    assert page.count('class="log-link"') == 8  # one page of the tab: only the copies that started
+    assert page.count("Workers 8 running of 100") == 1  # the readout once, its counts beside the table
     assert "Array runs at most 8 workers at once" in page
     second = console.http.get(RUNS + "/sweep", params={"page": 1}).text
     assert 'data-worker="sweep-50"' in second and 'data-worker="sweep-49"' not in second
@@ -424,3 +425,29 @@ def test_a_finished_array_s_page_reruns_its_failed_copies_and_a_running_run_is_r
         e.get("action") == "rerun"
         for e in (events.get("items", events) if isinstance(events, dict) else events)
     )
+
+
+def test_the_seeds_form_without_a_command_is_refused_beside_the_command_field(console):
+    """The local cluster cannot run an image's entrypoint: said by the form, before 16 crash loops."""
+    console.login()
+    seeds = {k: v for k, v in LLAMA.items() if k not in ("command", "args")}
+    answer = console.http.post(RUNS + "/-/new", data={**seeds, "csrf": console.csrf()})
+    assert answer.status_code == 422
+    assert field_errors(answer.text)["command"] == [
+        "this worker names no command, and the local executor cannot run an image's entrypoint: "
+        "give task_template.command"
+    ]
+    assert console.api("GET", "/runs/llama-ft").status_code == 404  # nothing was submitted
+
+
+def test_a_run_that_failed_before_placement_says_so_and_the_icon_is_there(console, plane):
+    huge = run_doc("huge")
+    huge["spec"]["task_template"]["requested_resources"] = {"gpu_requests": {"count": 200}}
+    assert console.api("POST", "/runs", json=huge).status_code == 201
+    until(lambda: plane.run("huge").state == "Failed", step=plane.step, what="huge to fail")
+    console.login()
+    page = console.http.get(RUNS + "/huge").text
+    assert '<dd id="readout">no workers: failed before placement</dd>' in page
+    assert "running of 0" not in page
+    icon = console.http.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")

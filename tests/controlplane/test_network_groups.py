@@ -45,7 +45,10 @@ def test_machines_without_a_fabric_are_never_one_infiniband_network(start, extra
     sim.submit(two_machine_run("ib", start, extra, **IB))
     r = sim.run("ib")
     assert r.state is RunState.FAILED and sim.workers("ib") == []
-    assert r.reason == "network.interconnect infiniband but no infiniband network can hold 16 GPUs"
+    assert r.reason == (
+        "network.interconnect infiniband but no infiniband network can hold 16 GPUs; "
+        "this cluster has no infiniband network"
+    )
 
 
 @pytest.mark.parametrize(("start", "extra"), POLICIES)

@@ -106,7 +106,10 @@ def test_interconnect_infiniband_is_never_slower():
     sim.submit(doc("too-wide", 48, network={"interconnect": "infiniband"}))
     r = sim.run("too-wide")
     assert r.state is RunState.FAILED
-    assert r.reason == "network.interconnect infiniband but no infiniband network can hold 48 GPUs"
+    assert r.reason == (
+        "network.interconnect infiniband but no infiniband network can hold 48 GPUs; "
+        "the largest infiniband network has 32"
+    )
 
 
 def test_keep_within_nvlink_domain():

@@ -222,8 +222,8 @@ RUN_SPEC = """metadata: {{name: {name}}}
 spec:
   task_template:
     image: python:3.12
-    command: python
-    requested_resources: {{gpu_requests: {{count: 1, models: [B200]}}}}
+    command: "true"
+    requested_resources: {{gpu_requests: {{count: 1}}}}
 """
 
 

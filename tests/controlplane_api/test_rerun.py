@@ -28,6 +28,14 @@ def test_rerun_failed_makes_an_array_of_the_failed_copies_each_seeing_its_origin
     plane.settle_run("sw-rerun-1")
     seen = [client.get(f"/api/workers/sw-rerun-1-{i}/logs").text for i in range(3)]
     assert seen == ["1 1 1 6 6\n", "3 3 3 6 6\n", "5 5 5 6 6\n"]
+    # the workers' RANK, as their environment has it (issue 32: not 0 1 2)
+    listed = client.get("/api/runs/sw-rerun-1/workers").json()["items"]
+    assert [(w["name"], w["rank"]) for w in listed] == [
+        ("sw-rerun-1-0", 1),
+        ("sw-rerun-1-1", 3),
+        ("sw-rerun-1-2", 5),
+    ]
+    assert client.get("/api/workers/sw-rerun-1-2").json()["rank"] == 5
     # they fail again (odd indices): a rerun of the rerun maps onto the first array's indices
     again = client.post("/api/jobs/sw-rerun-1/rerun", json={"failed": True}).json()
     assert again["metadata"]["name"] == "sw-rerun-1-rerun-1"

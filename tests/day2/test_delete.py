@@ -35,3 +35,22 @@ def test_delete_without_a_terminal_needs_yes_and_every_run_must_exist(world, cli
     assert "train" in world.cluster.names()
     code, out, _ = cli("delete", "train", "--yes")
     assert code == 0 and out.endswith("train: deleted\n") and "train" not in world.cluster.names()
+
+
+def test_astra_delete_leaves_the_source_s_inventory_and_the_plan_does_not_say_outside_astra(world, cli):
+    applied(world, cli)
+    runs_column = lambda: cli("status")[1].splitlines()[1].split()[4]  # noqa: E731
+    assert runs_column() == "3"
+    assert cli("delete", "train", "--yes")[0] == 0
+    assert runs_column() == "2"  # the source no longer counts it
+    code, out, _ = cli("plan", "-f", "runs", "--source", "team-repo")
+    assert code == 0 and "+ train  create  (runs/train.yaml)" in out
+    assert "outside astra" not in out and "planned back" not in out
+
+
+def test_a_run_deleted_by_hand_is_planned_back_in_words_that_hold_for_any_deleter(world, cli):
+    applied(world, cli)
+    world.cluster.delete_run("train")  # by the API, the console, or another tool
+    out = cli("plan", "-f", "runs", "--source", "team-repo")[1]
+    assert "why: deleted since its last apply: planned back" in out
+    assert "outside astra" not in out

@@ -133,6 +133,26 @@ def test_describe_shows_the_events_in_time_order_and_only_the_latest_of_many(wor
     out = cli("describe", "run", "big")[1]
     shown = out.split("Events:\n")[1].split("\n\n")[0].splitlines()
     assert shown[0].split() == ["AT", "KIND", "WORKER", "STATE", "REASON"]
-    assert shown[1] == "  … 10 earlier events: GET /runs/big/events"
+    assert shown[1] == "  … 10 earlier events: astra events --run big"
     assert [line.split()[2] for line in shown[2:]] == [f"big-{i}" for i in range(10, 60)]
     assert shown[2].split()[0] == "+10s"
+
+
+def test_describe_a_run_that_failed_before_placement_says_so_not_workers_0_of_0(world, cli):
+    world.cluster.create_run({"metadata": {"name": "huge"}, "spec": {"task_template": {"image": "x"}}})
+    world.cluster.set_state("huge", "Failed", "no machine of this cluster has 200 GPUs")
+    out = cli("describe", "run", "huge")[1]
+    assert "Workers:   no workers: failed before placement\n" in out
+    assert "running of 0" not in out
+    world.cluster.create_run({"metadata": {"name": "new"}, "spec": {"task_template": {"image": "x"}}})
+    assert "Workers:   none yet: not placed\n" in cli("describe", "run", "new")[1]
+
+
+def test_describe_a_rerun_says_astra_rerun_made_it_and_from_which_run(world, cli):
+    notes = {"astra.rerun-of": "lr-sweep", "astra.rerun-indices": "2", "astra.rerun-size": "4"}
+    meta = {"name": "lr-sweep-rerun-1", "annotations": notes}
+    world.cluster.create_run({"metadata": meta, "spec": {"task_template": {"image": "x"}}})
+    out = cli("describe", "run", "lr-sweep-rerun-1")[1]
+    assert "Source:    made by astra rerun from run lr-sweep\n" in out
+    assert "Rerun of:  lr-sweep (its indices 2)\n" in out
+    assert "not applied by astra" not in out

@@ -17,9 +17,25 @@ def two_workers(world) -> None:
 def test_a_worker_a_run_s_leader_and_every_worker(world, cli):
     two_workers(world)
     assert cli("logs", "job-1") == (0, "hello from 1\n", "")
-    assert cli("logs", "job") == (0, "loading\nstep 1\nstep 2\n", "")
+    assert cli("logs", "job") == (
+        0,
+        "loading\nstep 1\nstep 2\n",
+        "astra: showing the leader job-0 (rank 0 of 2 workers); add --all for every worker\n",
+    )
     assert cli("logs", "job", "--all", "--tail", "1") == (0, "job-0 | step 2\njob-1 | hello from 1\n", "")
     assert cli("logs", "job-0", "--tail", "2") == (0, "step 1\nstep 2\n", "")
+
+
+def test_an_array_s_name_shows_copy_0_and_says_so(world, cli):
+    doc = {"metadata": {"name": "lr-sweep"}, "spec": {"array": {"size": 3}, "task_template": {"image": "x"}}}
+    world.cluster.create_run(doc)
+    world.cluster.start("lr-sweep", workers=3)
+    world.cluster.set_log("lr-sweep-0", "copy 0\n")
+    assert cli("logs", "lr-sweep") == (
+        0,
+        "copy 0\n",
+        "astra: showing copy 0 of 3 (lr-sweep-0); name a copy (astra logs lr-sweep-1) or add --all\n",
+    )
 
 
 def test_unknown_names_and_attempts_where_none_are_kept_are_one_line(world, cli):

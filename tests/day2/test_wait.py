@@ -77,3 +77,68 @@ def test_ctrl_c_says_the_runs_go_on_and_how_to_follow_them(world, cli):
         "astra: error: stopped waiting: the runs go on on fake://test\n"
         "Follow them: astra get runs train web --watch\n"
     )
+
+
+# ---- a Batch run whose workers cannot get going (issue 32) ---------------------------------------
+
+CANNOT = (
+    "1 of 1 workers restarting: Worker train-0: Could not start 'trainz': No such file or directory "
+    "(exit code 127); restart 1 of 10 in 10 s"
+)
+
+
+def test_a_worker_that_cannot_start_at_all_ends_the_wait_with_its_reason(world, cli, later):
+    world.run("train")
+    later += [lambda: world.cluster.set_state("train", "Pending", CANNOT)] + [lambda: None] * 20
+    code, _, err = cli("apply", "-f", "runs", "--source", "s", "--yes", "--wait")
+    assert code == 1
+    assert err.endswith(
+        f"astra: error: run train is Restarting: a worker cannot start at all: {CANNOT}\n"
+        "astra: error: 1 of 1 runs did not succeed: train\n"
+    )
+    assert len(later) == 20  # at the first look that said so: not after the backoff
+
+
+def _crash(n: int, code: int = 2) -> str:
+    return (
+        f"1 of 1 workers restarting: Worker train-0: Exited with code {code}; "
+        f"restart {n} of 10 in {min(10 * 2 ** (n - 1), 300)} s"
+    )
+
+
+def test_half_the_restart_budget_spent_on_one_failure_ends_the_wait(world, cli, later):
+    world.run("train")
+    later += [lambda n=n: world.cluster.set_state("train", "Pending", _crash(n)) for n in range(1, 11)]
+    code, _, err = cli("apply", "-f", "runs", "--source", "s", "--yes", "--wait")
+    assert code == 1
+    assert err.endswith(
+        "astra: error: run train is Restarting: 5 restarts of 10 spent on the same failure: "
+        f"{_crash(5)}\nastra: error: 1 of 1 runs did not succeed: train\n"
+    )
+    assert len(later) == 5
+
+
+def test_restarts_on_different_failures_are_waited_through(world, cli, later):
+    world.run("train")
+    later += [lambda n=n: world.cluster.set_state("train", "Pending", _crash(n, code=n)) for n in range(1, 8)]
+    later += [lambda: world.cluster.finish("train", "Completed")]
+    code, out, _ = cli("apply", "-f", "runs", "--source", "s", "--yes", "--wait")
+    assert code == 0 and out.endswith("train: Completed\n")
+
+
+def test_settling_is_said_in_tenths_of_a_second():
+    from reconciler.runs import LiveRun
+    from reconciler.waiting import WaitJudge
+
+    run = LiveRun("web", {"spec": {"lifetime": "Service"}}, 1, "Running")
+    judge = WaitJudge(settle=10)
+    judge.see("web", run, [], 100.0)
+    assert judge.see("web", run, [], 101.02386).reason == "settling: 1.0 of 10 s"
+
+
+def test_apply_help_says_when_wait_gives_up(cli):
+    from reconciler.runspec.restarting import HOPELESS_RULE
+
+    code, out, _ = cli("apply", "--help")
+    assert code == 0
+    assert HOPELESS_RULE in " ".join(out.replace("│", " ").split())

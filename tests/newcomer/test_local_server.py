@@ -4,6 +4,7 @@ commands at once share it), on a port kept across restarts, never by a command t
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 
@@ -84,7 +85,11 @@ def test_the_port_is_kept_across_restarts_and_another_is_taken_when_it_is_busy(u
     assert again is not None and again.port == first.port and again.pid != first.pid
     assert user.astra("server", "stop", cwd=tmp_path).returncode == 0
     with socket.create_server(("127.0.0.1", first.port)):  # someone else took it meanwhile
-        assert user.astra("server", "start", cwd=tmp_path).returncode == 0
+        done = user.astra("server", "start", cwd=tmp_path)
+        assert done.returncode == 0
         moved = read_info(user.state)
         assert moved is not None and moved.port != first.port
+        # and it says why (issue 32), naming who holds the port
+        said = f"port {first.port} is in use (by pid {os.getpid()}): listening on {moved.port}\n"
+        assert done.stderr == said
     assert read_port(user.state) == moved.port  # and that one is kept from now on

@@ -66,3 +66,13 @@ def test_an_os_error_is_said_in_words(cli, tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert code == 1
     assert err == "astra: error: /proc/nope/p.json: No such file or directory\n"
+
+
+def test_astra_help_shows_the_first_sentence_of_each_command_whole(cli):
+    code, out, _ = cli("--help")
+    assert code == 0
+    commands = out.split("Commands:\n", 1)[1]
+    assert "..." not in commands
+    flat = " ".join(commands.split())
+    assert "validate Check run specs against the published schema and rules, reporting every problem " in flat
+    assert "delete Cancel runs (their workers are stopped now) and delete them " in flat

@@ -26,7 +26,8 @@ from ...runspec.models import RULES_CHECKED, Run
 from ...wire import BATCH_MAX, PLACEMENT_PATH
 from ...wire import models as wire
 from ...wire import placement as wire_placement
-from ..scheduler.outlook import outlook
+from ..runnable import unrunnable
+from ..scheduler.outlook import Outlook, outlook
 from .batch import TOO_MANY
 from .context import Api, ApiError, ApiRoute, Scoped, answer, problem, problems_of, read_json
 from .runs import RUNS, checked
@@ -80,6 +81,10 @@ def _place(api: Scoped, asked: wire_placement.RunPlacement) -> wire_placement.Ru
     order = list(valid.items())
     seen = outlook(api.engine.state, [(key, run) for key, (_, run) in order], api.clock.now())
     by_key = {key: o for (key, _), o in zip(order, seen, strict=True)}
+    for key, (_, run) in order:  # what this executor could never start fails, in its words
+        never = unrunnable(api.engine.executor, run)
+        if never is not None:
+            by_key[key] = Outlook("fail", never[1])
     for i, doc in enumerate(asked.runs):
         if items[i].status == 200:
             o = by_key[api.key(doc["metadata"]["name"])]

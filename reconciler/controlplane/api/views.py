@@ -13,6 +13,9 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Collection
+from functools import lru_cache
+
+from reconciler.runspec.rerun import RERUN_INDICES, RERUN_SIZE, ArrayMap, array_map
 
 from ...wire import models as wire
 from ..engine import Engine
@@ -82,8 +85,23 @@ def run_view(engine: Engine, name: str, runs_url: str, workspace: str) -> wire.R
 
 #: The fields of a worker's answer (``wire.Worker``) the view says in its own way; every other
 #: one is the record's field of the same name.
-_SAID = frozenset({"name", "run", "machine", "image"})
+_SAID = frozenset({"name", "run", "rank", "machine", "image"})
 _COPIED = tuple(f for f in wire.Worker.model_fields if f not in _SAID)
+
+
+@lru_cache(maxsize=64)
+def _rerun_map(indices: str, size: str) -> ArrayMap | None:
+    return array_map({RERUN_INDICES: indices, RERUN_SIZE: size})
+
+
+def shown_rank(engine: Engine, w: WorkerRecord) -> int:
+    """The rank a worker sees in its environment (``RANK``): a rerun's copy, its original index."""
+    meta = engine.meta.get(w.run)
+    notes = (meta.document.get("metadata") or {}).get("annotations") if meta is not None else None
+    if not notes or RERUN_INDICES not in notes:
+        return w.rank
+    mapped = _rerun_map(str(notes[RERUN_INDICES]), str(notes.get(RERUN_SIZE, "")))
+    return mapped.index(w.rank) if mapped is not None else w.rank
 
 
 def worker_view(engine: Engine, w: WorkerRecord) -> wire.Worker:
@@ -91,6 +109,7 @@ def worker_view(engine: Engine, w: WorkerRecord) -> wire.Worker:
     return wire.Worker(
         name=shown(w.name),
         run=shown(w.run),
+        rank=shown_rank(engine, w),
         machine=w.machine if w.state is not WorkerState.PENDING else None,
         image=proc.get("image") or engine.state.template(w).image,
         **{f: getattr(w, f) for f in _COPIED},

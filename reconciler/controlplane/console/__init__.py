@@ -48,6 +48,15 @@ def mount(app: FastAPI) -> None:
     app.mount("/console/static", static, name="console-static")
     app.add_exception_handler(LoginNeeded, _login)
     app.add_exception_handler(NotHere, _not_here)
+    app.add_api_route("/favicon.ico", _favicon, methods=["GET"], include_in_schema=False)
+
+
+async def _favicon() -> Response:
+    """The console's icon where browsers look for it first (no login: it says nothing)."""
+    from importlib.resources import files
+
+    icon = files("reconciler.controlplane.console").joinpath("static", "favicon.svg").read_bytes()
+    return Response(icon, media_type="image/svg+xml", headers={"Cache-Control": "max-age=86400"})
 
 
 async def _login(_request: Request, exc: Exception) -> Response:

@@ -15,10 +15,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 
+from ...runspec.models import RULES_CHECKED, Run
 from ..api.context import ApiError, Scoped
 from ..api.rerun import rerun as rerun_step
 from ..api.runs import _source_of, checked
 from ..rerun import RerunRefused
+from ..runnable import unrunnable
 from ..store import NameExists, NotFound
 from .access import Viewer, checked_form
 from .form import document_of, field_of
@@ -45,6 +47,9 @@ def _submitted(api: Scoped, doc: Any) -> list[tuple[str, str]]:
     except ApiError as refused:
         body = refused.body.model_dump()
         return [(p["path"], p["message"]) for p in body] if isinstance(body, list) else [("", str(body))]
+    never = unrunnable(api.engine.executor, Run.model_validate(good, context=RULES_CHECKED))
+    if never is not None:  # the local executor could never start it: said before, not by 16 crash loops
+        return [never]
     try:
         record = api.engine.submit(good, api.clock.now(), api.scope)
     except NameExists as exc:

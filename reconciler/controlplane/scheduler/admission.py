@@ -16,6 +16,7 @@ from reconciler.runspec.vocabulary import RunState
 
 from ..scopes import shown
 from .arrays import copies
+from .exceeds import exceeds, with_largest_group
 from .netgroups import feasible, refusal
 from .placement import Memo, Net, View, fixed, label, search
 from .records import AdmitRun, Ask, Decision, MarkRun, NewWorker, RunRecord, ask_of
@@ -65,7 +66,7 @@ def admit(state: ClusterState, r: RunRecord, memo: Memo | None = None) -> list[D
         elif n is not None:
             ask = ask_of(tt, res.gpu_requests.count // n)
             workers = [NewWorker(f"{name}-{i}", name, i, n, ask) for i in range(n)]
-    why = never_fits(state, r, workers, start, memo)
+    why = with_largest_group(never_fits(state, r, workers, start, memo), state.inventory, r.run)
     if why is not None:
         return [MarkRun(name, RunState.FAILED, why)]
     if spec.array is not None:
@@ -82,7 +83,7 @@ def never_fits(
     whether the run's workers, or its shape, could be placed at all.
     """
     for tt in templates_of(r.run):
-        why = _template_never_fits(state, r.run, tt)
+        why = _template_never_fits(state, r.run, tt) or exceeds(state.inventory, r.run, tt)
         if why is not None:
             return why
     view = View(state, empty=True)

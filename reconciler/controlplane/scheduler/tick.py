@@ -49,6 +49,7 @@ from .records import (
     StopWorker,
     WorkerRecord,
 )
+from .restarting import restarting, says_restarting
 from .restarts import settle, stale_workers, time_limits
 from .state import ClusterState
 
@@ -166,7 +167,8 @@ def run_states(t: Tick) -> None:
 
 
 def run_state(s: ClusterState, r: RunRecord) -> tuple[RunState, str] | None:
-    """An admitted run's state and reason from its workers' (``None``: not admitted, no workers)."""
+    """An admitted run's state and reason from its workers' (``None``: not admitted, no workers);
+    workers waiting out a restart's backoff are said at the run's level (``restarting``)."""
     rname = r.name
     if not r.admitted:
         return None
@@ -190,9 +192,14 @@ def run_state(s: ClusterState, r: RunRecord) -> tuple[RunState, str] | None:
             f"Placed whole on {s.holding(rname)} machines; {ready} of {n} ready at the "
             f"barrier (it waits at most {GANG_BARRIER_SECONDS // 60} minutes)"
         )
+    again = restarting(s, r, n)
     if running > 0:
-        return RunState.RUNNING, readout(running, n)
-    return RunState.PENDING, r.reason if r.state is RunState.PENDING else QUEUED
+        return RunState.RUNNING, readout(running, n) + (f"; {again}" if again else "")
+    if again is not None:
+        return RunState.PENDING, again
+    if r.state is RunState.PENDING and not says_restarting(r.reason):
+        return RunState.PENDING, r.reason
+    return RunState.PENDING, QUEUED
 
 
 def plan_tick(state: ClusterState, now: float, *, quiet: bool = True) -> list[Decision]:
