@@ -63,6 +63,7 @@ from .clusters.base import Cluster, LiveRun, RunSummary, Unreachable, WorkerInfo
 from .collector import gc_paused
 from .load import FileCache, Loaded, documents, load_source
 from .plan import Cost, Plan, build_plan, cost_of, in_scope, stopping
+from .plan.held import hold_replaces
 from .readahead import read_ahead
 from .runs import DesiredItem
 from .runspec.errors import FieldError
@@ -239,7 +240,7 @@ def make_plan(
     else:  # the files of the runs in scope (a watch pass: one file), without visiting every file
         file_of = loaded.file_of
         hashes = loaded.hashes_of({file_of[n] for n in scope if n in file_of})
-    return build_plan(
+    made = build_plan(
         source=source.name,
         cluster=cluster.address,
         desired=desired,
@@ -253,6 +254,7 @@ def make_plan(
         scope=scope,
         unchanged=seen.unchanged,
     )
+    return hold_replaces(made, exempt=source.replace)
 
 
 def revision_of(checkout: Checkout | None, loaded: Loaded) -> dict[str, Any]:

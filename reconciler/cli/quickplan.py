@@ -132,7 +132,14 @@ def record(text: str, code: int, made: Any) -> None:
     from ..clusters import http
 
     journal, http.JOURNAL = http.JOURNAL, None
-    if armed is None or "loaded" not in armed or code != 0 or made.has_changes or journal is None:
+    if (
+        armed is None
+        or "loaded" not in armed
+        or code != 0
+        or made.has_changes
+        or made.held
+        or journal is None
+    ):
         return
     loaded, cache = armed["loaded"], armed["cache"]
     if not loaded.ok or loaded.templates or loaded.templated or loaded.base_errors:

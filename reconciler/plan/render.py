@@ -2,7 +2,8 @@
 
 ``render_plan(data)`` reads a plan's JSON form (``plan_to_json``) and never recomputes the
 diff. Symbols (CONTRACT §4): ``+`` create, ``~`` update in place, ``-/+`` replace, ``-``
-delete, ``=`` unchanged (only with ``verbose``). Fields changed in the files are listed under
+delete, ``=`` unchanged (only with ``verbose``); a replace held until its run ends
+(``plan.held``) is ``-/+ NAME  replace, held: WHY``. Fields changed in the files are listed under
 their run, each that forces a replace marked ``# forces replace``; fields changed on the
 cluster since the last apply (drift) are listed apart. Then the summary line:
 ``Plan: N to create, N to update, N to replace, N to delete.``
@@ -95,6 +96,12 @@ def render_plan(data: dict[str, Any], *, verbose: bool = False) -> str:
         where = outlook_line(change)
         if where:
             lines.append(f"    {where}")
+    held = sorted(data.get("held", ()), key=lambda c: c["address"])
+    for change in held:
+        shown += 1
+        head = f"{SYMBOLS['replace']} {change['address']}  replace, held: {change['reason']}"
+        lines.append(head + (f"  ({change['file']})" if change["file"] else ""))
+        lines += [f"    {_field_line(f)}" for f in change["fields"] if not f["drift"]]
     if drifted:
         if shown:
             lines.append("")
@@ -112,7 +119,12 @@ def render_plan(data: dict[str, Any], *, verbose: bool = False) -> str:
     if not any(summary.get(a) for a in ("create", "update", "replace", "delete")) and not data["forget"]:
         if len(lines) > 2:
             lines.append("")
-        lines.append("No changes: the cluster matches the files.")
+        if held:
+            n = len(held)
+            what = "1 replace is" if n == 1 else f"{n} replaces are"
+            lines.append(f"Nothing to do now: {what} held until the run ends (--replace RUN: at once).")
+        else:
+            lines.append("No changes: the cluster matches the files.")
     lines += ["", summary_line(data["summary"])]
     return "\n".join(lines) + "\n"
 

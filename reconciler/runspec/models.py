@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from . import messages as msg
+from .lifecycle import ReplacePolicy
 from .quantities import BYTES_PATTERN, POSITIVE_DURATION_PATTERN, parse_bytes, parse_duration
 
 #: ``Run.model_validate(doc, context=RULES_CHECKED)``: the caller ran ``validate_data`` on ``doc``
@@ -476,6 +477,16 @@ class Spec(_Strict):
         description="Higher runs first, and may preempt lower; preempted workers keep their restart budget.",
         ge=-(2**31),
         le=2**31 - 1,
+    )
+    replace: ReplacePolicy | None = Field(
+        None,
+        title="Replace",
+        description=(
+            "When a change that forces a replace of this run, while it holds workers, is carried out. "
+            "WhenFinished: held until the run ends (astra apply --replace RUN does it at once). "
+            "Immediately: the run is stopped and started again. Left out: Immediately for a "
+            "Service, WhenFinished otherwise. Changing it never stops the run."
+        ),
     )
     array: Array | None = Field(None, title="Array")
     network: Network | None = Field(None, title="Network")

@@ -1,0 +1,62 @@
+"""The words and numbers of a run's life beyond the seeds (issue 31): held replaces, runs that
+wait for something that does not exist yet, graceful stops. One place for each fact: the models,
+the plan, the scheduler, the executor and the docs read them here.
+
+Must not touch: anything but words and numbers (pure; imports nothing of ours but the root's).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from .quantities import duration_words
+
+__all__ = [
+    "REPLACE_IMMEDIATELY",
+    "REPLACE_WHEN_FINISHED",
+    "STOP_GRACE_DEFAULT",
+    "STOP_GRACE_MAX",
+    "STOP_SIGNALS",
+    "ReplacePolicy",
+    "held_words",
+    "missing_drive",
+    "replace_policy",
+]
+
+#: ``spec.replace``: when a change that forces a replace of a run holding workers is carried out.
+ReplacePolicy = Literal["WhenFinished", "Immediately"]
+REPLACE_WHEN_FINISHED = "WhenFinished"
+REPLACE_IMMEDIATELY = "Immediately"
+
+
+def replace_policy(spec: object) -> str:
+    """A run document's ``spec.replace``, or its default: ``Immediately`` for a Service (it never
+    ends, so a held replace would wait for ever: a Deployment rolls at once too), else
+    ``WhenFinished`` (a Job's spec is immutable in Kubernetes: no push stops a training run)."""
+    if not isinstance(spec, dict):
+        return REPLACE_WHEN_FINISHED
+    given = spec.get("replace")
+    if given in (REPLACE_WHEN_FINISHED, REPLACE_IMMEDIATELY):
+        return str(given)
+    return REPLACE_IMMEDIATELY if spec.get("lifetime") == "Service" else REPLACE_WHEN_FINISHED
+
+
+def held_words(name: str, state: str, ran_seconds: float | None, gpus: int) -> str:
+    """``gf-train is Running (3h12m, 16 GPUs); it will be replaced when it ends``."""
+    said = [duration_words(ran_seconds).replace(" ", "")] if ran_seconds is not None else []
+    said.append(f"{gpus} GPU" if gpus == 1 else f"{gpus} GPUs")
+    return f"{name} is {state} ({', '.join(said)}); it will be replaced when it ends"
+
+
+def missing_drive(name: str, where: str) -> str:
+    """Why a run's workers wait for a drive: ``Drive 'datasets' does not exist in workspace
+    default: astra drive create datasets --path DIR`` (``where``: the workspace in words, the org's
+    named when it is not the default one)."""
+    return f"Drive {name!r} does not exist in {where}: astra drive create {name} --path DIR"
+
+
+#: ``task_template.stop_grace_seconds``: between the stop signal and SIGKILL (Kubernetes' 30 s).
+STOP_GRACE_DEFAULT = 30
+STOP_GRACE_MAX = 3600
+#: ``task_template.stop_signal``: what a worker is sent first when it is stopped.
+STOP_SIGNALS = ("TERM", "INT", "USR1", "USR2", "HUP", "QUIT")
