@@ -14,10 +14,13 @@ from .quantities import duration_words
 __all__ = [
     "REPLACE_IMMEDIATELY",
     "REPLACE_WHEN_FINISHED",
+    "RESTARTED_AFTER",
+    "RESTARTED_FOR",
     "STOP_GRACE_DEFAULT",
     "STOP_GRACE_MAX",
     "STOP_SIGNALS",
     "ReplacePolicy",
+    "StopSignal",
     "held_words",
     "missing_drive",
     "replace_policy",
@@ -55,8 +58,14 @@ def missing_drive(name: str, where: str) -> str:
     return f"Drive {name!r} does not exist in {where}: astra drive create {name} --path DIR"
 
 
+#: ``ASTRAEUS_RESTART_REASON``: why a worker went back to the queue, by how it had ended...
+RESTARTED_AFTER = {"Failed": "Failed", "Down": "MachineLost", "Completed": "Completed"}
+#: ... or by why the scheduler stopped it (``StopCause``'s values).
+RESTARTED_FOR = {"Preempted": "Preempted", "RunRestart": "RunRestarted", "Barrier": "GangBarrier"}
+
 #: ``task_template.stop_grace_seconds``: between the stop signal and SIGKILL (Kubernetes' 30 s).
 STOP_GRACE_DEFAULT = 30
 STOP_GRACE_MAX = 3600
 #: ``task_template.stop_signal``: what a worker is sent first when it is stopped.
+StopSignal = Literal["TERM", "INT", "USR1", "USR2", "HUP", "QUIT"]
 STOP_SIGNALS = ("TERM", "INT", "USR1", "USR2", "HUP", "QUIT")

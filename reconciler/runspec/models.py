@@ -27,7 +27,7 @@ from pydantic import (
 )
 
 from . import messages as msg
-from .lifecycle import ReplacePolicy
+from .lifecycle import STOP_GRACE_DEFAULT, STOP_GRACE_MAX, ReplacePolicy, StopSignal
 from .quantities import BYTES_PATTERN, POSITIVE_DURATION_PATTERN, parse_bytes, parse_duration
 
 #: ``Run.model_validate(doc, context=RULES_CHECKED)``: the caller ran ``validate_data`` on ``doc``
@@ -353,6 +353,25 @@ class TaskTemplate(_Strict):
     ) = None
     datavolume_refs: list[DataVolumeRef] | None = Field(None, title="Drives")
     requested_resources: Resources | None = Field(None, title="Resources")
+    stop_grace_seconds: int = Field(
+        STOP_GRACE_DEFAULT,
+        title="Stop grace",
+        description=(
+            "Seconds between the stop signal and SIGKILL, for every stop (preemption, cancel, delete, "
+            "time limit, replace): time to write a checkpoint. 0 to 3600; 30 when left out."
+        ),
+        ge=0,
+        le=STOP_GRACE_MAX,
+        json_schema_extra=_range_message(msg.STOP_GRACE),
+    )
+    stop_signal: StopSignal = Field(
+        "TERM",
+        title="Stop signal",
+        description=(
+            "What a worker is sent first when it is stopped: TERM (the default), INT, USR1, USR2, HUP "
+            "or QUIT."
+        ),
+    )
 
 
 # ---- run-level parts --------------------------------------------------------------------------
