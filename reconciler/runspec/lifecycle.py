@@ -12,6 +12,8 @@ from typing import Literal
 from .quantities import duration_words
 
 __all__ = [
+    "EXIT_CODE_MAX",
+    "EXIT_CODE_MIN",
     "REPLACE_IMMEDIATELY",
     "REPLACE_WHEN_FINISHED",
     "RESTARTED_AFTER",
@@ -19,8 +21,10 @@ __all__ = [
     "STOP_GRACE_DEFAULT",
     "STOP_GRACE_MAX",
     "STOP_SIGNALS",
+    "ExitAction",
     "ReplacePolicy",
     "StopSignal",
+    "exit_rule_words",
     "held_words",
     "missing_drive",
     "replace_policy",
@@ -62,6 +66,18 @@ def missing_drive(name: str, where: str) -> str:
 RESTARTED_AFTER = {"Failed": "Failed", "Down": "MachineLost", "Completed": "Completed"}
 #: ... or by why the scheduler stopped it (``StopCause``'s values).
 RESTARTED_FOR = {"Preempted": "Preempted", "RunRestart": "RunRestarted", "Barrier": "GangBarrier"}
+
+#: ``task_template.on_exit_codes[].action``: what an exit code means. FailJob: the run fails at
+#: once; Restart: restarted as ``restart_policy`` would, spending the budget; RestartIgnoreBudget:
+#: restarted, the budget kept (JobSet's failurePolicy rules, Kubernetes' podFailurePolicy).
+ExitAction = Literal["FailJob", "Restart", "RestartIgnoreBudget"]
+EXIT_CODE_MIN, EXIT_CODE_MAX = 1, 255
+
+
+def exit_rule_words(code: int, at: int, action: str) -> str:
+    """``Exited with code 3 (on_exit_codes[0]: FailJob)``: which rule decided, in words."""
+    return f"Exited with code {code} (on_exit_codes[{at}]: {action})"
+
 
 #: ``task_template.stop_grace_seconds``: between the stop signal and SIGKILL (Kubernetes' 30 s).
 STOP_GRACE_DEFAULT = 30

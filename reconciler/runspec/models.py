@@ -27,7 +27,15 @@ from pydantic import (
 )
 
 from . import messages as msg
-from .lifecycle import STOP_GRACE_DEFAULT, STOP_GRACE_MAX, ReplacePolicy, StopSignal
+from .lifecycle import (
+    EXIT_CODE_MAX,
+    EXIT_CODE_MIN,
+    STOP_GRACE_DEFAULT,
+    STOP_GRACE_MAX,
+    ExitAction,
+    ReplacePolicy,
+    StopSignal,
+)
 from .quantities import BYTES_PATTERN, POSITIVE_DURATION_PATTERN, parse_bytes, parse_duration
 
 #: ``Run.model_validate(doc, context=RULES_CHECKED)``: the caller ran ``validate_data`` on ``doc``
@@ -38,6 +46,7 @@ __all__ = [
     "RULES_CHECKED",
     "Array",
     "DataVolumeRef",
+    "ExitCodeRule",
     "GpuRequests",
     "Metadata",
     "Model",
@@ -303,6 +312,28 @@ class DataVolumeRef(_Strict):
     mode: VolumeMode = Field("ReadWrite", title="Mode", description="ReadOnly or ReadWrite.")
 
 
+class ExitCodeRule(_Strict):
+    """What some exit codes of a failed worker mean (the first rule that names the code decides)."""
+
+    codes: list[
+        Annotated[
+            int,
+            Field(ge=EXIT_CODE_MIN, le=EXIT_CODE_MAX, json_schema_extra=_range_message(msg.EXIT_CODE)),
+        ]
+    ] = Field(
+        title="Exit codes",
+        description="The exit codes this rule is for (137: killed, 143: TERM).",
+        min_length=1,
+    )
+    action: ExitAction = Field(
+        title="Action",
+        description=(
+            "FailJob: the run fails at once, not restarted. Restart: restarted as restart_policy says, "
+            "spending the restart budget. RestartIgnoreBudget: restarted without spending it."
+        ),
+    )
+
+
 class TaskTemplate(_Strict):
     """One worker: an image, a command, and what it needs."""
 
@@ -353,6 +384,14 @@ class TaskTemplate(_Strict):
     ) = None
     datavolume_refs: list[DataVolumeRef] | None = Field(None, title="Drives")
     requested_resources: Resources | None = Field(None, title="Resources")
+    on_exit_codes: list[ExitCodeRule] | None = Field(
+        None,
+        title="On exit codes",
+        description=(
+            "Rules by exit code, checked in order before restart_policy: e.g. [{codes: [3], action: "
+            "FailJob}, {codes: [137, 143], action: RestartIgnoreBudget}]."
+        ),
+    )
     stop_grace_seconds: int = Field(
         STOP_GRACE_DEFAULT,
         title="Stop grace",
