@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reconciler.runspec.lifecycle import STOP_SIGNALS
+from reconciler.runspec.lifecycle import STOP_GRACE_DEFAULT, STOP_SIGNAL_DEFAULT, STOP_SIGNALS
 from reconciler.runspec.models import TaskTemplate
 
 from ..processes import process_alive, process_start_time  # re-exported: the executor's API
@@ -153,8 +153,9 @@ class ProcessExecutor:
             self._start(d.worker, state)
         elif isinstance(d, StopWorker):
             template = state.template(state.workers[d.worker])
-            grace = template.stop_grace_seconds if self.grace is None else self.grace
-            self.stop(d.worker, grace, SIGNALS[template.stop_signal])
+            given = template.stop_grace_seconds
+            grace = (STOP_GRACE_DEFAULT if given is None else given) if self.grace is None else self.grace
+            self.stop(d.worker, grace, SIGNALS[template.stop_signal or STOP_SIGNAL_DEFAULT])
 
     def pop_due(self, now: float) -> list[Observation]:
         out, self.due = self.due, []

@@ -93,6 +93,9 @@ def render_plan(data: dict[str, Any], *, verbose: bool = False) -> str:
         asks = describe_ask(change.get("after")) if action == "create" else None
         if asks:
             lines.append(f"    asks: {asks}")
+        waits = _waits_for(change.get("after")) if action in ("create", "replace") else None
+        if waits:
+            lines.append(f"    waits for: {waits}")
         where = outlook_line(change)
         if where:
             lines.append(f"    {where}")
@@ -127,6 +130,16 @@ def render_plan(data: dict[str, Any], *, verbose: bool = False) -> str:
             lines.append("No changes: the cluster matches the files.")
     lines += ["", summary_line(data["summary"])]
     return "\n".join(lines) + "\n"
+
+
+def _waits_for(document: Any) -> str | None:
+    """``preprocess (Completed), tokenize (Finished)``: the runs a document's run waits for."""
+    spec = document.get("spec") if isinstance(document, dict) else None
+    deps = spec.get("depends_on") if isinstance(spec, dict) else None
+    if not isinstance(deps, list) or not deps:
+        return None
+    said = [f"{d.get('run')} ({d.get('when', 'Completed')})" for d in deps if isinstance(d, dict)]
+    return ", ".join(said) or None
 
 
 _OUTCOME_WORDS = {

@@ -21,13 +21,18 @@ __all__ = [
     "STOP_GRACE_DEFAULT",
     "STOP_GRACE_MAX",
     "STOP_SIGNALS",
+    "STOP_SIGNAL_DEFAULT",
+    "WHEN_MET",
+    "DependsWhen",
     "ExitAction",
     "ReplacePolicy",
     "StopSignal",
+    "dependency_unmet",
     "exit_rule_words",
     "held_words",
     "missing_drive",
     "replace_policy",
+    "waiting_for_run",
 ]
 
 #: ``spec.replace``: when a change that forces a replace of a run holding workers is carried out.
@@ -79,9 +84,31 @@ def exit_rule_words(code: int, at: int, action: str) -> str:
     return f"Exited with code {code} (on_exit_codes[{at}]: {action})"
 
 
+#: ``spec.depends_on[].when``: the end of the other run this run starts after. Completed (the
+#: default: Slurm's afterok), Failed (afternotok), Finished (any end: afterany).
+DependsWhen = Literal["Completed", "Failed", "Finished"]
+#: The run states each ``when`` accepts.
+WHEN_MET = {
+    "Completed": ("Completed",),
+    "Failed": ("Failed",),
+    "Finished": ("Completed", "Failed", "Cancelled"),
+}
+
+
+def waiting_for_run(name: str, state: str | None) -> str:
+    """``Waiting for run preprocess (Running)``; ``(not created yet)`` when there is none."""
+    return f"Waiting for run {name} ({state or 'not created yet'})"
+
+
+def dependency_unmet(name: str, state: str, when: str) -> str:
+    """``Run preprocess ended Failed; this run needs it Completed``."""
+    return f"Run {name} ended {state}; this run needs it {when}"
+
+
 #: ``task_template.stop_grace_seconds``: between the stop signal and SIGKILL (Kubernetes' 30 s).
 STOP_GRACE_DEFAULT = 30
 STOP_GRACE_MAX = 3600
 #: ``task_template.stop_signal``: what a worker is sent first when it is stopped.
 StopSignal = Literal["TERM", "INT", "USR1", "USR2", "HUP", "QUIT"]
 STOP_SIGNALS = ("TERM", "INT", "USR1", "USR2", "HUP", "QUIT")
+STOP_SIGNAL_DEFAULT = "TERM"

@@ -30,8 +30,8 @@ from . import messages as msg
 from .lifecycle import (
     EXIT_CODE_MAX,
     EXIT_CODE_MIN,
-    STOP_GRACE_DEFAULT,
     STOP_GRACE_MAX,
+    DependsWhen,
     ExitAction,
     ReplacePolicy,
     StopSignal,
@@ -46,6 +46,7 @@ __all__ = [
     "RULES_CHECKED",
     "Array",
     "DataVolumeRef",
+    "Dependency",
     "ExitCodeRule",
     "GpuRequests",
     "Metadata",
@@ -392,8 +393,8 @@ class TaskTemplate(_Strict):
             "FailJob}, {codes: [137, 143], action: RestartIgnoreBudget}]."
         ),
     )
-    stop_grace_seconds: int = Field(
-        STOP_GRACE_DEFAULT,
+    stop_grace_seconds: int | None = Field(
+        None,
         title="Stop grace",
         description=(
             "Seconds between the stop signal and SIGKILL, for every stop (preemption, cancel, delete, "
@@ -403,8 +404,8 @@ class TaskTemplate(_Strict):
         le=STOP_GRACE_MAX,
         json_schema_extra=_range_message(msg.STOP_GRACE),
     )
-    stop_signal: StopSignal = Field(
-        "TERM",
+    stop_signal: StopSignal | None = Field(
+        None,
         title="Stop signal",
         description=(
             "What a worker is sent first when it is stopped: TERM (the default), INT, USR1, USR2, HUP "
@@ -490,6 +491,26 @@ class TaskGroup(_Strict):
     )
 
 
+class Dependency(_Strict):
+    """Another run of the workspace this run starts after."""
+
+    run: str = Field(
+        title="Run",
+        description="The name of the other run (in the same workspace).",
+        pattern=NAME_PATTERN,
+        max_length=msg.RUN_NAME_MAX,
+        json_schema_extra={"errorMessage": msg.DEPENDS_ON_RUN},
+    )
+    when: DependsWhen = Field(
+        "Completed",
+        title="When",
+        description=(
+            "Completed (the default): start once it completed. Failed: once it failed. Finished: "
+            "once it ended, however. A run whose dependency ended otherwise fails, in words."
+        ),
+    )
+
+
 class Spec(_Strict):
     """What the run does and how the scheduler treats it."""
 
@@ -544,6 +565,14 @@ class Spec(_Strict):
             "WhenFinished: held until the run ends (astra apply --replace RUN does it at once). "
             "Immediately: the run is stopped and started again. Left out: Immediately for a "
             "Service, WhenFinished otherwise. Changing it never stops the run."
+        ),
+    )
+    depends_on: list[Dependency] | None = Field(
+        None,
+        title="Depends on",
+        description=(
+            "Runs this run waits for: [{run: preprocess, when: Completed}]. It stays Pending with "
+            "'Waiting for run preprocess (Running)' until each has ended as asked."
         ),
     )
     array: Array | None = Field(None, title="Array")

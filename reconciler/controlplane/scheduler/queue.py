@@ -26,6 +26,7 @@ from reconciler.runspec.vocabulary import FINAL_RUN_STATES, RunState, WorkerStat
 from ..inventory import Machine
 from .admission import admit, templates_of
 from .arrays import at_cap, parallel_cap
+from .dependencies import blocked_by
 from .gangs import group_wait, groups_running
 from .netgroups import NetGroup, containing, region, union
 from .placement import Net, View, fixed, label, place_decision, search
@@ -120,8 +121,12 @@ def serve(t: Tick, r: RunRecord) -> Wait | Room | None:
         return None
     if not s.pending[rname] and s.run_workers[rname]:
         return None
-    waits = s.waiting.get(rname)
-    if waits is not None:  # for something that does not exist yet: every waiting worker says so
+    on_runs = blocked_by(s, r)
+    if on_runs is not None and on_runs[1]:  # a dependency that can no longer be met
+        t.fail_run(r, on_runs[0])
+        return None
+    waits = on_runs[0] if on_runs is not None else s.waiting.get(rname)
+    if waits is not None:  # for a run, or something that does not exist yet: every waiting worker says so
         set_run_reason(t, r, waits)
         for w in itertools.islice(s.pending[rname], 1, None):
             if s.workers[w].reason != waits:
