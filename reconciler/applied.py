@@ -5,7 +5,8 @@ for a pass of ``astra watch`` (``reconciler.loop``).
   unchanged``: the runs of each change named (at most ``NAMES_SAID`` of each);
 * ``ready_status(plan, now)``: the status a successful apply leaves (``Ready``,
   ``ReconciliationSucceeded``, the revision applied), so that ``astra status`` right after an
-  ``astra apply`` says so instead of ``Unknown``.
+  ``astra apply`` says so instead of ``Unknown``; with ``held``, the replaces the plan holds
+  until their runs end (``held_status``: each ``{run, message}``).
 
 Pure: ``now`` comes in. Must not touch: the store (the caller writes), the plan's making.
 """
@@ -16,7 +17,7 @@ from typing import Any
 
 from .plan import Plan
 
-__all__ = ["NAMES_SAID", "ready_status", "summary"]
+__all__ = ["NAMES_SAID", "held_status", "ready_status", "summary"]
 
 #: How many runs of each change an applied status names.
 NAMES_SAID = 10
@@ -35,7 +36,19 @@ def summary(plan: Plan) -> str:
         return f"{s[action]} {word}" + (f" ({shown})" if names else "")
 
     parts = [said("create", "created"), said("update", "updated"), said("replace", "replaced")]
-    return f"applied: {', '.join(parts)}, {said('delete', 'deleted')}, {s['noop']} unchanged"
+    said_all = f"applied: {', '.join(parts)}, {said('delete', 'deleted')}, {s['noop']} unchanged"
+    if plan.held:
+        names = sorted(c.address for c in plan.held)
+        word = "replace" if len(names) == 1 else "replaces"
+        said_all += f"; {len(names)} {word} held until the run ends ({', '.join(names[:NAMES_SAID])})"
+    return said_all
+
+
+def held_status(plan: Plan | None) -> list[dict[str, str]]:
+    """The replaces ``plan`` holds, as a source's status lists them (``run``, ``message``)."""
+    if plan is None:
+        return []
+    return [{"run": c.address, "message": c.reason} for c in sorted(plan.held, key=lambda c: c.address)]
 
 
 def ready_status(plan: Plan, now: float) -> dict[str, Any]:
@@ -49,4 +62,5 @@ def ready_status(plan: Plan, now: float) -> dict[str, Any]:
         "revision": revision,
         "observed_revision": revision,
         "updated_at": now,
+        **({"held": held_status(plan)} if plan.held else {}),
     }

@@ -68,7 +68,8 @@ def check(
             done = _merged(on_every_core(_check_turns, turns.shares()), turns.chunks)
         finally:
             turns.close()
-    done.errors = sorted(errors + done.errors + _duplicates(done.runs), key=lambda e: e.sort_key())
+    found = errors + done.errors + _duplicates(done.runs) + _dependencies(done.runs)
+    done.errors = sorted(found, key=lambda e: e.sort_key())
     failing = {e.file for e in done.errors}  # a file with errors: those first, then its warnings
     done.warnings = sorted((w for w in done.warnings if w.file not in failing), key=lambda e: e.sort_key())
     return done
@@ -114,6 +115,36 @@ def _duplicates(runs: list[tuple[str, str, int]]) -> list[FieldError]:
         return sources[file].locate(index, _NAME)
 
     return duplicate_names(runs, locate)
+
+
+def _dependencies(runs: list[tuple[str, str, int]]) -> list[FieldError]:
+    """``spec.depends_on`` across the files (``runspec.dependencies``): read again only in the
+    files that say ``depends_on`` (nearly none), each dependency placed at its ``run``."""
+    from .runspec.dependencies import Edge, dependency_errors
+    from .runspec.loading import load_file
+
+    files = sorted({file for _, file, _ in runs})
+    edges: list[Edge] = []
+    for file in files:
+        try:
+            with open(file, "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        if b"depends_on" not in data:
+            continue
+        documents, _ = load_file(file, data=data)
+        for doc in documents:
+            spec = doc.data.get("spec") if isinstance(doc.data, dict) else None
+            deps = spec.get("depends_on") if isinstance(spec, dict) else None
+            if doc.name is None or not isinstance(deps, list):
+                continue
+            for i, d in enumerate(deps):
+                if isinstance(d, dict) and isinstance(d.get("run"), str):
+                    at = FieldPath.root().child("spec", "depends_on").index(i).child("run")
+                    line, column = doc.source.locate(doc.index, at)
+                    edges.append((doc.name, file, line, column, i, d["run"]))
+    return dependency_errors(edges, {name for name, _, _ in runs}) if edges else []
 
 
 def _check_turns(_share: int, turns: Turns) -> list[tuple[int, _Found]]:

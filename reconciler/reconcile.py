@@ -66,6 +66,7 @@ from .git import Checkout, Probe, content_id
 from .load import FileCache, Loaded, documents, load_source
 from .owners import held_elsewhere
 from .plan import Cost, Plan, build_plan, cost_of, in_scope, stopping
+from .plan.held import hold_replaces
 from .reach import only_files, within_reach
 from .readahead import read_ahead
 from .runs import DesiredItem
@@ -260,7 +261,8 @@ def make_plan(
         scope=scope,
         unchanged=seen.unchanged,
     )
-    return held_elsewhere(made, seen.live, seen.inventory, store)  # a run is one source's
+    made = held_elsewhere(made, seen.live, seen.inventory, store)  # a run is one source's
+    return hold_replaces(made, exempt=source.replace)
 
 
 def revision_of(checkout: Checkout | None, loaded: Loaded) -> dict[str, Any]:

@@ -90,6 +90,7 @@ def status(
                 "revision": st.get("revision"),
                 "lock": None if src.lock is None else src.lock.to_json(),
                 "last_apply": None if not src.history else src.history[-1].to_json(),
+                "held": list(st.get("held") or []),
             }
         )
     if output is not ListFormat.table:
@@ -109,6 +110,9 @@ def status(
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:
         echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    for r in rows:
+        for h in r["held"]:
+            echo(f"{r['source']}: replace held: {h['message']}")
 
 
 def _short(revision: str | None) -> str:

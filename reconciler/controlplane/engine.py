@@ -40,6 +40,7 @@ from reconciler.runspec.normalize import normalize
 from reconciler.runspec.vocabulary import FINAL_RUN_STATES, validate_update
 
 from .inventory import Inventory
+from .needs import Needs, drive_finder
 from .scheduler import (
     HOLDING,
     QUEUED,
@@ -69,7 +70,7 @@ from .scheduler import (
     WorkerState,
     plan_tick,
 )
-from .scopes import DEFAULT, DEFAULT_SCOPE, Scope, run_key, scope_of, shown
+from .scopes import DEFAULT, DEFAULT_SCOPE, Scope, run_key, scope_of, shown, workspace_of
 from .store import BatchRecord, NameExists, NotFound, Store, TickWrite
 
 __all__ = ["Engine", "Executor", "RunMeta"]
@@ -135,6 +136,9 @@ class Engine:
         )
         for q in store.quota_rows(cluster):
             self.state.set_quota(f"{q['org']}/{q['workspace']}", Quota(q["gpus"], q["runs"]))
+        #: what a run names that must exist before it starts (a drive: ``needs``)
+        self.needs = Needs([drive_finder(store.drive_rows)])
+        self.recheck()
         self.decisions = 0
         #: bumped by every change to any run (created, updated, deleted, its state moved): what
         #: the API keeps its run listings by
@@ -176,6 +180,21 @@ class Engine:
             self.store.commit_tick(TickWrite(now, [], touched_workers, touched_runs, events, {}))
         return [w.name for w in touched_workers]
 
+    # -- what runs wait for ----------------------------------------------------------------------
+
+    def recheck(self, names: Sequence[str] | None = None) -> None:
+        """Ask again what the runs not finished (or ``names``) wait for that does not exist yet
+        (``needs``): after a run is made, and after a drive is made or deleted."""
+        s = self.state
+        for name in s.runs if names is None else names:
+            r = s.runs.get(name)
+            if r is None:
+                continue
+            waits = None if r.state in FINAL_RUN_STATES else self.needs.waits(r.run, workspace_of(name))
+            if waits != s.waiting.get(name):
+                s.set_waiting(name, waits)
+                self.generation += 1
+
     # -- workspaces ----------------------------------------------------------------------------
 
     def runs_of(self, scope: Scope) -> list[str]:
@@ -216,6 +235,7 @@ class Engine:
         self.meta[name] = RunMeta(stored, rv, now, now)
         self.by_scope.setdefault(scope, {})[name] = None
         self.generation += 1
+        self.recheck([name])
         return record
 
     def submit_batch(
@@ -248,6 +268,7 @@ class Engine:
             self.meta[r.name] = RunMeta(stored, rv, now, now)
             self.by_scope.setdefault(scope, {})[r.name] = None
         self.generation += 1
+        self.recheck([r.name for r, _ in added])
         return versions
 
     def update(self, name: str, document: dict[str, Any], expected: int | None, now: float) -> int:
@@ -296,7 +317,9 @@ class Engine:
         (``reconciler.controlplane.rerun``, where the rules are)."""
         from .rerun import rerun
 
-        return rerun(self, name, failed=failed, now=now)
+        made = rerun(self, name, failed=failed, now=now)
+        self.recheck([made.name])
+        return made
 
     def observe(self, event: Observation, now: float) -> None:
         """Record an observation from outside the executor (a cancel); the next step acts on it."""

@@ -29,9 +29,10 @@ Owns: turning the scheduler's decisions into processes and their ends into obser
   line needs opened as it starts (``sandbox.opened``: a drive swapped for a symbolic link ends
   the worker, 126, in words). Without
   one, a worker with drives is never started (the scheduler holds its run: ``no_sandbox``).
-* ``StopWorker`` (cancel, time limit, preemption, a failed run): SIGTERM to the whole process
-  group, SIGKILL to it ``grace`` seconds later. When a worker's main process ends, whatever it
-  left in its group is killed too, as a container's end would.
+* ``StopWorker`` (cancel, time limit, preemption, a failed run): the template's ``stop_signal``
+  (TERM) to the whole process group, SIGKILL to it ``stop_grace_seconds`` (30) later. When a
+  worker's main process ends, whatever it left in its group is killed too, as a container's
+  end would.
 * ``pop_due(now)``: the observations ready now: workers ready, and exits (``WorkerExited`` with
   the exit code; killed by signal N is 128+N).
 
@@ -54,6 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reconciler.runspec.lifecycle import STOP_GRACE_DEFAULT, STOP_SIGNAL_DEFAULT, STOP_SIGNALS
 from reconciler.runspec.models import TaskTemplate
 
 from ..processes import process_alive, process_start_time  # re-exported: the executor's API
@@ -89,8 +91,8 @@ NO_COMMAND = (
 #: A worker's files are made as a command of the user's shell makes them (the server's own
 #: umask, 077, keeps its database and logs private; a worker's results are the user's to share).
 WORKER_UMASK = 0o022
-#: Seconds between SIGTERM and SIGKILL when a worker is stopped.
-DEFAULT_GRACE = 5.0
+#: A stop signal's name (``task_template.stop_signal``) as the signal sent.
+SIGNALS = {name: getattr(signal, f"SIG{name}") for name in STOP_SIGNALS}
 
 
 @dataclass(slots=True)
@@ -128,7 +130,7 @@ class ProcessExecutor:
         *,
         cwd: str | os.PathLike[str] | None = None,
         work_root: str | os.PathLike[str] | None = None,
-        grace: float = DEFAULT_GRACE,
+        grace: float | None = None,
         host_env: dict[str, str] | None = None,
         sandbox: Sandbox | None = None,
         drives: Callable[[str, str], str | None] | None = None,
@@ -141,6 +143,8 @@ class ProcessExecutor:
         #: each run has its own, ``work_root/RUN`` (made as its first worker starts)
         self.cwd = str(cwd) if cwd is not None else None
         self.work_root = Path(work_root) if work_root is not None else self.home / "work"
+        #: seconds between the stop signal and SIGKILL for every worker, over each template's
+        #: ``stop_grace_seconds`` (``None``: the template's); tests shorten it
         self.grace = grace
         source = os.environ if host_env is None else host_env
         self.host_env = {k: source[k] for k in HOST_VARIABLES if k in source}
@@ -175,7 +179,10 @@ class ProcessExecutor:
         elif isinstance(d, StartWorker):
             self._start(d.worker, state)
         elif isinstance(d, StopWorker):
-            self.stop(d.worker)
+            template = state.template(state.workers[d.worker])
+            given = template.stop_grace_seconds
+            grace = (STOP_GRACE_DEFAULT if given is None else given) if self.grace is None else self.grace
+            self.stop(d.worker, grace, SIGNALS[template.stop_signal or STOP_SIGNAL_DEFAULT])
 
     def pop_due(self, now: float) -> list[Observation]:
         out, self.due = self.due, []
@@ -367,15 +374,16 @@ class ProcessExecutor:
             log.write_text(f"astra: {reason}\n", encoding="utf-8", errors="backslashreplace")
         self.due.append(WorkerExited(name, code, f"{reason} (exit code {code})"))
 
-    def stop(self, name: str) -> None:
-        """SIGTERM the worker's process group now, SIGKILL it after the grace period."""
+    def stop(self, name: str, grace: float, sig: int = signal.SIGTERM) -> None:
+        """Send ``sig`` to the worker's process group now, SIGKILL it ``grace`` seconds later
+        (its ``stop_grace_seconds``: time to write a checkpoint)."""
         if self.queued.pop(name, None) is not None:
             return  # never started
         proc = self.running.pop(name, None)
         if proc is None:
             return
-        _killpg(proc.pgid, signal.SIGTERM)
-        proc.kill_at = time.monotonic() + self.grace
+        _killpg(proc.pgid, sig)
+        proc.kill_at = time.monotonic() + grace
         self.stopping.append(proc)
 
     def kill_orphan(self, pid: int | None, started: str | None) -> bool:

@@ -62,7 +62,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
-from ..applied import summary
+from ..applied import held_status, summary
 from ..apply import ApplyResult, apply_plan
 from ..clusters.base import Cluster, ClusterError
 from ..git import Checkout, Probe, Remote, SourceError, SourceFetchFailed
@@ -222,6 +222,9 @@ class Reconciler:
             "observed_revision": revision if state is State.ready else previous.get("observed_revision"),
             "updated_at": self.clock(),
         }
+        held = held_status(self.last_plan) if state is State.ready else previous.get("held")
+        if held:
+            status["held"] = held
         if {**previous, "updated_at": None} != {**status, "updated_at": None}:
             self.store.set_status(self.source.name, status)
             self._written = status

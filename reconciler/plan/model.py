@@ -201,6 +201,9 @@ class Plan:
     #: to choose what it does: the history's commit and rollback note, the runs' ``astra.revision``
     #: annotation, and CI's refusal of a dirty tree (``apply.refuse_dirty``).
     revision: dict[str, Any] | None = None
+    #: Replaces held until their run ends (``plan.held``): each a ``replace`` change whose
+    #: ``reason`` says why it waits. Their runs are noops in ``changes``: apply never sees these.
+    held: tuple[Change, ...] = ()
 
     def count(self, action: Action) -> int:
         return sum(1 for c in self.changes if c.action is action)
@@ -265,6 +268,7 @@ def plan_to_json(plan: Plan) -> dict[str, Any]:
         "forget": sorted(plan.forget),
         "summary": plan.summary,
         **({"revision": plan.revision} if plan.revision is not None else {}),
+        **({"held": [_change_json(c) for c in sorted(plan.held, key=_ADDRESS)]} if plan.held else {}),
     }
 
 
@@ -278,30 +282,7 @@ def plan_from_json(data: Any) -> Plan:
             + " and ".join(repr(v) for v in READS)
         )
     try:
-        changes = tuple(
-            Change(
-                address=c["address"],
-                action=Action(c["action"]),
-                before=c["before"],
-                after=c["after"],
-                fields=tuple(
-                    FieldChange(
-                        f["path"],
-                        f.get("before", ABSENT),
-                        f.get("after", ABSENT),
-                        bool(f["forces_replace"]),
-                        bool(f["drift"]),
-                    )
-                    for f in c["fields"]
-                ),
-                reason=c["reason"],
-                cost=None if c["cost"] is None else Cost(**c["cost"]),
-                file=c["file"],
-                resource_version=c["resource_version"],
-                outlook=c.get("outlook"),
-            )
-            for c in data["changes"]
-        )
+        changes = tuple(_change_from(c) for c in data["changes"])
         return Plan(
             source=data["source"],
             cluster=data["cluster"],
@@ -313,6 +294,33 @@ def plan_from_json(data: Any) -> Plan:
             not_pruned=tuple(data["not_pruned"]),
             forget=tuple(data["forget"]),
             revision=data.get("revision"),
+            held=tuple(_change_from(c) for c in data.get("held", ())),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise PlanError(f"the saved plan is damaged: {type(exc).__name__}: {exc}") from exc
+
+
+def _change_from(c: dict[str, Any]) -> Change:
+    """One change read back from its JSON form (``KeyError``, ``TypeError``, ``ValueError`` when
+    it is not one)."""
+    return Change(
+        address=c["address"],
+        action=Action(c["action"]),
+        before=c["before"],
+        after=c["after"],
+        fields=tuple(
+            FieldChange(
+                f["path"],
+                f.get("before", ABSENT),
+                f.get("after", ABSENT),
+                bool(f["forces_replace"]),
+                bool(f["drift"]),
+            )
+            for f in c["fields"]
+        ),
+        reason=c["reason"],
+        cost=None if c["cost"] is None else Cost(**c["cost"]),
+        file=c["file"],
+        resource_version=c["resource_version"],
+        outlook=c.get("outlook"),
+    )

@@ -2,7 +2,8 @@
 
 ``render_plan(data)`` reads a plan's JSON form (``plan_to_json``) and never recomputes the
 diff. Symbols (CONTRACT §4): ``+`` create, ``~`` update in place, ``-/+`` replace, ``-``
-delete, ``=`` unchanged (only with ``verbose``). Fields changed in the files are listed under
+delete, ``=`` unchanged (only with ``verbose``); a replace held until its run ends
+(``plan.held``) is ``-/+ NAME  replace, held: WHY``. Fields changed in the files are listed under
 their run, each that forces a replace marked ``# forces replace``; fields changed on the
 cluster since the last apply (drift) are listed apart. Then the summary line:
 ``Plan: N to create, N to update, N to replace, N to delete.``
@@ -92,9 +93,18 @@ def render_plan(data: dict[str, Any], *, verbose: bool = False) -> str:
         asks = describe_ask(change.get("after")) if action == "create" else None
         if asks:
             lines.append(f"    asks: {asks}")
+        waits = _waits_for(change.get("after")) if action in ("create", "replace") else None
+        if waits:
+            lines.append(f"    waits for: {waits}")
         where = outlook_line(change)
         if where:
             lines.append(f"    {where}")
+    held = sorted(data.get("held", ()), key=lambda c: c["address"])
+    for change in held:
+        shown += 1
+        head = f"{SYMBOLS['replace']} {change['address']}  replace, held: {change['reason']}"
+        lines.append(head + (f"  ({change['file']})" if change["file"] else ""))
+        lines += [f"    {_field_line(f)}" for f in change["fields"] if not f["drift"]]
     if drifted:
         if shown:
             lines.append("")
@@ -112,9 +122,24 @@ def render_plan(data: dict[str, Any], *, verbose: bool = False) -> str:
     if not any(summary.get(a) for a in ("create", "update", "replace", "delete")) and not data["forget"]:
         if len(lines) > 2:
             lines.append("")
-        lines.append("No changes: the cluster matches the files.")
+        if held:
+            n = len(held)
+            what = "1 replace is" if n == 1 else f"{n} replaces are"
+            lines.append(f"Nothing to do now: {what} held until the run ends (--replace RUN: at once).")
+        else:
+            lines.append("No changes: the cluster matches the files.")
     lines += ["", summary_line(data["summary"])]
     return "\n".join(lines) + "\n"
+
+
+def _waits_for(document: Any) -> str | None:
+    """``preprocess (Completed), tokenize (Finished)``: the runs a document's run waits for."""
+    spec = document.get("spec") if isinstance(document, dict) else None
+    deps = spec.get("depends_on") if isinstance(spec, dict) else None
+    if not isinstance(deps, list) or not deps:
+        return None
+    said = [f"{d.get('run')} ({d.get('when', 'Completed')})" for d in deps if isinstance(d, dict)]
+    return ", ".join(said) or None
 
 
 _OUTCOME_WORDS = {

@@ -66,6 +66,12 @@ ARRAY_START = "An array's workers are independent: use policy Independent"
 ARRAY_TASK_GROUPS = "An array runs one worker template: task_groups is not allowed with array"
 ARRAY_SERVICE = "An array ends when its workers end: lifetime Service is not allowed with array"
 ARRAY_ENGINE = "An array cannot run a model engine: model.engine is not allowed with array"
+#: ``task_template.stop_grace_seconds`` out of range (issue 31).
+STOP_GRACE = "stop_grace_seconds must be from 0 to 3600"
+#: ``spec.depends_on[].run`` not a run's name (issue 31).
+DEPENDS_ON_RUN = "must be a run's name: lowercase letters, digits and '-', starting with a letter"
+#: ``task_template.on_exit_codes[].codes[]`` out of range (issue 31).
+EXIT_CODE = "an exit code is from 1 to 255"
 ARRAY_SIZE = f"array.size must be from {ARRAY_SIZE_MIN} to {ARRAY_SIZE_MAX}"
 MAX_PROCESSES = f"max_processes must be from {MAX_PROCESSES_MIN} to {MAX_PROCESSES_MAX}"
 ARRAY_MAX_PARALLEL = "array.max_parallel must be from 0 (no cap) to array.size (${1/size})"

@@ -27,6 +27,15 @@ from pydantic import (
 )
 
 from . import messages as msg
+from .lifecycle import (
+    EXIT_CODE_MAX,
+    EXIT_CODE_MIN,
+    STOP_GRACE_MAX,
+    DependsWhen,
+    ExitAction,
+    ReplacePolicy,
+    StopSignal,
+)
 from .quantities import BYTES_PATTERN, POSITIVE_DURATION_PATTERN, parse_bytes, parse_duration
 
 #: ``Run.model_validate(doc, context=RULES_CHECKED)``: the caller ran ``validate_data`` on ``doc``
@@ -37,6 +46,8 @@ __all__ = [
     "RULES_CHECKED",
     "Array",
     "DataVolumeRef",
+    "Dependency",
+    "ExitCodeRule",
     "GpuRequests",
     "Metadata",
     "Model",
@@ -302,6 +313,28 @@ class DataVolumeRef(_Strict):
     mode: VolumeMode = Field("ReadWrite", title="Mode", description="ReadOnly or ReadWrite.")
 
 
+class ExitCodeRule(_Strict):
+    """What some exit codes of a failed worker mean (the first rule that names the code decides)."""
+
+    codes: list[
+        Annotated[
+            int,
+            Field(ge=EXIT_CODE_MIN, le=EXIT_CODE_MAX, json_schema_extra=_range_message(msg.EXIT_CODE)),
+        ]
+    ] = Field(
+        title="Exit codes",
+        description="The exit codes this rule is for (137: killed, 143: TERM).",
+        min_length=1,
+    )
+    action: ExitAction = Field(
+        title="Action",
+        description=(
+            "FailJob: the run fails at once, not restarted. Restart: restarted as restart_policy says, "
+            "spending the restart budget. RestartIgnoreBudget: restarted without spending it."
+        ),
+    )
+
+
 class TaskTemplate(_Strict):
     """One worker: an image, a command, and what it needs."""
 
@@ -363,6 +396,33 @@ class TaskTemplate(_Strict):
         ge=msg.MAX_PROCESSES_MIN,
         le=msg.MAX_PROCESSES_MAX,
         json_schema_extra=_range_message(msg.MAX_PROCESSES),
+    )
+    on_exit_codes: list[ExitCodeRule] | None = Field(
+        None,
+        title="On exit codes",
+        description=(
+            "Rules by exit code, checked in order before restart_policy: e.g. [{codes: [3], action: "
+            "FailJob}, {codes: [137, 143], action: RestartIgnoreBudget}]."
+        ),
+    )
+    stop_grace_seconds: int | None = Field(
+        None,
+        title="Stop grace",
+        description=(
+            "Seconds between the stop signal and SIGKILL, for every stop (preemption, cancel, delete, "
+            "time limit, replace): time to write a checkpoint. 0 to 3600; 30 when left out."
+        ),
+        ge=0,
+        le=STOP_GRACE_MAX,
+        json_schema_extra=_range_message(msg.STOP_GRACE),
+    )
+    stop_signal: StopSignal | None = Field(
+        None,
+        title="Stop signal",
+        description=(
+            "What a worker is sent first when it is stopped: TERM (the default), INT, USR1, USR2, HUP "
+            "or QUIT."
+        ),
     )
 
 
@@ -443,6 +503,26 @@ class TaskGroup(_Strict):
     )
 
 
+class Dependency(_Strict):
+    """Another run of the workspace this run starts after."""
+
+    run: str = Field(
+        title="Run",
+        description="The name of the other run (in the same workspace).",
+        pattern=NAME_PATTERN,
+        max_length=msg.RUN_NAME_MAX,
+        json_schema_extra={"errorMessage": msg.DEPENDS_ON_RUN},
+    )
+    when: DependsWhen = Field(
+        "Completed",
+        title="When",
+        description=(
+            "Completed (the default): start once it completed. Failed: once it failed. Finished: "
+            "once it ended, however. A run whose dependency ended otherwise fails, in words."
+        ),
+    )
+
+
 class Spec(_Strict):
     """What the run does and how the scheduler treats it."""
 
@@ -488,6 +568,24 @@ class Spec(_Strict):
         description="Higher runs first, and may preempt lower; preempted workers keep their restart budget.",
         ge=-(2**31),
         le=2**31 - 1,
+    )
+    replace: ReplacePolicy | None = Field(
+        None,
+        title="Replace",
+        description=(
+            "When a change that forces a replace of this run, while it holds workers, is carried out. "
+            "WhenFinished: held until the run ends (astra apply --replace RUN does it at once). "
+            "Immediately: the run is stopped and started again. Left out: Immediately for a "
+            "Service, WhenFinished otherwise. Changing it never stops the run."
+        ),
+    )
+    depends_on: list[Dependency] | None = Field(
+        None,
+        title="Depends on",
+        description=(
+            "Runs this run waits for: [{run: preprocess, when: Completed}]. It stays Pending with "
+            "'Waiting for run preprocess (Running)' until each has ended as asked."
+        ),
     )
     array: Array | None = Field(None, title="Array")
     network: Network | None = Field(None, title="Network")

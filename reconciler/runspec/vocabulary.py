@@ -223,6 +223,7 @@ IN_PLACE_FIELDS: tuple[tuple[str, ...], ...] = (
     ("metadata", "annotations"),
     ("spec", "array", "max_parallel"),
     ("spec", "priority"),
+    ("spec", "replace"),
 )
 
 

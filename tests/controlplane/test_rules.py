@@ -231,15 +231,19 @@ def test_preempted_worker_keeps_its_restart_budget():
     sim = Simulation(small(1), default=FOREVER)
     sim.submit(doc("low", 8, priority=1), scripts={"low-0": [Outcome(1, 5), FOREVER]})
     sim.advance(20)
-    assert sim.worker("low-0").restarts == 1
-    sim.submit(doc("high", 8, priority=10), outcome=Outcome(after=100))
     low = sim.worker("low-0")
-    assert low.state is WorkerState.PENDING and low.restarts == 1
+    assert low.restarts == 1 and low.restart_reason == "Failed"
+    env = worker_env(sim.run("low").run, low, None)
+    assert (env["ASTRAEUS_ATTEMPT"], env["ASTRAEUS_RESTART_REASON"]) == ("1", "Failed")
+    sim.submit(doc("high", 8, priority=10), outcome=Outcome(after=100))
+    assert low.state is WorkerState.PENDING and low.restarts == 1 and low.restart_reason == "Preempted"
     (stop,) = [d for _, d in sim.log if isinstance(d, StopWorker) and d.worker == "low-0"]
     assert stop.reason == "Preempted for higher-priority run high; back in the queue"
     assert sim.workers("high")[0].state is WorkerState.RUNNING
     sim.advance(100)
     assert low.state is WorkerState.RUNNING and low.restarts == 1
+    env = worker_env(sim.run("low").run, low, None)
+    assert (env["ASTRAEUS_ATTEMPT"], env["ASTRAEUS_RESTART_REASON"]) == ("2", "Preempted")
 
 
 # ---- lifetime --------------------------------------------------------------------------------
@@ -389,6 +393,7 @@ def test_worker_names_and_env_in_multi_worker_and_group_runs():
         "SLURM_NTASKS": "2",
         "SLURM_PROCID": "1",
         "WORLD_SIZE": "2",
+        "ASTRAEUS_ATTEMPT": "0",
     }
     groups = parse_run(
         {

@@ -47,12 +47,14 @@ def until(predicate, *, step=None, timeout: float = DEADLINE, what: str = "the c
 class Plane:
     """An engine on a SQLite file, a process executor and a manual clock: the server minus HTTP."""
 
-    def __init__(self, home: Path, host_env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, home: Path, host_env: dict[str, str] | None = None, *, grace: float | None = 2.0, inventory=None
+    ) -> None:
         self.home = home
         self.clock = ManualClock(1_000_000.0)
         self.store = Store(f"sqlite:///{home / 'astra.db'}")
-        self.executor = ProcessExecutor(home, cwd=home, grace=2.0, host_env=host_env)
-        self.engine = Engine(self.store, default_inventory(), self.executor, self.clock.now())
+        self.executor = ProcessExecutor(home, cwd=home, grace=grace, host_env=host_env)
+        self.engine = Engine(self.store, inventory or default_inventory(), self.executor, self.clock.now())
 
     def step(self) -> None:
         self.engine.step(self.clock.now())

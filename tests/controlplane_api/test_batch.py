@@ -211,24 +211,21 @@ def mounting(name: str, *drives: str) -> dict:
     return doc
 
 
-def test_a_run_mounting_a_drive_the_workspace_has_not_is_refused_as_post_runs_refuses_it(client):
+def test_a_run_mounting_a_drive_the_workspace_has_not_is_made_and_waits_as_post_runs_makes_it(client):
     docs = [mounting("a", "datasets"), mounting("b", "results", "nope"), mounting("c", "gone"), tiny("d")]
     body = client.post(BATCH, json={"runs": docs}).json()
     assert [(i["name"], i["status"]) for i in body["items"]] == [
         ("a", 201),
-        ("b", 422),
-        ("c", 422),
+        ("b", 201),
+        ("c", 201),
         ("d", 201),
     ]
-    for item, doc in zip(body["items"][1:3], docs[1:3], strict=True):
-        assert (422, item["errors"]) == alone(client, doc)
-    assert body["items"][1]["errors"] == [
-        {
-            "path": "spec.task_template.datavolume_refs[1].name",
-            "message": "drive 'nope' does not exist in workspace default",
-        }
-    ]
-    assert client.get("/api/runs/b").status_code == 404
+    client.plane.step()
+    reasons = {n: client.get(f"/api/runs/{n}").json()["status"]["reason"] for n in ("b", "c")}
+    assert reasons == {
+        "b": "Drive 'nope' does not exist in workspace default: astra drive create nope --path DIR",
+        "c": "Drive 'gone' does not exist in workspace default: astra drive create gone --path DIR",
+    }
 
 
 def test_a_batchs_runs_are_in_the_audit_trail_in_order_one_event_each(client):
@@ -256,6 +253,7 @@ def test_a_failed_batch_leaves_nothing_queued_and_runs_with_drives_still_wait_fo
     with pytest.raises(NameExists):
         engine.submit_batch([tiny("new"), tiny("taken")], 0.0)
     assert sorted(engine.state.runs) == ["taken"]
+    engine.store.create_drive("datasets", str(tmp_path), 0.0)
     engine.submit(mounting("mounts", "datasets"), 0.0)
     engine.step(0.0)
     assert engine.state.runs["mounts"].reason == "no sandbox on this host: a run with drives waits"

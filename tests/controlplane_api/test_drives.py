@@ -17,24 +17,44 @@ def with_drive(name: str, drive: str, mode: str = "ReadWrite") -> dict:
     return doc
 
 
-def test_the_seeds_sweep_is_refused_while_its_drives_are_missing_naming_each(plane):
+DATASETS = "Drive 'datasets' does not exist in workspace default: astra drive create datasets --path DIR"
+RESULTS = "Drive 'results' does not exist in workspace default: astra drive create results --path DIR"
+
+
+def _reasons(client: Client, name: str) -> set[str]:
+    return {w["reason"] for w in client.get(f"/api/runs/{name}/workers").json()["items"]}
+
+
+def test_the_seeds_sweep_is_accepted_and_waits_for_its_drives_until_both_exist(plane, tmp_path):
     client = Client(plane)
-    r = client.post("/api/runs", json=seed("sweep"))
-    assert r.status_code == 422
-    assert r.json() == [
-        {
-            "path": "spec.task_template.datavolume_refs[0].name",
-            "message": "drive 'datasets' does not exist in workspace default",
-        },
-        {
-            "path": "spec.task_template.datavolume_refs[1].name",
-            "message": "drive 'results' does not exist in workspace default",
-        },
-    ]
-    assert client.get("/api/runs").json()["items"] == []
+    r = client.post("/api/jobs", json=seed("sweep"))  # the seed's curl | jq .spec.array
+    assert r.status_code == 201 and r.json()["spec"]["array"] == {"size": 100, "max_parallel": 8}
+    plane.step()
+    run = client.get("/api/jobs/sweep").json()
+    assert (run["status"]["state"], run["status"]["reason"]) == ("Pending", DATASETS)
+    assert run["task_counts"] == {"Pending": 100}  # the seed's jq .task_counts: 100 workers
+    assert _reasons(client, "sweep") == {DATASETS}
+    for name in ("datasets", "results"):
+        (tmp_path / name).mkdir()
+    assert (
+        client.post("/api/drives", json={"name": "datasets", "path": str(tmp_path / "datasets")}).status_code
+        == 201
+    )
+    plane.step()
+    assert client.get("/api/jobs/sweep").json()["status"]["reason"] == RESULTS
+    assert _reasons(client, "sweep") == {RESULTS}
+    assert (
+        client.post("/api/drives", json={"name": "results", "path": str(tmp_path / "results")}).status_code
+        == 201
+    )
+    plane.step()  # no more waiting for drives: this plane has no sandbox, which it says next
+    assert (
+        client.get("/api/jobs/sweep").json()["status"]["reason"]
+        == "Drives need a sandbox: install bubblewrap"
+    )
 
 
-def test_a_task_groups_drive_is_checked_too(client):
+def test_a_task_groups_drive_is_waited_for_too(client):
     doc = seed("llama-ft")
     doc["metadata"]["name"] = "grouped"
     doc["spec"] = {
@@ -51,14 +71,10 @@ def test_a_task_groups_drive_is_checked_too(client):
             },
         ]
     }
-    r = client.post("/api/runs", json=doc)
-    assert r.status_code == 422
-    assert r.json() == [
-        {
-            "path": "spec.task_groups[1].task_template.datavolume_refs[0].name",
-            "message": "drive 'scratch' does not exist in workspace default",
-        }
-    ]
+    assert client.post("/api/runs", json=doc).status_code == 201
+    client.plane.step()
+    said = "Drive 'scratch' does not exist in workspace default: astra drive create scratch --path DIR"
+    assert client.get("/api/runs/grouped").json()["status"]["reason"] == said
 
 
 def test_create_list_read_and_delete_a_drive_with_a_folder_of_its_own(client, tmp_path):

@@ -46,6 +46,7 @@ def test_array_copies_get_exactly_the_contract_environment(tmp_path):
             "WORLD_SIZE": "3",
             "SLURM_PROCID": i,
             "SLURM_NTASKS": "3",
+            "ASTRAEUS_ATTEMPT": "0",
             "ASTRAEUS_ARRAY_TASK_ID": i,
             "ASTRAEUS_ARRAY_SIZE": "3",
             "ASTRAEUS_REPLICA_INDEX": i,
@@ -69,6 +70,7 @@ def test_a_multi_worker_run_gets_the_leader_address_and_port(tmp_path):
             "WORLD_SIZE": "2",
             "SLURM_PROCID": rank,
             "SLURM_NTASKS": "2",
+            "ASTRAEUS_ATTEMPT": "0",
         }
     plane.close()
 
@@ -78,7 +80,15 @@ def test_a_single_worker_has_no_master_and_no_array_variables(tmp_path):
     plane.engine.submit(env_run("one"), plane.clock.now())
     plane.settle_run("one")
     env = env_of(plane, "one-0")
-    assert set(env) == {"PATH", "HOME", "RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS"}
+    assert set(env) == {
+        "PATH",
+        "HOME",
+        "RANK",
+        "WORLD_SIZE",
+        "SLURM_PROCID",
+        "SLURM_NTASKS",
+        "ASTRAEUS_ATTEMPT",
+    }
     plane.close()
 
 

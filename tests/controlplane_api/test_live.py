@@ -158,6 +158,7 @@ def test_a_20_copy_array_runs_as_processes_within_its_cap(live, tmp_path):
             "WORLD_SIZE": "20",
             "SLURM_PROCID": str(i),
             "SLURM_NTASKS": "20",
+            "ASTRAEUS_ATTEMPT": "0",
             "ASTRAEUS_ARRAY_TASK_ID": str(i),
             "ASTRAEUS_ARRAY_SIZE": "20",
             "ASTRAEUS_REPLICA_INDEX": str(i),

@@ -101,12 +101,21 @@ def test_a_worker_writes_its_readwrite_drive_cannot_write_its_readonly_one_and_s
     assert "No such file" in (results / "secrets.txt").read_text()
     names = {line.split("=", 1)[0] for line in (results / "env.txt").read_text().splitlines()}
     # CONTRACT §6 and PATH, HOME; PWD is the shell's own
-    assert names == {"PATH", "HOME", "RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "PWD"}
+    assert names == {
+        "PATH",
+        "HOME",
+        "RANK",
+        "WORLD_SIZE",
+        "SLURM_PROCID",
+        "SLURM_NTASKS",
+        "ASTRAEUS_ATTEMPT",
+        "PWD",
+    }
     assert int((results / "pids.txt").read_text()) <= 4  # the sandbox's own processes only
     assert (home / "astra.db").exists()  # hidden, not gone
 
 
-def test_a_drive_in_use_cannot_be_deleted_and_a_missing_one_is_refused(boxed):
+def test_a_drive_in_use_cannot_be_deleted_and_a_run_naming_a_missing_one_waits_for_it(boxed):
     assert boxed.astra("drive", "create", "results").returncode == 0
     ref = {"name": "results", "mount_path": "/results"}
     assert boxed.api("POST", "/runs", json=job("holds", "sleep 600", ref)).status_code == 201
@@ -114,16 +123,33 @@ def test_a_drive_in_use_cannot_be_deleted_and_a_missing_one_is_refused(boxed):
     assert refused.returncode == 1
     assert "drive 'results' is in use by run holds" in refused.stderr
     missing = boxed.api("POST", "/runs", json=job("lost", "true", {"name": "nope", "mount_path": "/x"}))
-    assert missing.status_code == 422
-    assert missing.json() == [
-        {
-            "path": "spec.task_template.datavolume_refs[0].name",
-            "message": "drive 'nope' does not exist in workspace default",
-        }
-    ]
+    assert missing.status_code == 201
+    said = "Drive 'nope' does not exist in workspace default: astra drive create nope --path DIR"
+    until(lambda: boxed.api("GET", "/runs/lost").json()["status"]["reason"] == said, what="lost to wait")
+    assert boxed.api("DELETE", "/runs/lost").status_code == 200
     assert boxed.api("DELETE", "/runs/holds").status_code == 200
     assert boxed.astra("drive", "delete", "results").returncode == 0
     assert boxed.api("GET", "/drives").json() == {"items": []}
+
+
+def test_an_array_naming_drives_not_made_yet_waits_and_its_copies_run_once_both_exist(boxed, tmp_path):
+    drives = (
+        {"name": "datasets", "mount_path": "/data", "mode": "ReadOnly"},
+        {"name": "results", "mount_path": "/results", "mode": "ReadWrite"},
+    )
+    doc = job("sweep", "cat /data/in.txt > /results/$ASTRAEUS_ARRAY_TASK_ID.txt", *drives)
+    doc["spec"]["array"] = {"size": 3, "max_parallel": 2}
+    made = boxed.api("POST", "/jobs", json=doc)
+    assert made.status_code == 201 and made.json()["spec"]["array"] == {"size": 3, "max_parallel": 2}
+    said = "Drive 'datasets' does not exist in workspace default: astra drive create datasets --path DIR"
+    until(lambda: boxed.api("GET", "/jobs/sweep").json()["status"]["reason"] == said, what="sweep to wait")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "in.txt").write_text("shard\n")
+    (tmp_path / "out").mkdir()
+    assert boxed.astra("drive", "create", "datasets", "--path", str(tmp_path / "data")).returncode == 0
+    assert boxed.astra("drive", "create", "results", "--path", str(tmp_path / "out")).returncode == 0
+    assert ended(boxed, "sweep")["status"]["state"] == "Completed"
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["0.txt", "1.txt", "2.txt"]
 
 
 def test_the_laptop_sweep_with_drives_writes_its_results_and_leaves_datasets_as_they_were(boxed, tmp_path):

@@ -77,8 +77,10 @@ class World:
     def sweep(self, name: str, *, size: int = 10, parallel: int = 2) -> Path:
         return self.write(f"{name}.yaml", SWEEP.format(name=name, size=size, parallel=parallel))
 
-    def source(self, *, prune: bool = False, allow_empty: bool = False, paths=("runs",)) -> Source:
-        return Source("test", tuple(paths), prune=prune, allow_empty=allow_empty)
+    def source(
+        self, *, prune: bool = False, allow_empty: bool = False, paths=("runs",), replace=()
+    ) -> Source:
+        return Source("test", tuple(paths), prune=prune, allow_empty=allow_empty, replace=tuple(replace))
 
     def plan(self, **kwargs) -> Plan:
         """The plan by both paths, the slow one (normalise and compare every run) and the fast

@@ -71,7 +71,7 @@ def test_replace_of_a_running_run_says_what_it_stops(world, snapshot):
     world.converge()
     world.cluster.start("train", workers=4, gpus=8, started_at=NOW - (2 * 3600 + 13 * 60))
     world.run("train", gpus=32, image="python:3.13")
-    plan = world.plan()
+    plan = world.plan(replace=["train"])  # --replace train: not held
     (change,) = plan.changes
     assert change.action is Action.replace
     assert change.forces_replace == ("spec.task_template.image",)

@@ -1,8 +1,8 @@
 """Many runs created in one request: ``POST /runs:batch`` (= ``/jobs:batch``), shapes ``wire.batch``.
 
 Owns the batch's route. Each document is checked exactly as ``POST /runs`` checks one
-(``runs.checked``: ``validate_data``, the same 422 words; then the drives it mounts, which the
-workspace must have: ``drives.drives_missing``, the drives read once a batch), a name taken (by
+(``runs.checked``: ``validate_data``, the same 422 words; a drive it mounts that the workspace
+does not have yet makes it wait, not a 422: ``controlplane.needs``), a name taken (by
 a run, or by an earlier document of the batch) is the same 409; the documents that pass (each
 made a ``Run`` once, handed to the engine, and digested once: its ``spec_digest`` is both its
 listing's and its inventory entry's digest, ``normalize`` dropping astra's annotations) are
@@ -39,7 +39,6 @@ from ...wire import models as wire
 from ..store import BatchRecord, LockMismatch, NameExists
 from .body import strict_json
 from .context import Api, ApiError, ApiRoute, Scoped, answer, problem, problems_of
-from .drives import drives_missing, mounts, workspace_drives
 from .runs import RUNS, _source_of, checked
 from .sources import LOCK_HELD, TAG, LockId
 
@@ -100,7 +99,6 @@ def _create(api: Scoped, batch: wire_batch.RunBatch, lock_id: str | None) -> wir
     taken: set[str] = set()
     stopped: int | None = None
     models: list[Run] = []
-    have: set[str] | None = None  # the workspace's drives, read once a batch mounts one
     for i, doc in enumerate(batch.runs):
         if stopped is not None:
             items[i] = _item(doc, 424, detail=NOT_ATTEMPTED.format(at=stopped))
@@ -112,13 +110,8 @@ def _create(api: Scoped, batch: wire_batch.RunBatch, lock_id: str | None) -> wir
             items[i] = _item(doc, 422, errors=exc.body.root)
         else:
             run = Run.model_validate(doc, context=RULES_CHECKED)
-            if have is None and mounts(run):
-                have = workspace_drives(api)
-            missing = drives_missing(api, run, have)
             name = doc["metadata"]["name"]
-            if missing:
-                items[i] = _item(doc, 422, errors=missing)
-            elif api.key(name) in engine.state.runs or name in taken:
+            if api.key(name) in engine.state.runs or name in taken:
                 items[i] = _item(doc, 409, detail=f"a run named {name} exists")
             else:
                 taken.add(name)

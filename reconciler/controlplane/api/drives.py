@@ -1,9 +1,10 @@
 """Drives (``/drives``): a workspace's named folders, and the check that a run names only those.
 
-Owns the drives' routes (create, list, read, delete) and ``missing_drives``, which ``POST /runs``
-calls (and ``POST /runs:batch``, as ``drives_missing``, the drives read once a batch): a run
-whose ``datavolume_refs`` names a drive the workspace does not have is refused with a 422
-naming it. A drive is a folder of the cluster's host: given (an existing folder), or made
+Owns the drives' routes (create, list, read, delete). A run whose ``datavolume_refs`` names a
+drive the workspace does not have is accepted and waits for it (``controlplane.needs``); making
+or deleting a drive asks every engine of the server again (``Engine.recheck``).
+
+A drive is a folder of the cluster's host: given (an existing folder), or made
 by the server under its home (``drives/NAME``; another workspace's ``drives/ORG.WORKSPACE/NAME``,
 which no drive's name can be; where the app was given one: ``drives_root``). A drive is its
 workspace's (the path's org and workspace), on every cluster of the server (they share the
@@ -27,10 +28,10 @@ from fastapi import APIRouter, Request
 from fastapi import Path as PathParam
 from fastapi.responses import Response
 
-from ...runspec.models import Run
 from ...runspec.vocabulary import FINAL_RUN_STATES
 from ...wire import models as wire
 from ...wire.drives import Drive, DriveCreate, DriveList
+from ..needs import mounts
 from ..scopes import DEFAULT_SCOPE, scope_of, shown
 from ..store import NameExists, NotFound
 from ..store.drives import workspace_words
@@ -38,9 +39,7 @@ from .context import Api, ApiError, ApiRoute, Responses, answer, problem, requir
 
 __all__ = [
     "drive_missing",
-    "drives_missing",
     "drives_root",
-    "missing_drives",
     "mounts",
     "private_folder",
     "router",
@@ -85,43 +84,6 @@ def private_folder(request: Request, folder: str) -> str | None:
 
 def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
-
-
-def mounts(run: Run) -> list[tuple[str, str]]:
-    """Each drive a run's workers mount: (the field's path, the drive's name)."""
-    spec = run.spec
-    found: list[tuple[str, str]] = []
-    templates = [
-        (f"spec.task_groups[{i}].task_template", g.task_template)
-        for i, g in enumerate(spec.task_groups or [])
-    ]
-    if spec.task_template is not None:
-        templates.append(("spec.task_template", spec.task_template))
-    for at, tt in templates:
-        for j, ref in enumerate(tt.datavolume_refs or []):
-            found.append((f"{at}.datavolume_refs[{j}].name", ref.name))
-    return found
-
-
-def missing_drives(api: Api, doc: dict[str, Any]) -> None:
-    """422 naming each drive a valid run document mounts that the workspace does not have."""
-    found = drives_missing(api, Run.model_validate(doc), None)
-    if found:
-        raise ApiError(422, wire.Problems(found))
-
-
-def drives_missing(api: Api, run: Run, have: set[str] | None) -> list[wire.Problem]:
-    """Each drive ``run`` mounts that the workspace does not have, as ``missing_drives`` says it;
-    ``have``: the workspace's drives' names when read already (``workspace_drives``)."""
-    refs = mounts(run)
-    if not refs:
-        return []
-    workspace = api.scope.workspace_key
-    if have is None:
-        have = workspace_drives(api)
-    return [
-        wire.Problem(path=at, message=drive_missing(name, workspace)) for at, name in refs if name not in have
-    ]
 
 
 def workspace_drives(api: Api) -> set[str]:
@@ -199,6 +161,7 @@ def create_drive(request: Request, api: Api, body: DriveCreate) -> Response:
     except NameExists as exc:
         raise ApiError(409, wire.Detail(detail=str(exc))) from exc
     api.audit("create", "drive", body.name, {"path": folder})
+    _recheck(api)
     return answer(_drive(api, row), 201)
 
 
@@ -226,4 +189,13 @@ def delete_drive(api: Api, name: DriveName) -> Response:
     except NotFound as exc:
         raise ApiError(404, wire.Detail(detail=str(exc))) from exc
     api.audit("delete", "drive", name, {"path": drive.path})
+    _recheck(api)
     return answer(drive)
+
+
+def _recheck(api: Api) -> None:
+    """A drive was made or deleted: every cluster's runs ask again what they wait for (a drive
+    is its workspace's on every cluster of the server), and the schedulers wake."""
+    for engine in api.app.clusters.values():
+        engine.recheck()
+    api.on_change()

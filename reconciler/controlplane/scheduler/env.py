@@ -4,7 +4,9 @@ Owns: ``worker_env``: the template's own ``env`` with the rank and size variable
 (``RANK``, ``WORLD_SIZE`` and their Slurm names), an array copy's index and size (a rerun's
 copy: the original index and size, ``runspec.rerun``), and, for a
 worker of a run spread over several workers, where its leader listens (``MASTER_ADDR``,
-``MASTER_PORT``). Array copies get no ``MASTER_ADDR``: they are independent.
+``MASTER_PORT``). Array copies get no ``MASTER_ADDR``: they are independent. A started worker
+also gets ``ASTRAEUS_ATTEMPT`` (0 on its first start, one more on each restart) and, once it was
+restarted, ``ASTRAEUS_RESTART_REASON`` (``runspec.lifecycle``: Preempted, Failed, MachineLost…).
 
 Must not touch: processes, the store, placement (the leader's address comes in as an argument).
 """
@@ -39,4 +41,8 @@ def worker_env(run: Run, worker: WorkerRecord | NewWorker, leader_address: str |
         )
     elif worker.world_size > 1:
         env.update({"MASTER_ADDR": leader_address or "", "MASTER_PORT": str(MASTER_PORT)})
+    if isinstance(worker, WorkerRecord):  # started: which start this is, and why it came again
+        env["ASTRAEUS_ATTEMPT"] = str(max(worker.attempts - 1, 0))
+        if worker.restart_reason is not None:
+            env["ASTRAEUS_RESTART_REASON"] = worker.restart_reason
     return dict(sorted(env.items()))

@@ -4,9 +4,11 @@ Owns: the placement phase of a tick: runs served by priority, then submission; a
 runs; a run whose shape is chosen now; a Gang's (or MinAvailable's first) workers placed together;
 other workers one by one, within an array's cap, a group's ``start_after`` and the run's network
 constraint; and the reason a run (and its next waiting worker) waits (a run with drives, where
-no sandbox can mount them, waits with ``ClusterState.no_sandbox``). Backfill and preemption
-are ``priorities``'; where workers fit is ``placement``'s; which waiting runs a tick may pass
-over, and why, is ``quiet``'s (the queue says what each visit found: ``Room``, ``quiet.Wait``).
+no sandbox can mount them, waits with ``ClusterState.no_sandbox``; one that names something
+that does not exist yet, with ``ClusterState.waiting``'s words, on every waiting worker).
+Backfill and preemption are ``priorities``'; where workers fit is ``placement``'s; which
+waiting runs a tick may pass over, and why, is ``quiet``'s (the queue says what each visit
+found: ``Room``, ``quiet.Wait``).
 
 Must not touch: the records (decisions go through ``Tick.emit``), clocks, I/O.
 """
@@ -24,6 +26,7 @@ from reconciler.runspec.vocabulary import FINAL_RUN_STATES, RunState, WorkerStat
 from ..inventory import Machine
 from .admission import admit, templates_of
 from .arrays import at_cap, parallel_cap
+from .dependencies import blocked_by
 from .gangs import group_wait, groups_running
 from .netgroups import NetGroup, containing, region, union
 from .placement import Net, View, fixed, label, place_decision, search
@@ -117,6 +120,17 @@ def serve(t: Tick, r: RunRecord) -> Wait | Room | None:
     if r.not_before is not None and r.not_before > t.now:
         return None
     if not s.pending[rname] and s.run_workers[rname]:
+        return None
+    on_runs = blocked_by(s, r)
+    if on_runs is not None and on_runs[1]:  # a dependency that can no longer be met
+        t.fail_run(r, on_runs[0])
+        return None
+    waits = on_runs[0] if on_runs is not None else s.waiting.get(rname)
+    if waits is not None:  # for a run, or something that does not exist yet: every waiting worker says so
+        set_run_reason(t, r, waits)
+        for w in itertools.islice(s.pending[rname], 1, None):
+            if s.workers[w].reason != waits:
+                t.emit(MarkWorker(w, WorkerState.PENDING, waits), rname)
         return None
     if s.no_sandbox is not None and has_drives(r):
         set_run_reason(t, r, s.no_sandbox)

@@ -184,6 +184,9 @@ class WorkerRecord:
     restarts: int = 0
     #: Every time the worker is started, preempted or not; for display.
     attempts: int = 0
+    #: Why it last went back to the queue (``RestartReason``), ``None`` before its first restart:
+    #: its ``ASTRAEUS_RESTART_REASON``.
+    restart_reason: str | None = None
     not_before: float | None = None
     placed_at: float | None = None
     started_at: float | None = None

@@ -32,6 +32,7 @@ from reconciler.runspec.vocabulary import (
 )
 
 from ..scopes import shown
+from .exitcodes import budget_kept, exit_rule
 from .records import (
     ENDED,
     HOLDING,
@@ -75,20 +76,30 @@ def settle(t: Tick) -> None:
 
 
 def _failed(t: Tick, w: WorkerRecord, r: RunRecord) -> None:
-    """A worker that failed (or was lost): fail its run, restart the run, or restart the worker."""
-    where = worker_failed_on(shown(w.name), w.machine, w.reason)
-    if r.on_failure == "FailJob" and not r.service:
-        t.emit(MarkWorker(w.name, w.state, w.reason, final=True), r.name)
+    """A worker that failed (or was lost): fail its run, restart the run, or restart the worker;
+    a rule of ``on_exit_codes`` naming its exit code decides first (``exitcodes``)."""
+    rule = exit_rule(t.s.template(w), w.exit_code) if w.state is WorkerState.FAILED else None
+    said = w.reason if rule is None else rule.words
+    where = worker_failed_on(shown(w.name), w.machine, said)
+    if (rule is not None and rule.action == "FailJob") or (
+        rule is None and r.on_failure == "FailJob" and not r.service
+    ):
+        t.emit(MarkWorker(w.name, w.state, said, final=True), r.name)
         t.fail_run(r, where, skip=w.name)
         return
-    if t.policy(w) == "Never" and not r.service:
+    if rule is None and t.policy(w) == "Never" and not r.service:
         t.emit(MarkWorker(w.name, w.state, w.reason, final=True), r.name)
         if not r.is_array:
             t.fail_run(r, where, skip=w.name)
         return
+    spend = rule is None or rule.action == "Restart"
     gang = r.start == "Gang"
     if not r.is_array and (r.on_failure == "RestartJob" or (gang and w.rank == 0)):
-        restart_run(t, r, where, StopCause.RUN_RESTART, w)
+        restart_run(t, r, where, StopCause.RUN_RESTART, w, spend=spend)
+        return
+    if not spend:
+        delay = BACKOFF_START_SECONDS
+        t.emit(RequeueWorker(w.name, t.now + delay, w.restarts, budget_kept(said, delay, w.restarts)), r.name)
         return
     ran = (w.ended_at or t.now) - w.started_at if w.started_at is not None else 0
     n = next_restart(ran, w.restarts)
@@ -104,16 +115,19 @@ def _failed(t: Tick, w: WorkerRecord, r: RunRecord) -> None:
     )
 
 
-def restart_run(t: Tick, r: RunRecord, why: str, cause: StopCause, failed: WorkerRecord | None) -> None:
-    """A job-level restart: every worker back to the queue, the run waiting out its backoff."""
+def restart_run(
+    t: Tick, r: RunRecord, why: str, cause: StopCause, failed: WorkerRecord | None, *, spend: bool = True
+) -> None:
+    """A job-level restart: every worker back to the queue, the run waiting out its backoff
+    (``spend=False``: a rule's ``RestartIgnoreBudget``: the first backoff, no restart counted)."""
     s, now = t.s, t.now
     t.frozen.add(r.name)
     ran = (now - r.running_since) if r.running_since is not None else 0
-    n = next_restart(ran, r.restarts)
-    if n > RESTART_LIMIT and not r.service:
+    n = next_restart(ran, r.restarts) if spend else r.restarts
+    if n > RESTART_LIMIT and not r.service and spend:
         t.fail_run(r, no_restarts_left(why))
         return
-    at = now + backoff_seconds(n)
+    at = now + (backoff_seconds(n) if spend else BACKOFF_START_SECONDS)
     for w in s.workers_of(r.name):
         if w is failed or (w.state in ENDED and not w.settled):
             t.emit(RequeueWorker(w.name, at, w.restarts, f"Restarting with the run: {why}"), r.name)
@@ -124,7 +138,10 @@ def restart_run(t: Tick, r: RunRecord, why: str, cause: StopCause, failed: Worke
             )
         elif w.state in ENDED:
             t.emit(RequeueWorker(w.name, at, w.restarts, f"Restarting with the run: {why}"), r.name)
-    reason = restart_reason(why, n, backoff_seconds(n), limited=not r.service)
+    if spend:
+        reason = restart_reason(why, n, backoff_seconds(n), limited=not r.service)
+    else:
+        reason = budget_kept(why, BACKOFF_START_SECONDS, n)
     t.emit(RestartRun(r.name, at, n, reason), r.name)
 
 

@@ -22,6 +22,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconciler.runspec.lifecycle import RESTARTED_AFTER as ENDED_AS
+from reconciler.runspec.lifecycle import RESTARTED_FOR as STOPPED_FOR
 from reconciler.runspec.messages import GANG_BARRIER_SECONDS
 from reconciler.runspec.models import Run, TaskTemplate
 from reconciler.runspec.vocabulary import (
@@ -86,6 +88,9 @@ class ClusterState:
     #: Why no worker can have its drives mounted here (no sandbox), or ``None``: a run with
     #: drives then waits with this reason (``queue.placement``), never started without them.
     no_sandbox: str | None = None
+    #: Runs that wait for something the scheduler does not keep and that does not exist yet (a
+    #: drive, a secret: ``controlplane.needs`` finds them), with why in words (``set_waiting``).
+    waiting: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.machines = {m.name: m for m in self.inventory}
@@ -305,6 +310,18 @@ class ClusterState:
         else:
             self.quotas[workspace] = quota
 
+    def set_waiting(self, run: str, reason: str | None) -> None:
+        """Run ``run`` waits for something that does not exist yet, with ``reason`` (``None``:
+        it no longer does); the next tick holds it, or places it."""
+        if self.waiting.get(run) == reason:
+            return
+        if reason is None:
+            del self.waiting[run]
+        else:
+            self.waiting[run] = reason
+        if run in self.runs:
+            self._touch(run)
+
     # -- changing records --------------------------------------------------------------------
 
     def _set_state(self, w: WorkerRecord, state: WorkerState, reason: str) -> None:
@@ -436,8 +453,9 @@ class ClusterState:
     def carry_over(self, old: ClusterState) -> None:
         """What the records do not keep, from the state this one is rebuilt from: which machines
         are lost, and which stopped reporting since when (with their workers' states before),
-        and the workspaces' quotas."""
+        the workspaces' quotas, and what runs wait for."""
         self.quotas.update(old.quotas)
+        self.waiting.update({n: why for n, why in old.waiting.items() if n in self.runs})
         for machine in old.down:
             self._lost(machine, 0.0)
         for machine, since in old.unreachable.items():
@@ -510,6 +528,7 @@ class ClusterState:
         self._set_state(w, d.state, d.reason)
         w.ended_at = now
         if d.state is WorkerState.PENDING:
+            w.restart_reason = STOPPED_FOR.get(d.cause, str(d.cause))
             w.not_before = d.not_before
             if d.not_before is not None:
                 self._timer(d.not_before, "worker", w.name)
@@ -522,6 +541,7 @@ class ClusterState:
     def _requeue(self, d: RequeueWorker) -> None:
         w = self.workers[d.worker]
         was_final = w.final
+        w.restart_reason = ENDED_AS.get(w.state, str(w.state))
         self._set_state(w, WorkerState.PENDING, d.reason)
         w.not_before, w.restarts, w.settled, w.final = d.at, d.restarts, True, False
         if was_final:

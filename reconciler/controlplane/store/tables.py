@@ -124,6 +124,7 @@ class WorkerRow(StoreTable, table=True):
     memory_bytes: int
     restarts: int
     attempts: int
+    restart_reason: str | None = None
     not_before: float | None = None
     placed_at: float | None = None
     started_at: float | None = None
