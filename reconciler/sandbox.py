@@ -124,9 +124,12 @@ class Sandbox:
         env: Mapping[str, str],
         mounts: Iterable[Mount] = (),
         found: str | None = None,
+        args_fd: int | None = None,
     ) -> list[str]:
         """The command line that runs ``command`` in the sandbox, in ``cwd``, with ``env`` alone;
-        ``found``: where the host found ``command[0]`` (its installation is shown read-only)."""
+        ``found``: where the host found ``command[0]`` (its installation is shown read-only);
+        ``args_fd``: a descriptor of more of bwrap's arguments, read last (``--args``: a worker's
+        secrets, which a command line would show every user)."""
         args = [self.bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
         args += _user_namespace(self.user_namespace)
         args += ["--tmpfs", "/", "--ro-bind", "/usr", "/usr"]
@@ -151,6 +154,8 @@ class Sandbox:
         args += ["--chdir", cwd, "--clearenv"]
         for key, value in env.items():
             args += ["--setenv", key, value]
+        if args_fd is not None:
+            args += ["--args", str(args_fd)]
         return [*args, "--", *command]
 
 

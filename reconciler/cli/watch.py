@@ -68,6 +68,13 @@ def watch(
             help="A file with the secret that signs POST /sources/NAME/hook (a signed call: a pass now).",
         ),
     ] = None,
+    age_identity: Annotated[
+        str | None,
+        typer.Option(
+            "--age-identity",
+            help="An age identity file (age-keygen's): decrypts the secrets astra.yaml's sources declare.",
+        ),
+    ] = None,
 ) -> None:
     """Keep the cluster equal to the files: apply on every change, and resync every --interval.
 
@@ -107,6 +114,7 @@ def watch(
             git_token_file=git_token_file,
             config=None if config is None else str(config),
             webhook_secret_file=webhook_secret_file,
+            age_identity=age_identity,
         )
     )
 

@@ -24,6 +24,9 @@ Owns: turning the scheduler's decisions into processes and their ends into obser
   ``datavolume_refs`` bind-mounted at its ``mount_path`` (its folder from ``drives``: the
   run's workspace's drive of that name, whatever the cluster). Without
   one, a worker with drives is never started (the scheduler holds its run: ``no_sandbox``).
+  A worker that reads secrets (``worker_secrets``: read through ``secrets`` as it starts) gets
+  them in its environment and, in the sandbox, as read-only files; its output then reaches its
+  log through a pipe and a thread that masks every value (``masking``).
 * ``StopWorker`` (cancel, time limit, preemption, a failed run): SIGTERM to the whole process
   group, SIGKILL to it ``grace`` seconds later. When a worker's main process ends, whatever it
   left in its group is killed too, as a container's end would.
@@ -53,6 +56,7 @@ from reconciler.runspec.models import TaskTemplate
 from ..processes import process_alive, process_start_time  # re-exported: the executor's API
 from ..sandbox import NO_SANDBOX_REASON, Mount, Sandbox
 from .logtimes import LogMarks, Marked
+from .masking import Masker, pump
 from .scheduler import (
     ClusterState,
     Decision,
@@ -66,6 +70,7 @@ from .scheduler import (
     worker_env,
 )
 from .scopes import shown, workspace_of
+from .worker_secrets import Given, gather
 
 __all__ = ["HOST_VARIABLES", "LEADER_ADDRESS", "ProcessExecutor", "process_alive", "process_start_time"]
 
@@ -92,6 +97,8 @@ class _Spawn:
     argv: list[str]
     env: dict[str, str]
     log: Path
+    #: the run's secrets this worker reads (``worker_secrets``): its output is masked with them
+    given: Given | None = None
 
 
 @dataclass(slots=True)
@@ -116,6 +123,7 @@ class ProcessExecutor:
         host_env: dict[str, str] | None = None,
         sandbox: Sandbox | None = None,
         drives: Callable[[str, str], str | None] | None = None,
+        secrets: Callable[[str, str], bytes | None] | None = None,
     ) -> None:
         self.home = Path(home)
         self.logs = self.home / "logs"
@@ -127,6 +135,9 @@ class ProcessExecutor:
         #: a drive's folder on this host by its workspace (``ORG/WORKSPACE``) and name (``None``:
         #: the workspace has no such drive)
         self.drives = drives or (lambda _workspace, _name: None)
+        #: a secret's value by its workspace (``ORG/WORKSPACE``) and name (``None``: none such),
+        #: read as each worker starts (the store's ``secret_value``)
+        self.secrets = secrets or (lambda _workspace, _name: None)
         #: why a worker with drives cannot run here (the scheduler holds its run), or None
         self.no_sandbox: str | None = None if sandbox is not None else NO_SANDBOX_REASON
         self.running: dict[str, _Proc] = {}
@@ -217,16 +228,21 @@ class ProcessExecutor:
             return
         argv = [template.command, *(template.args or [])]
         env = self.environment(state, name)
+        given = gather(template, workspace_of(w.run), self.secrets, self.sandbox is not None)
+        if isinstance(given, str):
+            self._not_started(name, log, 126, given)
+            return
         if self.sandbox is not None or template.datavolume_refs:
-            boxed = self._sandboxed(argv, env, template, workspace_of(w.run))
+            boxed = self._sandboxed(argv, env, template, workspace_of(w.run), given)
             if isinstance(boxed, tuple):
+                given.close()
                 self._not_started(name, log, *boxed)
                 return
             argv = boxed
-        self.queued[name] = _Spawn(name, argv, env, log)
+        self.queued[name] = _Spawn(name, argv, env, log, given or None)
 
     def _sandboxed(
-        self, argv: list[str], env: dict[str, str], template: TaskTemplate, workspace: str
+        self, argv: list[str], env: dict[str, str], template: TaskTemplate, workspace: str, given: Given
     ) -> list[str] | tuple[int, str]:
         """The sandbox's command line for ``argv`` with the template's drives; or why it cannot
         start (an exit code and a reason): no sandbox, a drive gone, a command not found (the
@@ -248,7 +264,8 @@ class ProcessExecutor:
             found = shutil.which(command, path=env.get("PATH", ""))
         if found is None:
             return 127, f"Could not start {command!r}: No such file or directory"
-        return self.sandbox.argv(argv, cwd=self.cwd, env=env, mounts=mounts, found=found)
+        args_fd = given.sandbox_args() if given else None
+        return self.sandbox.argv(argv, cwd=self.cwd, env=env, mounts=mounts, found=found, args_fd=args_fd)
 
     def _launch(self, job: _Spawn) -> None:
         """Start one queued worker; one that cannot be started ends Failed, in words.
@@ -257,26 +274,40 @@ class ProcessExecutor:
         the OS refuses) ends this worker alone: it exits 127 (not found) or 126 with the cause
         as its reason and in its log, and the other workers go on.
         """
-        name, argv, log = job.worker, job.argv, job.log
+        name, argv, log, given = job.worker, job.argv, job.log, job.given
+        env: dict[str, str | bytes] = dict(job.env)
+        if given is not None and self.sandbox is None:
+            env.update(given.env)  # no sandbox: the process's own environment, its user's alone
+        masked = os.pipe() if given is not None else None
         try:
             log.parent.mkdir(parents=True, exist_ok=True)
             with open(log, "wb") as out:
                 popen = subprocess.Popen(
                     argv,
-                    env=job.env,
+                    env=env,
                     cwd=self.cwd,
                     stdin=subprocess.DEVNULL,
-                    stdout=out,
+                    stdout=out if masked is None else masked[1],
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                     close_fds=True,
+                    pass_fds=given.fds if given is not None else (),
                     umask=WORKER_UMASK,
                 )
         except (OSError, ValueError, TypeError) as exc:  # what Popen and open raise for a bad start
             words = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             code = 127 if isinstance(exc, FileNotFoundError) else 126
+            if masked is not None:
+                os.close(masked[0])
             self._not_started(name, log, code, f"Could not start {argv[0]!r}: {words}")
             return
+        finally:
+            if given is not None:
+                given.close()
+            if masked is not None:
+                os.close(masked[1])
+        if masked is not None and given is not None:
+            pump(masked[0], log, Masker(given.values))
         facts = self.facts.setdefault(name, {})
         facts.update({"pid": popen.pid, "pid_started": process_start_time(popen.pid)})
         self.running[name] = _Proc(name, popen, popen.pid, log=Marked(log))
@@ -290,7 +321,10 @@ class ProcessExecutor:
 
     def stop(self, name: str) -> None:
         """SIGTERM the worker's process group now, SIGKILL it after the grace period."""
-        if self.queued.pop(name, None) is not None:
+        job = self.queued.pop(name, None)
+        if job is not None:
+            if job.given is not None:
+                job.given.close()
             return  # never started
         proc = self.running.pop(name, None)
         if proc is None:

@@ -208,10 +208,13 @@ def serve(
     any_port_if_busy: bool = False,
     audit_keep: int | None = None,
     clusters: dict[str, str] | None = None,
+    secrets_key_file: str | os.PathLike[str] | None = None,
 ) -> None:
     """Run the control plane until SIGTERM or SIGINT (``clusters``: the inventory files of
     clusters other than the default, by name). ``any_port_if_busy``: when ``port`` is taken,
     listen on any free port instead (the local server astra starts: 8750 when free);
+    ``secrets_key_file``: the key the secrets are sealed with (``None``: ``HOME/secrets.key``,
+    made 0600 the first time; a file named must exist);
     ``audit_keep``: the audit events each workspace keeps (``None``: ``api.context.AUDIT_KEEP``)."""
     home = home or astra_home()
     os.umask(0o077)  # what the server writes (database, logs, server.json) is its user's alone
@@ -219,7 +222,8 @@ def serve(
         ensure_home(home)
         with home_lock(home, "serving", timeout=0, purpose=f"serve {home}"):
             others = {name: load_inventory_file(path) for name, path in (clusters or {}).items()}
-            _serve(host, port, db, inventory, token, home, any_port_if_busy, audit_keep, others)
+            key = Path(secrets_key_file) if secrets_key_file is not None else None
+            _serve(host, port, db, inventory, token, home, any_port_if_busy, audit_keep, others, key)
     except HomeError as exc:
         running = read_info(home)
         if running is not None and running.pid != os.getpid():
@@ -238,6 +242,7 @@ def _serve(
     any_port_if_busy: bool,
     audit_keep: int | None = None,
     others: dict[str, Inventory] | None = None,
+    secrets_key: Path | None = None,
 ) -> None:
     machines = load_inventory_file(inventory)
     token = resolve_token(home, token or os.environ.get("ASTRA_TOKEN"))
@@ -245,7 +250,8 @@ def _serve(
     try:
         with contextlib.suppress(OSError):  # remembered for the next start; not needed to serve
             (home / "port").write_text(f"{sock.getsockname()[1]}\n")
-        asyncio.run(_main(sock, home, db, {DEFAULT: machines, **(others or {})}, token, audit_keep))
+        inventories = {DEFAULT: machines, **(others or {})}
+        asyncio.run(_main(sock, home, db, inventories, token, audit_keep, secrets_key))
     finally:
         sock.close()
 
@@ -270,6 +276,7 @@ async def _main(
     inventories: dict[str, Inventory],
     token: str,
     audit_keep: int | None,
+    secrets_key: Path | None = None,
 ) -> None:
     """Serve until stopped: the default cluster's engine (and each other cluster's, on the same
     store) behind the API, stepped by ``_schedule``."""
@@ -281,10 +288,12 @@ async def _main(
     from ..sandbox import find_sandbox, no_sandbox_warning
     from .engine import Engine
     from .executor import ProcessExecutor
-    from .store import Store, default_url
+    from .store import SecretBox, Store, default_url
+    from .store.secretbox import KEY_FILE
 
     clock = SystemClock()
-    store = Store(db or default_url(home))
+    box = SecretBox.at(secrets_key or home / KEY_FILE, create=secrets_key is None)
+    store = Store(db or default_url(home), box)
     sandbox, said = find_sandbox(hidden=[home])
     print(said if sandbox is not None else no_sandbox_warning(said), flush=True)
 
@@ -292,9 +301,12 @@ async def _main(
         row = store.drive_row(name, workspace)
         return None if row is None else row["path"]
 
+    def secret_value(workspace: str, name: str) -> bytes | None:
+        return store.secret_value(name, workspace)
+
     members = {}
     for name, machines in inventories.items():  # each cluster's executor, in the one sandbox
-        made = ProcessExecutor(home, sandbox=sandbox, drives=drive_folder)
+        made = ProcessExecutor(home, sandbox=sandbox, drives=drive_folder, secrets=secret_value)
         members[name] = (Engine(store, machines, made, clock.now(), name), made)
     engine, executor = members[DEFAULT]
     fleet = Fleet(members)

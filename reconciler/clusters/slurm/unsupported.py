@@ -36,6 +36,7 @@ __all__ = [
     "NO_MIN_MEMORY",
     "NO_PRIORITY",
     "NO_PYXIS_PATH",
+    "NO_SECRETS",
     "NO_SHAPE",
     "NO_TOPOLOGY",
     "unsupported",
@@ -64,6 +65,7 @@ NO_DRIVE = (
 )
 NO_PYXIS_PATH = "pyxis' --container-mounts cannot carry ':' or ',' in a path: {path!r}"
 NO_ENGINE = "Slurm cannot run a model engine: remove model.engine"
+NO_SECRETS = "astra does not carry secrets to a Slurm job yet: remove it, or run on the local cluster"
 NO_PRIORITY = "astra cannot set a Slurm job's priority (only Slurm's administrators can): remove priority"
 NO_MIN_AVAILABLE = (
     "Slurm starts all of a job's workers together: start MinAvailable cannot be carried; use Gang"
@@ -125,6 +127,11 @@ def _template_unsupported(
     t: TaskTemplate, path: FieldPath, drives: SlurmDrives, images: Images
 ) -> list[FieldError]:
     errors = _drive_errors(t, path.child("datavolume_refs"), drives, images)
+    for key, value in (t.env or {}).items():
+        if not isinstance(value, str):
+            errors.append(FieldError.not_supported(path.child("env").key(key), NO_SECRETS))
+    if t.secret_files:
+        errors.append(FieldError.not_supported(path.child("secret_files"), NO_SECRETS))
     if t.command is None:
         errors.append(FieldError.required(path.child("command"), NO_COMMAND))
     gr = t.requested_resources.gpu_requests if t.requested_resources else None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +86,9 @@ class ClusterState:
     #: Why no worker can have its drives mounted here (no sandbox), or ``None``: a run with
     #: drives then waits with this reason (``queue.placement``), never started without them.
     no_sandbox: str | None = None
+    #: Each workspace's secrets' names (``ORG/WORKSPACE``), or ``None``: a run that reads one
+    #: its workspace lacks then waits (``secrets.secret_wait``). Values never come here.
+    secrets: Mapping[str, frozenset[str]] | None = None
 
     def __post_init__(self) -> None:
         self.machines = {m.name: m for m in self.inventory}
