@@ -112,8 +112,9 @@ def test_the_canary_reaches_the_worker_and_nothing_else(boxed, tmp_path):
         clean(f"source {source['name']}", boxed.api("GET", f"/sources/{source['name']}").content)
     headers = {"Authorization": f"Bearer {TOKEN}"}
     base = f"{boxed.url}/o/default/w/default/jobs/default"
-    for page in ("", "/sec", "/sec/events", "/sec/log/sec-0", "/sec/log/sec-0/text"):
-        r = httpx.get(base + page, headers=headers, timeout=30)
+    secrets_page = f"{boxed.url}/o/default/w/default/secrets"
+    for page in ("", "/sec", "/sec/events", "/sec/log/sec-0", "/sec/log/sec-0/text", secrets_page):
+        r = httpx.get(page if page.startswith("http") else base + page, headers=headers, timeout=30)
         assert r.status_code == 200, (page, r.status_code)
         clean(f"console {page or 'runs'}", r.content)
         if page == "/sec/log/sec-0":
