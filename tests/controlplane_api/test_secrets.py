@@ -180,3 +180,15 @@ def test_a_worker_without_a_sandbox_cannot_have_secret_files_and_says_so(client,
     plane.settle_run("files")
     worker = client.get("/api/runs/files/workers").json()["items"][0]
     assert worker["reason"] == "Secret files need a sandbox: install bubblewrap (exit code 126)"
+
+
+def test_an_env_secret_with_a_nul_byte_ends_the_worker_in_words_never_its_value(client, plane):
+    client.put("/api/secrets/binary", content=b"ab\x00cd_canary")
+    client.post("/api/runs", json=with_secret("nul", "binary"))
+    plane.settle_run("nul")
+    worker = client.get("/api/runs/nul/workers").json()["items"][0]
+    assert worker["reason"] == (
+        "secret 'binary' holds a NUL byte, which an environment variable cannot: give it as a "
+        "secret file (secret_files) (exit code 126)"
+    )
+    assert "canary" not in client.get("/api/workers/nul-0/logs").text

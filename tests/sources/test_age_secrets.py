@@ -46,7 +46,7 @@ def encrypt(recipient: str, value: bytes, out) -> None:
 @pytest.fixture
 def repo(tmp_path):
     if shutil.which("age") is None:
-        pytest.fail("age is not installed: apt-get install age (scripts/age-local-up.sh)")
+        pytest.fail("age is not installed: run scripts/age-install.sh (task age:install)")
     cwd = tmp_path / "work"
     (cwd / "runs" / "secrets").mkdir(parents=True)
     (cwd / "runs" / "train.yaml").write_text(RUN)

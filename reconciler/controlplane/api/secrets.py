@@ -38,7 +38,7 @@ from ..store import NotFound
 from ..store.secrets import secret_missing
 from .context import Api, ApiError, ApiRoute, Responses, answer
 
-__all__ = ["router", "secret_users"]
+__all__ = ["router", "secret_users", "set_value"]
 
 router = APIRouter(tags=["secrets"], route_class=ApiRoute)
 
@@ -121,8 +121,14 @@ def list_secrets(api: Api) -> Response:
 )
 async def set_secret(request: Request, api: Api, name: SecretName) -> Response:
     """Set a secret's value (the body, as it is); workers started from now on read it."""
+    row, status = set_value(api, name, await request.body())
+    return answer(_secret(api, row), status)
+
+
+def set_value(api: Api, name: str, value: bytes) -> tuple[dict[str, Any], int]:
+    """``PUT /secrets/{name}``'s checks (a 422 in words) and write, audited: the secret's row, and
+    201 (new) or 200 (replaced; the same value: nothing written). The console's set is this."""
     _checked_name(name)
-    value = await request.body()
     if not value:
         raise ApiError(422, wire.Problems([wire.Problem(path="", message=spec_secrets.SECRET_VALUE_EMPTY)]))
     if len(value) > spec_secrets.SECRET_VALUE_MAX:
@@ -130,12 +136,12 @@ async def set_secret(request: Request, api: Api, name: SecretName) -> Response:
         raise ApiError(422, wire.Problems([wire.Problem(path="", message=said)]))
     workspace = api.scope.workspace_key
     if api.engine.store.secret_changes({name: value}, workspace)[name] == "none":
-        return answer(_secret(api, _the_secret(api, name)))  # the same value: nothing written
+        return _the_secret(api, name), 200
     who = api.caller.name if api.caller is not None else "-"
     row, created = api.engine.store.set_secret(name, value, who, api.clock.now(), workspace)
     api.audit("create" if created else "update", "secret", name)
     api.on_change()  # a run waiting for it may start
-    return answer(_secret(api, row), 201 if created else 200)
+    return row, 201 if created else 200
 
 
 @router.post(

@@ -13,15 +13,14 @@ Must not touch: SQL and the key (the store's), rules of its own.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse, Response
 
 from ...runspec import secrets as spec
-from ..api.context import Scoped
-from ..api.secrets import secret_users
+from ..api.context import ApiError, Scoped
+from ..api.secrets import secret_users, set_value
 from ..auth import Role
 from ..store import NotFound
 from .access import Viewer, checked_form
@@ -59,20 +58,13 @@ async def secrets_page(request: Request, who: Who) -> Response:
 
 
 def _set(api: Scoped, name: str, value: bytes) -> str:
-    """``PUT /secrets/{name}``'s checks and write; a problem in its words, or ``""``."""
-    if len(name) > spec.SECRET_NAME_MAX or not re.match(spec.SECRET_NAME_PATTERN, name):
-        return spec.SECRET_NAME
-    if not value:
-        return spec.SECRET_VALUE_EMPTY
-    if len(value) > spec.SECRET_VALUE_MAX:
-        return spec.secret_too_large(len(value))
-    workspace = api.scope.workspace_key
-    if api.engine.store.secret_changes({name: value}, workspace)[name] == "none":
-        return ""
-    who = api.caller.name if api.caller is not None else "-"
-    _, created = api.engine.store.set_secret(name, value, who, api.clock.now(), workspace)
-    api.audit("create" if created else "update", "secret", name)
-    api.on_change()
+    """``PUT /secrets/{name}``'s checks and write (``api.secrets.set_value``); a problem in its
+    words, or ``""``."""
+    try:
+        set_value(api, name, value)
+    except ApiError as refused:
+        body = refused.body.model_dump()
+        return "; ".join(p["message"] for p in body) if isinstance(body, list) else str(body.get("detail"))
     return ""
 
 
