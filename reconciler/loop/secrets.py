@@ -8,7 +8,7 @@ loop makes with them (``Reconciler``'s ``secrets`` step):
   does not decrypt is an ``AgeSecretError`` naming it, and the pass applies nothing;
 * ``plan(cluster, values)``: what setting each would do, asked of the cluster (``POST
   /secrets:plan``: the server compares), as the plan's lines: ``+ secret hf-token``, ``~ secret
-  hf-token (changed)``; an unchanged one says nothing. Never a value, nor a hash of one;
+  hf-token (changed; read by train)``; an unchanged one says nothing. Never a value, nor a hash of one;
 * ``apply(cluster, values, planned)``: the secrets that changed are set (before the runs are
   applied, so a run that reads one does not wait for it).
 
@@ -31,10 +31,17 @@ NO_SECRETS_API = (
 NO_IDENTITY = "this source declares secrets: give astra watch --age-identity FILE to decrypt them"
 
 
-def secret_lines(planned: dict[str, str]) -> list[str]:
-    """The plan's lines for the secrets: ``+ secret NAME``, ``~ secret NAME (changed)``, sorted."""
-    said = {"create": "+ secret {}", "update": "~ secret {} (changed)"}
-    return [said[change].format(name) for name, change in sorted(planned.items()) if change in said]
+def secret_lines(planned: dict[str, tuple[str, list[str]]]) -> list[str]:
+    """The plan's lines for the secrets, sorted: ``+ secret NAME``, ``~ secret NAME (changed)``,
+    and the runs not ended that read it (``; read by train, sweep``: their next workers read the
+    new value; none is stopped)."""
+    said = {"create": "+ secret {}", "update": "~ secret {} (changed{})"}
+    lines = []
+    for name, (change, readers) in sorted(planned.items()):
+        if change in said:
+            by = f"; read by {', '.join(readers)}" if readers and change == "update" else ""
+            lines.append(said[change].format(name, by))
+    return lines
 
 
 @dataclass(frozen=True)
@@ -49,13 +56,15 @@ class SourceSecrets:
             raise AgeSecretError(NO_IDENTITY)
         return decrypt_secrets(self.declared, folder, read_identities(self.identity))
 
-    def plan(self, cluster: Any, values: dict[str, bytes]) -> dict[str, str]:
+    def plan(self, cluster: Any, values: dict[str, bytes]) -> dict[str, tuple[str, list[str]]]:
         ask = getattr(cluster, "plan_secrets", None)
         if ask is None:
             raise AgeSecretError(NO_SECRETS_API)
         return ask(values)
 
-    def apply(self, cluster: Any, values: dict[str, bytes], planned: dict[str, str]) -> None:
-        for name, change in sorted(planned.items()):
+    def apply(
+        self, cluster: Any, values: dict[str, bytes], planned: dict[str, tuple[str, list[str]]]
+    ) -> None:
+        for name, (change, _) in sorted(planned.items()):
             if change in ("create", "update"):
                 cluster.set_secret(name, values[name])

@@ -318,7 +318,7 @@ class Reconciler:
                 self._status(State.reconciling, Reason.progressing, "interrupted", step)
         return status
 
-    def _secrets_plan(self) -> tuple[dict[str, bytes], dict[str, str]] | None:
+    def _secrets_plan(self) -> tuple[dict[str, bytes], dict[str, tuple[str, list[str]]]] | None:
         """The source's secrets decrypted, and what setting each would do (``loop.secrets``);
         ``None`` when it declares none. An ``AgeSecretError`` stops the pass before any apply."""
         if self.secrets is None:

@@ -65,3 +65,4 @@ class SecretsPlanned(Answer):
     """What setting each value would do: ``create``, ``update`` (another value) or ``none``."""
 
     changes: dict[str, Literal["create", "update", "none"]]
+    used_by: dict[str, list[str]] = Field(description="The runs not ended that read each, by name.")

@@ -1,6 +1,6 @@
 """Secrets committed encrypted with age (issue 30): ``astra.yaml`` declares them, ``astra watch
 --age-identity`` decrypts them and sets them at apply, and its status says ``+ secret NAME`` or
-``~ secret NAME (changed)``, never a value; a wrong identity stalls the source (LoadFailed,
+``~ secret NAME (changed; read by RUN)``, never a value; a wrong identity stalls the source (LoadFailed,
 naming the file) and nothing of that pass is applied. Encrypted with Debian's ``age``, on a
 live ``astra server``."""
 
@@ -20,7 +20,7 @@ spec:
   task_template:
     image: busybox
     command: sh
-    args: [-c, 'echo "$HF_TOKEN"']
+    args: [-c, 'echo "$HF_TOKEN"; sleep 120']
     restart_policy: Never
     env: {HF_TOKEN: {secret: hf-token}}
 """
@@ -72,7 +72,7 @@ def test_an_age_file_is_decrypted_set_at_apply_and_said_by_name_only(repo, tmp_p
     assert "secret" not in again, again  # unchanged: nothing to say
     encrypt(recipient, VALUE + b"-2", repo.cwd / "runs" / "secrets" / "hf-token.age")
     changed = watch_once(repo, tmp_path / "id.txt")
-    assert "; ~ secret hf-token (changed)" in changed, changed
+    assert "; ~ secret hf-token (changed; read by uses-token)" in changed, changed
     assert repo.api("GET", "/secrets/hf-token").json()["size"] == len(VALUE) + 2
 
 

@@ -155,7 +155,10 @@ def plan_secrets(api: Api, body: SecretsPlan) -> Response:
     source's plan says of the secrets it holds (never a value, nor a hash of one)."""
     # a name no secret can have plans as a create: its PUT says what is wrong with it
     values = {name: base64.b64decode(text) for name, text in body.values.items()}  # the schema's base64
-    return answer(SecretsPlanned(changes=api.engine.store.secret_changes(values, api.scope.workspace_key)))
+    changes = api.engine.store.secret_changes(values, api.scope.workspace_key)
+    return answer(
+        SecretsPlanned(changes=changes, used_by={name: secret_users(api, name) for name in changes})
+    )
 
 
 @router.get("/secrets/{name}", operation_id="get_secret", response_model=Secret, responses=NOT_FOUND)
