@@ -200,11 +200,14 @@ class Sandbox:
         mounts: Iterable[Mount] = (),
         found: str | None = None,
         binds: Iterable[Mount] = (),
+        args_fd: int | None = None,
     ) -> list[Word]:
         """The command line that runs ``command`` in the sandbox, in ``cwd``, with ``env`` alone;
         ``found``: where the host found ``command[0]`` (its installation is shown read-only);
-        ``binds``: more of the host's files at their targets (a secret's file, read-only). The
-        working folder and the drives are bound by descriptor (``opened``, as the worker starts)."""
+        ``binds``: more of the host's files at their targets (read-only); ``args_fd``: a
+        descriptor of more of bwrap's arguments, read last (``--args``: a worker's secrets, which
+        a command line would show every user). The working folder and the drives are bound by
+        descriptor (``opened``, as the worker starts)."""
         args: list[Word] = [
             self.bwrap,
             "--die-with-parent",
@@ -250,6 +253,8 @@ class Sandbox:
         args += ["--chdir", cwd, "--clearenv"]
         for key, value in env.items():
             args += ["--setenv", key, value]
+        if args_fd is not None:
+            args += ["--args", str(args_fd)]
         return [*args, "--", *self._switch(), *command]
 
     def _switch_caps(self) -> list[str]:

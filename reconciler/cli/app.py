@@ -108,6 +108,7 @@ def schema(
 def _register() -> None:
     from .astraeus import astraeus_app
     from .drive import drive_app
+    from .secret import secret_app
     from .server import server_app
     from .slurm import slurm_app
     from .source import source_app
@@ -134,6 +135,7 @@ def _register() -> None:
     app.add_typer(slurm_app, name="slurm")
     app.add_typer(source_app, name="source")
     app.add_typer(drive_app, name="drive")
+    app.add_typer(secret_app, name="secret")
     from . import teams as teams_cli
 
     teams_cli.register(app)

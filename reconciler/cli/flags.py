@@ -266,6 +266,12 @@ class WatchOptions:
             "A file with the secret that signs POST /sources/NAME/hook (a signed call: a pass now).",
         )
     )
+    age_identity: str | None = _opt(
+        Flag(
+            ("--age-identity",),
+            "An age identity file (age-keygen's): decrypts the secrets astra.yaml's sources declare.",
+        )
+    )
 
 
 def flags_of(options: type) -> list[tuple[str, Flag]]:

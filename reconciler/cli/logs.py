@@ -17,6 +17,7 @@ reads attempts and times), the clock (``day2.clock``, ``day2.sleep``).
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -72,6 +73,7 @@ def logs(
         if start is not None and not callable(getattr(cluster, "worker_logs", None)):
             raise _no_times(cluster)  # before any look-up: Slurm's output files keep no times
         run, workers = _targets(cluster, target, every)
+        _say_masking(cluster, run)
         prefix = len(workers) > 1 or every
         texts = {w: read_log(cluster, w, attempt, start) for w in workers}
         following = follow and attempt is None
@@ -131,6 +133,16 @@ def _no_times(cluster: Any) -> Exception:
         f"{cluster.address} does not record when each line of output was written: "
         "leave out --since (--tail N shows the last lines)"
     )
+
+
+def _say_masking(cluster: Any, run: str) -> None:
+    """On standard error (the output stays the worker's): that the run's secrets are masked."""
+    from ..runspec.secrets import masking_note, secrets_of_document
+
+    live = cluster.get_run(run)
+    names = secrets_of_document(live.document) if live is not None else []
+    if names:
+        print(f"astra: {masking_note(names)}", file=sys.stderr)
 
 
 def _targets(cluster: Any, target: str, every: bool) -> tuple[str, list[str]]:

@@ -17,10 +17,17 @@ class CommandError(Exception):
 
 
 def call(
-    method: str, path: str, *, server: str | None, token: str | None, json: Any = None, start: bool = True
+    method: str,
+    path: str,
+    *,
+    server: str | None,
+    token: str | None,
+    json: Any = None,
+    start: bool = True,
+    content: bytes | None = None,
 ):
     """One request to the API; ``start=False`` (a command that only reads): never start the local
-    server, say that none runs instead."""
+    server, say that none runs instead; ``content``: a raw body (a secret's value) instead of JSON."""
     import httpx
 
     from ..clusters.base import ClusterError
@@ -41,7 +48,11 @@ def call(
         raise CommandError(str(exc)) from exc
     headers = {"Authorization": f"Bearer {tok}"} if tok else {}
     try:
-        response = httpx.request(method, api_base(url) + path, json=json, headers=headers, timeout=60.0)
+        if content is not None:
+            headers["Content-Type"] = "application/octet-stream"
+        response = httpx.request(
+            method, api_base(url) + path, json=json, content=content, headers=headers, timeout=60.0
+        )
     except httpx.HTTPError as exc:
         raise CommandError(f"cannot reach {url}: {exc}") from exc
     if response.status_code >= 400:

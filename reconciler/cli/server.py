@@ -77,6 +77,14 @@ def server(
             help="Where each run's own working folder is made, WORK_ROOT/RUN (default $ASTRA_HOME/work).",
         ),
     ] = None,
+    secrets_key_file: Annotated[
+        str | None,
+        typer.Option(
+            "--secrets-key-file",
+            help="The key the workspaces' secrets are sealed with (default: $ASTRA_HOME/secrets.key, "
+            "made with mode 0600 the first time).",
+        ),
+    ] = None,
 ) -> None:
     """Run the control plane until stopped (Ctrl-C, or 'astra server stop')."""
     if ctx.invoked_subcommand is not None:
@@ -100,6 +108,7 @@ def server(
             args += [a for value in inventory or () for a in ("--inventory", value)]
             args += ["--audit-keep", str(audit_keep)] if audit_keep else []
             args += ["--work-root", work_root] if work_root else []
+            args += ["--secrets-key-file", secrets_key_file] if secrets_key_file else []
             reexec_without_token(token, args)
         serve(
             host=host,
@@ -111,6 +120,7 @@ def server(
             audit_keep=audit_keep,
             clusters=files,
             work_root=Path(work_root).resolve() if work_root else None,
+            secrets_key_file=secrets_key_file,
         )
     except (ServerError, StoreError) as exc:
         raise _Fail(str(exc)) from exc
@@ -191,3 +201,19 @@ def env(
     ws = root + WS_API.format(org="default", workspace="default", cluster="default") if root else api
     pairs = {"API": api, "WS_API": ws, "ASTRA_TOKEN": tok or "", "ASTRAEUS_TOKEN": tok or ""}
     echo("export " + " ".join(f"{k}={shlex.quote(v)}" for k, v in pairs.items()))
+
+
+@server_app.command("rotate-secrets-key")
+def rotate_secrets_key(
+    server: ApiServerOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Seal every workspace's secrets anew with a new key (the server's token only); runs and
+    their secrets go on as before. The old key file is replaced once every value is sealed."""
+    from .remote import CommandError, call
+
+    try:
+        done = call("POST", "/secrets:rotate-key", server=server, token=token).json()
+    except CommandError as exc:
+        raise _Fail(str(exc)) from exc
+    echo(f"secrets key rotated: {done['secrets']} secrets sealed with key {done['key_id']}")

@@ -38,6 +38,7 @@ def _watch(options: flags.WatchOptions) -> int:
         git_token_file=options.git_token_file,
         config=options.config,
         webhook_secret_file=options.webhook_secret_file,
+        age_identity=options.age_identity,
     )
 
 

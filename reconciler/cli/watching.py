@@ -2,6 +2,9 @@
 of ``astra.yaml`` (``-c``), driven by ``reconciler.loop``. Thin: it builds the reconcilers and
 their event sources from the options and runs them; every step is the loop's.
 
+A source of astra.yaml that declares secrets (``secrets: [{name, file}]``, committed encrypted
+with age) has them decrypted with ``--age-identity FILE`` and set at each apply (``loop.secrets``).
+
 A source with a webhook secret (``--webhook-secret-file``, or ``webhook_secret_file`` in
 astra.yaml) sets it on the control plane (``PUT /sources/{name}/hook``) and asks every
 ``HOOK_POLL`` seconds whether the webhook was called (``loop.HookEvents``): a signed call starts
@@ -52,7 +55,7 @@ def _sleeping(timeout: float) -> dict[str, set[str]]:
     return {}
 
 
-def _reconciler(s: Any, git: Git | None, *, cache: Any) -> Any:
+def _reconciler(s: Any, git: Git | None, *, cache: Any, secrets: Any = None) -> Any:
     """A ``Reconciler`` of the setup's source, fetching the remote ``git`` names (if any)."""
     from ..loop import Reconciler, RemoteOrigin
     from ..state import git_commit, owner
@@ -70,6 +73,7 @@ def _reconciler(s: Any, git: Git | None, *, cache: Any) -> Any:
         cache=cache,
         origin=origin,
         commit=(lambda: None) if origin is not None else (lambda: git_commit(paths)),
+        secrets=secrets,
     )
 
 
@@ -108,13 +112,14 @@ def watch_command(
     git_token_file: str | None,
     config: str | None,
     webhook_secret_file: str | None,
+    age_identity: str | None = None,
 ) -> int:
     """``astra watch`` (its help is the typer command's); the exit code (``--once``: 0 if Ready)."""
     from ..load import default_cache
     from ..loop import FileEvents, HookEvents, Watch
 
     if config is not None:
-        return _fleet(config, interval, once, state, server, token)
+        return _fleet(config, interval, once, state, server, token, age_identity)
     given = Git(git, ref, folder, git_token_file)
     with failures():
         names = require_files(paths, given)
@@ -152,7 +157,13 @@ def watch_command(
 
 
 def _fleet(
-    config: str, interval: str, once: bool, state: str | None, server: str | None, token: str | None
+    config: str,
+    interval: str,
+    once: bool,
+    state: str | None,
+    server: str | None,
+    token: str | None,
+    age_identity: str | None = None,
 ) -> int:
     """``astra watch -c astra.yaml``: every source it declares (see the module docstring)."""
     from ..load import default_cache
@@ -190,8 +201,13 @@ def _fleet(
             def said(st: dict[str, Any], name: str = d.name) -> None:
                 print_status(name, st)
 
+            secrets = None
+            if d.secrets:
+                from ..loop.secrets import SourceSecrets
+
+                secrets = SourceSecrets([(x.name, x.file) for x in d.secrets], age_identity)
             watches[d.name] = Watch(
-                _reconciler(s, git, cache=cache),
+                _reconciler(s, git, cache=cache, secrets=secrets),
                 lambda timeout: set(),
                 interval=float(d.interval) if d.interval else default,
                 clock=time.time,

@@ -294,6 +294,22 @@ class HttpCluster:
 
         return placement_of(self, documents)
 
+    def plan_secrets(self, values: dict[str, bytes]) -> dict[str, tuple[str, list[str]]]:
+        """``POST /secrets:plan``: what setting each value would do (``create``, ``update``,
+        ``none``) and the runs not ended that read it, by name; the server compares, nothing is
+        written."""
+        import base64
+
+        body = {"values": {k: base64.b64encode(v).decode() for k, v in values.items()}}
+        answered = self._json(self.request("POST", "/secrets:plan", json=body))
+        used = answered.get("used_by") or {}
+        return {str(k): (str(v), list(used.get(k) or [])) for k, v in (answered.get("changes") or {}).items()}
+
+    def set_secret(self, name: str, value: bytes) -> None:
+        """``PUT /secrets/{name}``: the value as the raw body."""
+        headers = {"Content-Type": "application/octet-stream"}
+        self.request("PUT", f"/secrets/{quote(name, safe='')}", content=value, headers=headers)
+
     def source_store(self) -> ApiSourceStore:
         return ApiSourceStore(self)
 

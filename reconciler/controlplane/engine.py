@@ -341,6 +341,7 @@ class Engine:
     def step(self, now: float) -> int:
         """One tick at ``now``, settled, written in one transaction; how many decisions it made."""
         s = self.state
+        s.secrets = self.store.secret_names()  # a run reading one its workspace lacks waits
         log = _TickLog(self, now)
         pending, self._pending_observations = self._pending_observations, []
         for o in pending:

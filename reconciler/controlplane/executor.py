@@ -29,6 +29,9 @@ Owns: turning the scheduler's decisions into processes and their ends into obser
   line needs opened as it starts (``sandbox.opened``: a drive swapped for a symbolic link ends
   the worker, 126, in words). Without
   one, a worker with drives is never started (the scheduler holds its run: ``no_sandbox``).
+  A worker that reads secrets (``worker_secrets``: read through ``secrets`` as it starts) gets
+  them in its environment and, in the sandbox, as read-only files; its output then reaches its
+  log through a pipe and a thread that masks every value (``masking``).
 * ``StopWorker`` (cancel, time limit, preemption, a failed run): the template's ``stop_signal``
   (TERM) to the whole process group, SIGKILL to it ``stop_grace_seconds`` (30) later. When a
   worker's main process ends, whatever it left in its group is killed too, as a container's
@@ -64,6 +67,7 @@ from ..sandbox import NO_SANDBOX_REASON, Mount, Sandbox, SandboxRefused, Word, o
 from .bounds import Cgroups, join, nproc_prefix, reached_words
 from .logcap import LOG_BYTES, cut
 from .logtimes import LogMarks, Marked
+from .masking import Masker, pump
 from .scheduler import (
     ClusterState,
     Decision,
@@ -77,6 +81,7 @@ from .scheduler import (
     worker_env,
 )
 from .scopes import shown, workspace_of
+from .worker_secrets import Given, gather
 
 __all__ = ["HOST_VARIABLES", "LEADER_ADDRESS", "ProcessExecutor", "process_alive", "process_start_time"]
 
@@ -107,6 +112,8 @@ class _Spawn:
     cwd: str
     #: its bounds, where it runs in a sandbox: (its cgroup's key, max processes, memory bytes)
     bounds: tuple[str, int, int | None] | None = None
+    #: the run's secrets this worker reads (``worker_secrets``): its output is masked with them
+    given: Given | None = None
 
 
 @dataclass(slots=True)
@@ -136,6 +143,7 @@ class ProcessExecutor:
         drives: Callable[[str, str], str | None] | None = None,
         cgroups: Cgroups | None = None,
         log_bytes: int = LOG_BYTES,
+        secrets: Callable[[str, str], bytes | None] | None = None,
     ) -> None:
         self.home = Path(home)
         self.logs = self.home / "logs"
@@ -158,6 +166,9 @@ class ProcessExecutor:
         #: a drive's folder on this host by its workspace (``ORG/WORKSPACE``) and name (``None``:
         #: the workspace has no such drive)
         self.drives = drives or (lambda _workspace, _name: None)
+        #: a secret's value by its workspace (``ORG/WORKSPACE``) and name (``None``: none such),
+        #: read as each worker starts (the store's ``secret_value``)
+        self.secrets = secrets or (lambda _workspace, _name: None)
         #: why a worker with drives cannot run here (the scheduler holds its run), or None
         self.no_sandbox: str | None = None if sandbox is not None else NO_SANDBOX_REASON
         self.running: dict[str, _Proc] = {}
@@ -258,9 +269,14 @@ class ProcessExecutor:
         argv: list[Word] = [template.command, *(template.args or [])]
         env = self.environment(state, name)
         cwd = self.run_folder(w.run)
+        given = gather(template, workspace_of(w.run), self.secrets, self.sandbox is not None)
+        if isinstance(given, str):
+            self._not_started(name, log, 126, given)
+            return
         if self.sandbox is not None or template.datavolume_refs:
-            boxed = self._sandboxed([template.command, *(template.args or [])], env, template, w.run)
+            boxed = self._sandboxed([template.command, *(template.args or [])], env, template, w.run, given)
             if isinstance(boxed, tuple):
+                given.close()
                 self._not_started(name, log, *boxed)
                 return
             argv = boxed
@@ -270,16 +286,16 @@ class ProcessExecutor:
                 template.max_processes or MAX_PROCESSES_DEFAULT,
                 memory,
             )
-            self.queued[name] = _Spawn(name, argv, env, log, cwd, bounds)
+            self.queued[name] = _Spawn(name, argv, env, log, cwd, bounds, given or None)
             return
-        self.queued[name] = _Spawn(name, argv, env, log, cwd)
+        self.queued[name] = _Spawn(name, argv, env, log, cwd, given=given or None)
 
     def run_folder(self, run: str) -> str:
         """The run's working folder: ``work_root/RUN`` (``RUN`` its key), or the one given."""
         return self.cwd if self.cwd is not None else str(self.work_root / run)
 
     def _sandboxed(
-        self, argv: list[str], env: dict[str, str], template: TaskTemplate, run: str
+        self, argv: list[str], env: dict[str, str], template: TaskTemplate, run: str, given: Given
     ) -> list[Word] | tuple[int, str]:
         """The sandbox's command line for ``argv`` with the template's drives; or why it cannot
         start (an exit code and a reason): no sandbox, a drive gone, a command not found (the
@@ -302,7 +318,8 @@ class ProcessExecutor:
             found = shutil.which(command, path=env.get("PATH", ""))
         if found is None:
             return 127, f"Could not start {command!r}: No such file or directory"
-        return self.sandbox.argv(argv, cwd=cwd, env=env, mounts=mounts, found=found)
+        args_fd = given.sandbox_args() if given else None
+        return self.sandbox.argv(argv, cwd=cwd, env=env, mounts=mounts, found=found, args_fd=args_fd)
 
     def _launch(self, job: _Spawn) -> None:
         """Start one queued worker; one that cannot be started ends Failed, in words.
@@ -311,8 +328,12 @@ class ProcessExecutor:
         the OS refuses) ends this worker alone: it exits 127 (not found) or 126 with the cause
         as its reason and in its log, and the other workers go on.
         """
-        name, log = job.worker, job.log
+        name, log, given = job.worker, job.log, job.given
         command = str(job.argv[0])
+        env: dict[str, str | bytes] = dict(job.env)
+        if given is not None and self.sandbox is None:
+            env.update(given.env)  # no sandbox: the process's own environment, its user's alone
+        masked = os.pipe() if given is not None else None
         try:
             log.parent.mkdir(parents=True, exist_ok=True)
             Path(job.cwd).mkdir(parents=True, exist_ok=True)
@@ -320,14 +341,14 @@ class ProcessExecutor:
             with opened(job.argv) as (argv, fds), os.fdopen(appended, "wb") as out:
                 popen = subprocess.Popen(
                     self._bounded(job, argv),
-                    env=job.env,
+                    env=env,
                     cwd=job.cwd,
                     stdin=subprocess.DEVNULL,
-                    stdout=out,
+                    stdout=out if masked is None else masked[1],
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
                     close_fds=True,
-                    pass_fds=fds,
+                    pass_fds=(*fds, *(given.fds if given is not None else ())),
                     umask=WORKER_UMASK,
                 )
         except SandboxRefused as exc:  # a drive's folder swapped since it was registered: said
@@ -336,8 +357,17 @@ class ProcessExecutor:
         except (OSError, ValueError, TypeError) as exc:  # what Popen and open raise for a bad start
             words = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             code = 127 if isinstance(exc, FileNotFoundError) else 126
+            if masked is not None:
+                os.close(masked[0])
             self._not_started(name, log, code, f"Could not start {command!r}: {words}")
             return
+        finally:
+            if given is not None:
+                given.close()
+            if masked is not None:
+                os.close(masked[1])
+        if masked is not None and given is not None:
+            pump(masked[0], log, Masker(given.values))
         facts = self.facts.setdefault(name, {})
         facts.update({"pid": popen.pid, "pid_started": process_start_time(popen.pid)})
         bounds = job.bounds if self.cgroups is not None else None
@@ -377,7 +407,10 @@ class ProcessExecutor:
     def stop(self, name: str, grace: float, sig: int = signal.SIGTERM) -> None:
         """Send ``sig`` to the worker's process group now, SIGKILL it ``grace`` seconds later
         (its ``stop_grace_seconds``: time to write a checkpoint)."""
-        if self.queued.pop(name, None) is not None:
+        job = self.queued.pop(name, None)
+        if job is not None:
+            if job.given is not None:
+                job.given.close()
             return  # never started
         proc = self.running.pop(name, None)
         if proc is None:

@@ -209,11 +209,14 @@ def serve(
     audit_keep: int | None = None,
     clusters: dict[str, str] | None = None,
     work_root: Path | None = None,
+    secrets_key_file: str | os.PathLike[str] | None = None,
 ) -> None:
     """Run the control plane until SIGTERM or SIGINT (``clusters``: the inventory files of
     clusters other than the default, by name). ``any_port_if_busy``: when ``port`` is taken,
     listen on any free port instead (the local server astra starts: 8750 when free);
     ``audit_keep``: the audit events each workspace keeps (``None``: ``api.context.AUDIT_KEEP``);
+    ``secrets_key_file``: the key the secrets are sealed with (``None``: ``HOME/secrets.key``,
+    made 0600 the first time; a file named must exist);
     ``work_root``: where each run's working folder is made (``None``: ``HOME/work``)."""
     home = home or astra_home()
     os.umask(0o077)  # what the server writes (database, logs, server.json) is its user's alone
@@ -229,6 +232,7 @@ def serve(
             audit_keep=audit_keep,
             clusters=clusters,
             work_root=work_root,
+            secrets_key_file=secrets_key_file,
         )
     except Exception as exc:  # a full disk, at any point of the start, in the API's words
         from .store.full import disk_full, full_words
@@ -252,6 +256,7 @@ def _serve_home(
     audit_keep: int | None,
     clusters: dict[str, str] | None,
     work_root: Path | None,
+    secrets_key_file: str | os.PathLike[str] | None,
 ) -> None:
     """``serve`` in its home: one server per home (``home_lock``)."""
     try:
@@ -269,6 +274,7 @@ def _serve_home(
                 audit_keep=audit_keep,
                 others=others,
                 work_root=work_root,
+                secrets_key=Path(secrets_key_file) if secrets_key_file is not None else None,
             )
     except HomeError as exc:
         running = read_info(home)
@@ -290,6 +296,7 @@ def _serve(
     audit_keep: int | None = None,
     others: dict[str, Inventory] | None = None,
     work_root: Path | None = None,
+    secrets_key: Path | None = None,
 ) -> None:
     machines = load_inventory_file(inventory)
     token = resolve_token(home, token or os.environ.get("ASTRA_TOKEN"))
@@ -298,7 +305,9 @@ def _serve(
         with contextlib.suppress(OSError):  # remembered for the next start; not needed to serve
             (home / "port").write_text(f"{sock.getsockname()[1]}\n")
         clusters = {DEFAULT: machines, **(others or {})}
-        asyncio.run(_main(sock, home, db, clusters, token, audit_keep, work_root=work_root))
+        asyncio.run(
+            _main(sock, home, db, clusters, token, audit_keep, work_root=work_root, secrets_key=secrets_key)
+        )
     finally:
         sock.close()
 
@@ -325,6 +334,7 @@ async def _main(
     audit_keep: int | None,
     *,
     work_root: Path | None = None,
+    secrets_key: Path | None = None,
 ) -> None:
     """Serve until stopped: the default cluster's engine (and each other cluster's, on the same
     store) behind the API, stepped by ``_schedule``; each run's working folder under
@@ -338,10 +348,12 @@ async def _main(
     from .bounds import bounds_said, find_cgroups
     from .engine import Engine
     from .executor import ProcessExecutor
-    from .store import Store, default_url
+    from .store import SecretBox, Store, default_url
+    from .store.secretbox import KEY_FILE
 
     clock = SystemClock()
-    store = Store(db or default_url(home))
+    box = SecretBox.at(secrets_key or home / KEY_FILE, create=secrets_key is None)
+    store = Store(db or default_url(home), box)
     sandbox, said = find_sandbox(hidden=[home])
     print(said if sandbox is not None else no_sandbox_warning(said), flush=True)
     cgroups = find_cgroups() if sandbox is not None else None
@@ -352,10 +364,18 @@ async def _main(
         row = store.drive_row(name, workspace)
         return None if row is None else row["path"]
 
+    def secret_value(workspace: str, name: str) -> bytes | None:
+        return store.secret_value(name, workspace)
+
     members = {}
     for name, machines in inventories.items():  # each cluster's executor, in the one sandbox
         made = ProcessExecutor(
-            home, work_root=work_root, sandbox=sandbox, drives=drive_folder, cgroups=cgroups
+            home,
+            work_root=work_root,
+            sandbox=sandbox,
+            drives=drive_folder,
+            cgroups=cgroups,
+            secrets=secret_value,
         )
         members[name] = (Engine(store, machines, made, clock.now(), name), made)
     engine, executor = members[DEFAULT]

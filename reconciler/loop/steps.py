@@ -66,6 +66,7 @@ from ..applied import held_status, summary
 from ..apply import ApplyResult, apply_plan
 from ..clusters.base import Cluster, ClusterError
 from ..git import Checkout, Probe, Remote, SourceError, SourceFetchFailed
+from ..git.agesecrets import AgeSecretError
 from ..load import FileCache, Loaded, load_source, refresh
 from ..load.loaded import display_name
 from ..plan import Action, Plan, PlanError
@@ -73,6 +74,7 @@ from ..reconcile import Source, StalePlan, make_plan, retrying, shown_as, with_r
 from ..runspec.errors import ErrorType
 from ..runspec.normalize import without_own
 from ..state import Lock, Locked, SourceState, SourceStore, StateError
+from .secrets import SourceSecrets, secret_lines
 
 __all__ = ["BACKOFF_BASE", "BACKOFF_MAX", "JITTER", "Origin", "Reason", "Reconciler", "RemoteOrigin", "State"]
 
@@ -176,8 +178,11 @@ class Reconciler:
         rng: random.Random | None = None,
         commit: Callable[[], str | None] = lambda: None,
         origin: Origin | None = None,
+        secrets: SourceSecrets | None = None,
     ):
         self.source = source
+        #: the secrets the source holds encrypted with age, set at each apply (``loop.secrets``)
+        self.secrets = secrets
         self.cluster = retrying(cluster)
         self.store = store
         self.clock = clock
@@ -278,11 +283,14 @@ class Reconciler:
             self._check_loaded()
             step = "plan"
             self._status(State.reconciling, Reason.progressing, step=step)
+            secrets = self._secrets_plan()
             scope = self._scope(changed, names, previous)
             plan = self._plan(scope)
             self.last_plan = plan
             step = "apply"
             self._status(State.reconciling, Reason.progressing, step=step)
+            if secrets is not None and self.secrets is not None:
+                self.secrets.apply(self.cluster, *secrets)
             try:
                 result = self._apply(plan)
             except StalePlan:  # another apply (a second loop) changed the source since the plan
@@ -297,7 +305,8 @@ class Reconciler:
             self.stalled_revision = None
             self.observe_failures = 0
             self.retry_at = None
-            status = self._status(State.ready, Reason.succeeded, summary(plan))
+            lines = secret_lines(secrets[1]) if secrets is not None else []
+            status = self._status(State.ready, Reason.succeeded, "; ".join([summary(plan), *lines]))
         except _Terminal as exc:
             self.stalled_revision = self.loaded.revision if self.loaded is not None else None
             status = self._status(State.stalled, exc.reason, str(exc), step)
@@ -312,6 +321,9 @@ class Reconciler:
         except SourceFetchFailed as exc:  # nothing was loaded, planned or pruned
             self._later()
             status = self._status(State.reconciling, Reason.source_fetch_failed, str(exc), "fetch")
+        except AgeSecretError as exc:  # a secret's file does not decrypt: nothing applied, tried each pass
+            self.stalled_revision = None
+            status = self._status(State.stalled, Reason.load_failed, str(exc), step)
         except SourceError as exc:  # the commit cannot be read (no such folder in it): until it changes
             self.stalled_revision = None
             status = self._status(State.stalled, Reason.load_failed, str(exc), step)
@@ -322,6 +334,15 @@ class Reconciler:
             if status is None:  # something unexpected: say so, and let it rise
                 self._status(State.reconciling, Reason.progressing, "interrupted", step)
         return status
+
+    def _secrets_plan(self) -> tuple[dict[str, bytes], dict[str, tuple[str, list[str]]]] | None:
+        """The source's secrets decrypted, and what setting each would do (``loop.secrets``);
+        ``None`` when it declares none. An ``AgeSecretError`` stops the pass before any apply."""
+        if self.secrets is None:
+            return None
+        paths = self.checkout.paths if self.checkout is not None else self.source.paths
+        values = self.secrets.decrypt(paths[0] if paths else ".")
+        return values, self.secrets.plan(self.cluster, values)
 
     def _later(self) -> None:
         self.observe_failures += 1

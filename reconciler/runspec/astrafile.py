@@ -12,6 +12,8 @@ sources:
     cluster: http://astraeus.acme:8750         # default: --server / ASTRA_SERVER
     prune: true
     interval: 1m
+    secrets:                                   # committed encrypted: age -r age1… -o F.age
+      - {name: hf-token, file: secrets/hf-token.age}
 ```
 
 ``load_astra_file(path)`` gives the model or every problem (``FILE:LINE:COLUMN: PATH: MESSAGE``,
@@ -33,8 +35,9 @@ from . import messages as msg
 from .errors import ErrorType, FieldError
 from .paths import FieldPath
 from .quantities import POSITIVE_DURATION_PATTERN, parse_duration
+from .secrets import SECRET_NAME, SECRET_NAME_MAX, SECRET_NAME_PATTERN
 
-__all__ = ["AstraFile", "SourceDecl", "astra_schema", "load_astra_file"]
+__all__ = ["AstraFile", "SecretDecl", "SourceDecl", "astra_schema", "load_astra_file"]
 
 
 def _duration(value: Any) -> Any:
@@ -64,6 +67,28 @@ Interval = Annotated[
         }
     ),
 ]
+
+
+class SecretDecl(BaseModel):
+    """A secret of the source's workspace, committed encrypted with age (``age -r age1… -o F.age``)."""
+
+    model_config = ConfigDict(extra="forbid", title="Secret")
+
+    name: str = Field(
+        title="Name",
+        description="The secret's name in the workspace (what a run's {secret: NAME} reads).",
+        min_length=1,
+        max_length=SECRET_NAME_MAX,
+        pattern=SECRET_NAME_PATTERN,
+        json_schema_extra={"errorMessage": SECRET_NAME},
+    )
+    file: str = Field(
+        title="File",
+        description="Its age file, relative to the source's folder (secrets/hf-token.age).",
+        min_length=1,
+        pattern=r"\.age$",
+        json_schema_extra={"errorMessage": "an age file's name ends in .age"},
+    )
 
 
 class SourceDecl(BaseModel):
@@ -105,6 +130,14 @@ class SourceDecl(BaseModel):
         None,
         title="Webhook secret file",
         description="A file holding the secret that signs this source's webhook (POST /sources/NAME/hook).",
+    )
+    secrets: list[SecretDecl] | None = Field(
+        None,
+        title="Secrets",
+        description=(
+            "Secrets committed encrypted with age, set as the workspace's at each apply "
+            "(astra watch --age-identity FILE decrypts them)."
+        ),
     )
 
 

@@ -37,6 +37,7 @@ from .lifecycle import (
     StopSignal,
 )
 from .quantities import BYTES_PATTERN, POSITIVE_DURATION_PATTERN, parse_bytes, parse_duration
+from .secrets import SecretFile, SecretRef, env_value_schema
 
 #: ``Run.model_validate(doc, context=RULES_CHECKED)``: the caller ran ``validate_data`` on ``doc``
 #: (which checks the rules) and found nothing, so the model does not check them again.
@@ -357,13 +358,15 @@ class TaskTemplate(_Strict):
     env: (
         dict[
             Annotated[str, Field(pattern=ENV_NAME_PATTERN, max_length=msg.TEXT_MAX)],
-            Annotated[str, Field(max_length=msg.ARG_MAX, json_schema_extra=_typed(msg.ENV_VALUE))],
+            Annotated[
+                Annotated[str, Field(max_length=msg.ARG_MAX)] | SecretRef, WithJsonSchema(env_value_schema())
+            ],
         ]
         | None
     ) = Field(
         None,
         title="Environment",
-        description="Extra environment variables for every worker.",
+        description="Extra environment variables for every worker; {secret: NAME} for a secret's value.",
         json_schema_extra=_names_then_values(ENV_NAME_PATTERN, msg.ENV_NAME),
     )
     restart_policy: RestartPolicy = Field(
@@ -384,6 +387,9 @@ class TaskTemplate(_Strict):
         | None
     ) = None
     datavolume_refs: list[DataVolumeRef] | None = Field(None, title="Drives")
+    secret_files: list[SecretFile] | None = Field(
+        None, title="Secret files", description="Secrets of the workspace as read-only files (mode 0400)."
+    )
     requested_resources: Resources | None = Field(None, title="Resources")
     max_processes: int | None = Field(
         None,

@@ -22,7 +22,7 @@ from reconciler.controlplane.clock import ManualClock
 from reconciler.controlplane.engine import Engine
 from reconciler.controlplane.executor import ProcessExecutor
 from reconciler.controlplane.inventory import default_inventory
-from reconciler.controlplane.store import Store
+from reconciler.controlplane.store import SecretBox, Store
 
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = ROOT / "docs" / "seeds"
@@ -52,8 +52,8 @@ class Plane:
     ) -> None:
         self.home = home
         self.clock = ManualClock(1_000_000.0)
-        self.store = Store(f"sqlite:///{home / 'astra.db'}")
-        self.executor = ProcessExecutor(home, cwd=home, grace=grace, host_env=host_env)
+        self.store = Store(f"sqlite:///{home / 'astra.db'}", SecretBox.at(home / "secrets.key"))
+        self.executor = ProcessExecutor(home, cwd=home, grace=grace, host_env=host_env, secrets=self.secret)
         self.engine = Engine(self.store, inventory or default_inventory(), self.executor, self.clock.now())
 
     def step(self) -> None:
@@ -79,10 +79,14 @@ class Plane:
         self.store.close()
         again = Plane.__new__(Plane)
         again.home, again.clock = self.home, self.clock
-        again.store = Store(f"sqlite:///{self.home / 'astra.db'}")
-        again.executor = ProcessExecutor(self.home, cwd=self.home, grace=2.0)
+        again.store = Store(f"sqlite:///{self.home / 'astra.db'}", SecretBox.at(self.home / "secrets.key"))
+        again.executor = ProcessExecutor(self.home, cwd=self.home, grace=2.0, secrets=again.secret)
         again.engine = Engine(again.store, default_inventory(), again.executor, self.clock.now())
         return again
+
+    def secret(self, workspace: str, name: str) -> bytes | None:
+        """A secret's value, as the server gives its executors (the store's ``secret_value``)."""
+        return self.store.secret_value(name, workspace)
 
     def close(self) -> None:
         self.executor.shutdown()

@@ -362,6 +362,18 @@ async def test_a_run_on_a_template_needs_no_task_template(editor: EditorClient):
 
 OTHERS = [
     (
+        "secret-name-in-env",
+        "metadata:\n  name: sweep\nspec:\n" + TEMPLATE + "    env:\n      HF_TOKEN: {secret: Bad Name}\n",
+        "Bad Name",
+    ),
+    (
+        "secret-file-path",
+        "metadata:\n  name: sweep\nspec:\n"
+        + TEMPLATE
+        + "    secret_files:\n      - {name: ssh-key, mount_path: relative/key}\n",
+        "relative/key",
+    ),
+    (
         "unknown-top-level-field",
         "metadata:\n  name: sweep\nlabels: {team: ml}\nspec:\n" + TEMPLATE,
         "labels",

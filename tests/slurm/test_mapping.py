@@ -190,6 +190,23 @@ def test_unsupported_field_is_an_error_with_its_path(spec, path):
     assert s.script == ""
 
 
+def test_a_secret_is_refused_on_slurm_in_words_and_never_reaches_the_script():
+    s = sub(
+        {
+            "task_template": {
+                "env": {"HF_TOKEN": {"secret": "hf-token"}, "PLAIN": "x"},
+                "secret_files": [{"name": "ssh-key", "mount_path": "/k"}],
+            }
+        }
+    )
+    said = "astra does not carry secrets to a Slurm job yet: remove it, or run on the local cluster"
+    assert [(str(e.path), e.message) for e in s.errors] == [
+        ("spec.task_template.env.HF_TOKEN", said),
+        ("spec.task_template.secret_files", said),
+    ]
+    assert s.script == ""
+
+
 def test_every_unsupported_field_is_reported_not_only_the_first():
     s = sub({"network": {"interconnect": "rdma"}, "topology": {"keep_within": "fabric"}, "priority": 1})
     assert sorted(str(e.path) for e in s.errors) == [

@@ -273,7 +273,8 @@ def _group_options(
 def _group_inner(g: TaskGroup, rank: str, size: int, box: str | None) -> str:
     """The per-task wrapper of a group's worker: its env, then CONTRACT §6's names; then the
     command, in the node's sandbox (``box``) when it has drives to mount there."""
-    parts = [f"export {k}={shlex.quote(v)}" for k, v in sorted((g.task_template.env or {}).items())]
+    env = sorted((g.task_template.env or {}).items())
+    parts = [f"export {k}={shlex.quote(v)}" for k, v in env if isinstance(v, str)]  # secrets: refused
     parts.append(f"export RANK={rank} WORLD_SIZE={size}")
     parts.append("export SLURM_PROCID=$RANK SLURM_NTASKS=$WORLD_SIZE")
     if box is not None:

@@ -248,7 +248,8 @@ def _script(
     box = box_line(mounts, drives) if images != "pyxis" else None
     lines = script_header(run, kind, [opts])
     for key, value in sorted((t.env or {}).items()):
-        lines.append(f"export {key}={shlex.quote(value)}")
+        if isinstance(value, str):  # a secret's: refused (``unsupported``)
+            lines.append(f"export {key}={shlex.quote(value)}")
     if kind == "array":
         # CONTRACT §6: the copy's index and the array's size under Astraeus' names; the copy is
         # rank <index> of <size>. SLURM_ARRAY_* are unset: the seeds say they are not set.

@@ -37,6 +37,7 @@ __all__ = [
     "NO_MIN_MEMORY",
     "NO_PRIORITY",
     "NO_PYXIS_PATH",
+    "NO_SECRETS",
     "NO_SHAPE",
     "NO_TOPOLOGY",
     "unsupported",
@@ -68,6 +69,7 @@ NO_ENGINE = "Slurm cannot run a model engine: remove model.engine"
 NO_MAX_PROCESSES = (
     "a Slurm job's processes are bounded by the cluster's cgroup.conf, not by astra: remove max_processes"
 )
+NO_SECRETS = "astra does not carry secrets to a Slurm job yet: remove it, or run on the local cluster"
 NO_PRIORITY = "astra cannot set a Slurm job's priority (only Slurm's administrators can): remove priority"
 NO_MIN_AVAILABLE = (
     "Slurm starts all of a job's workers together: start MinAvailable cannot be carried; use Gang"
@@ -129,6 +131,11 @@ def _template_unsupported(
     t: TaskTemplate, path: FieldPath, drives: SlurmDrives, images: Images
 ) -> list[FieldError]:
     errors = _drive_errors(t, path.child("datavolume_refs"), drives, images)
+    for key, value in (t.env or {}).items():
+        if not isinstance(value, str):
+            errors.append(FieldError.not_supported(path.child("env").key(key), NO_SECRETS))
+    if t.secret_files:
+        errors.append(FieldError.not_supported(path.child("secret_files"), NO_SECRETS))
     if t.command is None:
         errors.append(FieldError.required(path.child("command"), NO_COMMAND))
     if t.max_processes is not None:

@@ -41,7 +41,7 @@ from ..clock import Clock
 from ..engine import Engine
 from ..store import StoreError
 from ..store.full import disk_full, full_words
-from . import audit, batch, cluster, drives, placement, rerun, runs, sources, teams, workers
+from . import audit, batch, cluster, drives, placement, rerun, runs, secrets, sources, teams, workers
 from .body import BodyRefused
 from .context import (
     AUDIT_KEEP,
@@ -112,7 +112,7 @@ async def in_scope(
 
 
 #: The modules whose routers make the API.
-PARTS = (runs, batch, placement, rerun, workers, cluster, sources, drives, teams, audit)
+PARTS = (runs, batch, placement, rerun, workers, cluster, sources, drives, secrets, teams, audit)
 
 
 def _routers(part: Any) -> list[APIRouter]:

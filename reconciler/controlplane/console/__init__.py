@@ -14,6 +14,7 @@ module          owns
 ``origin``      whether a browser sent a form from another site (the login form's guard)
 ``pages``       the pages (GET), the gate's use, the paths
 ``actions``     the writes (POST): New → Run, cancel, delete
+``secrets``     the Secrets page: names, used by, set and delete (never a value)
 ``reads``       what a page shows, as ``wire`` models, one page at a time
 ``form``        the New → Run form's fields as a run document; a problem's path → its field
 ``render``      the jinja2 environment (autoescape), its filters, the pages' headers
@@ -29,7 +30,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
 
-from . import access, actions, pages
+from . import access, actions, pages, secrets
 from .access import ConsoleAccess, LoginNeeded, login_redirect
 from .pages import NotHere
 from .render import render
@@ -44,6 +45,7 @@ def mount(app: FastAPI) -> None:
     app.include_router(access.router)
     app.include_router(pages.router)
     app.include_router(actions.router)
+    app.include_router(secrets.router)
     static = StaticFiles(packages=[("reconciler.controlplane.console", "static")])
     app.mount("/console/static", static, name="console-static")
     app.add_exception_handler(LoginNeeded, _login)

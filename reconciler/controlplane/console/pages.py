@@ -27,6 +27,7 @@ from typing import Annotated, Any, TypeVar
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
+from ...runspec.secrets import masking_note, secret_refs
 from ...runspec.vocabulary import RunState
 from ..api.context import ApiContext, Scoped
 from ..api.views import run_view
@@ -167,7 +168,10 @@ async def log_page(request: Request, _who: Who, name: str, worker: str) -> Respo
     found = await engine_call(request, lambda api: api.engine.state.workers.get(api.key(worker)))
     if found is None or found.run != request.state.scoped.key(name):
         raise NotHere(f"no worker named {worker} in run {name}")
-    return render(request, "log.html", {"name": name, "worker": worker})
+    run = request.state.scoped.engine.state.runs.get(found.run)
+    names = sorted({n for _, n in secret_refs(run.run)}) if run is not None else []
+    masking = masking_note(names) if names else None
+    return render(request, "log.html", {"name": name, "worker": worker, "masking": masking})
 
 
 @router.get(BASE + "/{name}/log/{worker}/text")

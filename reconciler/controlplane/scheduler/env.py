@@ -1,6 +1,7 @@
 """Inside a worker: the environment Astraeus sets for it (CONTRACT §6).
 
-Owns: ``worker_env``: the template's own ``env`` with the rank and size variables over it
+Owns: ``worker_env``: the template's own ``env`` (its text values: a secret's is the
+executor's to add) with the rank and size variables over it
 (``RANK``, ``WORLD_SIZE`` and their Slurm names), an array copy's index and size (a rerun's
 copy: the original index and size, ``runspec.rerun``), and, for a
 worker of a run spread over several workers, where its leader listens (``MASTER_ADDR``,
@@ -28,7 +29,8 @@ def worker_env(run: Run, worker: WorkerRecord | NewWorker, leader_address: str |
     template = spec.task_template
     if worker.group is not None and spec.task_groups:
         template = next(g.task_template for g in spec.task_groups if g.name == worker.group)
-    env = dict(template.env or {}) if template else {}
+    # a secret's value is not the scheduler's to know: the executor adds it (``secret_refs``)
+    env = {k: v for k, v in (template.env or {}).items() if isinstance(v, str)} if template else {}
     rank, size = str(worker.rank), str(worker.world_size)
     env.update({"RANK": rank, "WORLD_SIZE": size, "SLURM_PROCID": rank, "SLURM_NTASKS": size})
     if spec.array is not None:

@@ -8,6 +8,7 @@ astra's schema, and is ready. The parts, each a module of its own:
 * ``sources``: the reconcile sources' state kept with the cluster (``/sources``);
 * ``teams``: workspaces, tokens (their hashes), quotas and the audit trail;
 * ``drives``: a workspace's named folders (``/drives``);
+* ``secrets``, ``secretbox``: a workspace's secrets, sealed with AES-GCM (``/secrets``);
 * ``migrations``: the alembic revisions run at open, and databases from before alembic;
 * ``database``: the engine, SQLite's settings, URLs; ``errors``: the exceptions;
 * ``facade``: ``Store``, the one object the engine and the API hold.
@@ -22,10 +23,11 @@ from __future__ import annotations
 from ...runspec.vocabulary import HISTORY_KEEP
 from .batch import BatchRecord
 from .database import default_url
-from .errors import LockMismatch, NameExists, NotFound, SchemaTooNew, Stale, StoreError
+from .errors import LockMismatch, NameExists, NotFound, SchemaTooNew, SecretKeyError, Stale, StoreError
 from .facade import Store
 from .mapping import TickWrite, run_record, worker_record
 from .migrations import FENCE as SCHEMA_VERSION
+from .secretbox import SecretBox
 from .tables import (
     AuditRow,
     DriveRow,
@@ -53,6 +55,8 @@ __all__ = [
     "RunRow",
     "SchemaTooNew",
     "SchemaVersion",
+    "SecretBox",
+    "SecretKeyError",
     "SequenceRow",
     "SourceRow",
     "SourceRunRow",

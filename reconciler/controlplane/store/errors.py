@@ -9,14 +9,15 @@ Exceptions::
     ├── NameExists          a run (or a worker name) of that name exists
     ├── NotFound            no such run, worker or source
     ├── Stale               the resource_version given is not the current one (holds ``current``)
-    └── LockMismatch        a source write names a lock that is not the one held (holds ``lock``)
+    ├── LockMismatch        a source write names a lock that is not the one held (holds ``lock``)
+    └── SecretKeyError      the secrets key cannot be read or made, or a value does not open with it
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["LockMismatch", "NameExists", "NotFound", "SchemaTooNew", "Stale", "StoreError"]
+__all__ = ["LockMismatch", "NameExists", "NotFound", "SchemaTooNew", "SecretKeyError", "Stale", "StoreError"]
 
 
 class StoreError(Exception):
@@ -49,3 +50,8 @@ class LockMismatch(StoreError):
     def __init__(self, message: str, lock: dict[str, Any] | None):
         super().__init__(message)
         self.lock = lock
+
+
+class SecretKeyError(StoreError):
+    """The secrets key cannot be read or made, or a value does not open with the keys held
+    (``secretbox``); its words never hold a key or a value."""

@@ -38,6 +38,8 @@ from .mapping import TickWrite, machine_json, run_record, run_values, tick_rows,
 from .migrations import REVISIONS, prepare
 from .migrations.legacy import fence
 from .migrations.schema4 import RESOURCE_VERSION
+from .secretbox import SecretBox
+from .secrets import KeptSecrets
 from .sources import KeptSources, compact
 from .tables import CLUSTER_MACHINES, EVENTS, MACHINES, RUNS, SEQUENCES, WORKERS
 from .teams import KeptTeams, write_audit
@@ -48,11 +50,14 @@ __all__ = ["Audit", "Store"]
 Audit = tuple[Sequence[Mapping[str, Any]], int]
 
 
-class Store(BatchWrites, KeptSources, KeptTeams, KeptDrives):
-    """One database. ``Store(url)`` brings it to this astra's schema (``migrations``) and is ready."""
+class Store(BatchWrites, KeptSources, KeptTeams, KeptDrives, KeptSecrets):
+    """One database. ``Store(url)`` brings it to this astra's schema (``migrations``) and is ready;
+    ``secrets``: the key its secrets are sealed with (the server's: ``SecretBox.at(HOME/secrets.key)``;
+    left out, a key in memory only, ``SecretBox.ephemeral``)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, secrets: SecretBox | None = None) -> None:
         self.url = url
+        self.secrets = secrets or SecretBox.ephemeral()
         try:
             self.engine = make_engine(url)
             prepare(self.engine, redact(url))

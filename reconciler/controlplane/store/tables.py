@@ -15,7 +15,7 @@ from typing import cast
 
 from sqlalchemy import Index, Table
 from sqlalchemy.orm import registry
-from sqlmodel import Column, Field, SQLModel, Text
+from sqlmodel import Column, Field, LargeBinary, SQLModel, Text
 
 __all__ = [
     "AUDIT",
@@ -26,6 +26,7 @@ __all__ = [
     "ORGS",
     "QUOTAS",
     "RUNS",
+    "SECRETS",
     "SEQUENCES",
     "SOURCES",
     "SOURCE_RUNS",
@@ -41,6 +42,7 @@ __all__ = [
     "QuotaRow",
     "RunRow",
     "SchemaVersion",
+    "SecretRow",
     "SequenceRow",
     "SourceRow",
     "SourceRunRow",
@@ -282,6 +284,22 @@ class DriveRow(StoreTable, table=True):
     created_at: float
 
 
+class SecretRow(StoreTable, table=True):
+    """A secret of an org's workspace: its value sealed (``secretbox``: AES-GCM, the key's id
+    beside it), its size, who set it and when. Never its value in the clear."""
+
+    __tablename__ = "secrets"
+    org: str = Field(default="default", primary_key=True)
+    workspace: str = Field(default="default", primary_key=True)
+    name: str = Field(primary_key=True)
+    key_id: str
+    sealed: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    size: int
+    set_by: str
+    set_at: float
+    created_at: float
+
+
 def table_of(model: type[SQLModel]) -> Table:
     """The SQLAlchemy table a sqlmodel class maps (its ``__table__``, which sqlmodel leaves untyped)."""
     return cast(Table, vars(model)["__table__"])
@@ -301,3 +319,4 @@ TOKENS = table_of(TokenRow)
 QUOTAS = table_of(QuotaRow)
 AUDIT = table_of(AuditRow)
 DRIVES = table_of(DriveRow)
+SECRETS = table_of(SecretRow)
