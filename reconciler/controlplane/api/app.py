@@ -36,7 +36,7 @@ from ..auth import Role
 from ..clock import Clock
 from ..engine import Engine
 from ..store import StoreError
-from . import audit, batch, cluster, drives, placement, rerun, runs, sources, teams, workers
+from . import audit, batch, cluster, drives, metrics, placement, rerun, runs, sources, teams, workers
 from .body import BodyRefused
 from .context import (
     AUDIT_KEEP,
@@ -173,6 +173,7 @@ def create_app(
     app.include_router(
         sources.public, prefix=WS_API, dependencies=[Depends(in_scope)], include_in_schema=False
     )
+    app.add_middleware(metrics.RequestMetrics)  # inside SourcePaths: it sees the scope routed
     app.add_middleware(SourcePaths)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _invalid)
@@ -183,6 +184,7 @@ def create_app(
     from ..console import mount  # here: the console reads the API's own modules
 
     mount(app)
+    metrics.mount(app)
 
     @app.get("/healthz", include_in_schema=False, response_model=wire.Health)
     async def healthz() -> Response:

@@ -41,11 +41,12 @@ from .migrations.schema4 import RESOURCE_VERSION
 from .sources import KeptSources, compact
 from .tables import CLUSTER_MACHINES, EVENTS, MACHINES, RUNS, SEQUENCES, WORKERS
 from .teams import KeptTeams
+from .usage import KeptUsage
 
 __all__ = ["Store"]
 
 
-class Store(BatchWrites, KeptSources, KeptTeams, KeptDrives):
+class Store(BatchWrites, KeptSources, KeptTeams, KeptDrives, KeptUsage):
     """One database. ``Store(url)`` brings it to this astra's schema (``migrations``) and is ready."""
 
     def __init__(self, url: str) -> None:
