@@ -15,7 +15,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from controlplane_api.conftest import TOKEN, LiveServer, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
