@@ -39,6 +39,7 @@ from reconciler.runspec.models import Run
 from reconciler.runspec.normalize import normalize
 from reconciler.runspec.vocabulary import FINAL_RUN_STATES, validate_update
 
+from .holds import HoldBook
 from .inventory import Inventory
 from .scheduler import (
     HOLDING,
@@ -129,6 +130,8 @@ class Engine:
             )
         self.processes: dict[str, dict[str, Any]] = procs
         self._pending_observations: list[Observation] = []
+        #: the GPUs' holds open now (GPU-hours: ``holds``)
+        self.holds = HoldBook(store.open_holds(cluster))
         self.recovered = self._recover(runs, workers, procs, now)
         self.state = ClusterState(
             inventory, {r.name: r for r in runs}, {w.name: w for w in workers}, no_sandbox=self.no_sandbox
@@ -173,8 +176,15 @@ class Engine:
                 r.placed_at = None
                 touched_runs.append(r)
         if touched_workers:
-            self.store.commit_tick(TickWrite(now, [], touched_workers, touched_runs, events, {}))
+            holds = self.holds.changes(touched_workers, [], now, self.labels_of)
+            self.store.commit_tick(TickWrite(now, [], touched_workers, touched_runs, events, {}, holds))
         return [w.name for w in touched_workers]
+
+    def labels_of(self, name: str) -> dict[str, Any]:
+        """Run ``name``'s labels, as its document gives them."""
+        meta = self.meta.get(name)
+        labels = meta.document.get("metadata", {}).get("labels") if meta is not None else None
+        return dict(labels or {})
 
     # -- workspaces ----------------------------------------------------------------------------
 
@@ -434,7 +444,8 @@ class _TickLog:
                 m.started_at = r.running_since
             if r.state in FINAL_RUN_STATES:
                 m.finished_at = self.now
-        return TickWrite(self.now, new, workers, runs, self.events, facts)
+        holds = self.engine.holds.changes([*new, *workers], runs, self.now, self.engine.labels_of)
+        return TickWrite(self.now, new, workers, runs, self.events, facts, holds)
 
 
 def _event(

@@ -6,21 +6,13 @@ prometheus-client's own parser and compared with what the API answers at the sam
 
 from __future__ import annotations
 
-import asyncio
-
-import httpx
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from reconciler.controlplane.api import create_app
-from reconciler.controlplane.clock import ManualClock
-from reconciler.controlplane.engine import Engine
-from reconciler.controlplane.inventory import load_inventory
 from reconciler.controlplane.metrics import reason_class, route_label
-from reconciler.controlplane.simulation import Outcome, SimulatedExecutor
-from reconciler.controlplane.store import Store
+from reconciler.controlplane.simulation import Outcome
 
-TOKEN = "test-token"
+from .simulated import Served
+
 INVENTORY = {
     "defaults": {"gpus": 8},
     "machines": [
@@ -44,41 +36,6 @@ def run(name: str, gpus: int, *, array: dict | None = None, command: str = "true
     return {"metadata": {"name": name}, "spec": spec}
 
 
-class Served:
-    """An engine with a simulated executor, its app, a manual clock, and calls into the app."""
-
-    def __init__(self, tmp_path) -> None:
-        self.clock = ManualClock(1_000_000.0)
-        self.executor = SimulatedExecutor(Outcome(after=None))
-        self.store = Store(f"sqlite:///{tmp_path / 'astra.db'}")
-        self.engine = Engine(self.store, load_inventory(INVENTORY), self.executor, self.clock.now())
-        self.app = create_app(self.engine, TOKEN, self.clock)
-
-    def call(self, method: str, path: str, token: str | None = TOKEN, **kw) -> httpx.Response:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-
-        async def go():
-            transport = httpx.ASGITransport(app=self.app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://astra.test") as c:
-                return await c.request(method, path, headers=headers, **kw)
-
-        return asyncio.run(go())
-
-    def step(self, seconds: float = 0.0) -> None:
-        self.clock.advance(seconds)
-        self.engine.step(self.clock.now())
-
-    def scrape(self, token: str = TOKEN) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-        r = self.call("GET", "/metrics", token)
-        assert r.status_code == 200, r.text
-        assert r.headers["content-type"].startswith("text/plain")
-        out = {}
-        for family in text_string_to_metric_families(r.text):
-            for s in family.samples:
-                out[s.name, tuple(sorted(s.labels.items()))] = s.value
-        return out
-
-
 def total(samples, name: str, **labels: str) -> float:
     return sum(
         v
@@ -89,7 +46,7 @@ def total(samples, name: str, **labels: str) -> float:
 
 @pytest.fixture
 def served(tmp_path):
-    s = Served(tmp_path)
+    s = Served(tmp_path, INVENTORY)
     yield s
     s.store.close()
 

@@ -38,6 +38,7 @@ from .tables import (
     SourceRunRow,
     WorkerRow,
 )
+from .usage import HoldChanges
 
 __all__ = [
     "HISTORY_KEEP",
@@ -46,6 +47,7 @@ __all__ = [
     "BatchRecord",
     "DriveRow",
     "EventRow",
+    "HoldChanges",
     "LockMismatch",
     "MachineRow",
     "NameExists",

@@ -41,7 +41,7 @@ from .migrations.schema4 import RESOURCE_VERSION
 from .sources import KeptSources, compact
 from .tables import CLUSTER_MACHINES, EVENTS, MACHINES, RUNS, SEQUENCES, WORKERS
 from .teams import KeptTeams
-from .usage import KeptUsage
+from .usage import KeptUsage, write_holds
 
 __all__ = ["Store"]
 
@@ -220,6 +220,8 @@ class Store(BatchWrites, KeptSources, KeptTeams, KeptDrives, KeptUsage):
                 _update_by_name(conn, RUNS, rows.runs)
                 execute_many(conn, _STARTED, rows.started)
                 insert_many(conn, EVENTS, tick.events)
+                if tick.holds:
+                    write_holds(conn, tick.holds)
         except IntegrityError as exc:
             raise NameExists(f"a worker name is taken: {exc.orig}") from exc
 

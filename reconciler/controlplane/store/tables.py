@@ -22,6 +22,7 @@ __all__ = [
     "CLUSTER_MACHINES",
     "DRIVES",
     "EVENTS",
+    "GPU_HOLDS",
     "MACHINES",
     "ORGS",
     "QUOTAS",
@@ -36,6 +37,7 @@ __all__ = [
     "ClusterMachineRow",
     "DriveRow",
     "EventRow",
+    "GpuHoldRow",
     "MachineRow",
     "OrgRow",
     "QuotaRow",
@@ -281,6 +283,31 @@ class DriveRow(StoreTable, table=True):
     created_at: float
 
 
+class GpuHoldRow(StoreTable, table=True):
+    """One worker's hold of GPUs on a machine: from its placement to its release, on the control
+    plane's clock (``ended_at`` null while it holds), and how its run ended (``outcome``, once
+    it has). What ``astra usage`` adds up; kept when the run is deleted and past the audit
+    trail's length (``usage``)."""
+
+    __tablename__ = "gpu_holds"
+    __table_args__ = (
+        Index("ix_gpu_holds_scope", "org", "workspace", "cluster", "started_at"),
+        Index("ix_gpu_holds_open", "worker", "ended_at"),
+        Index("ix_gpu_holds_run", "run"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    run: str
+    worker: str
+    org: str
+    workspace: str
+    cluster: str
+    gpus: int
+    started_at: float
+    ended_at: float | None = None
+    outcome: str | None = None
+    labels: str = Field(sa_column=Column(Text, nullable=False))  # JSON: the run's labels at the start
+
+
 def table_of(model: type[SQLModel]) -> Table:
     """The SQLAlchemy table a sqlmodel class maps (its ``__table__``, which sqlmodel leaves untyped)."""
     return cast(Table, vars(model)["__table__"])
@@ -300,3 +327,4 @@ TOKENS = table_of(TokenRow)
 QUOTAS = table_of(QuotaRow)
 AUDIT = table_of(AuditRow)
 DRIVES = table_of(DriveRow)
+GPU_HOLDS = table_of(GpuHoldRow)

@@ -1,6 +1,10 @@
-"""What the store says about itself for ``/metrics``: its size, and each source's last pass and apply.
+"""GPU-hours and the store's own figures: each worker's hold of GPUs, the store's size, its sources' passes.
 
-Owns ``KeptUsage`` (a part of ``Store``): ``size_bytes`` (a SQLite file with its write-ahead
+Owns ``HoldChanges`` (the holds a tick opened and closed, and the runs it ended: written by
+``Store.commit_tick`` in the tick's transaction), and ``KeptUsage`` (a part of ``Store``):
+``open_holds`` (the holds still open, read at start), ``hold_rows`` (the holds of a scope that
+overlap a window: what ``astra usage`` adds up; never pruned, so they outlive a deleted run and
+the audit trail's ``--audit-keep``), ``size_bytes`` (a SQLite file with its write-ahead
 log, or PostgreSQL's ``pg_database_size``) and ``source_summaries`` (each source of an org: its
 workspace, name, the state its last pass ended in, when it was reported, and when it last
 applied), read in one statement without the sources' inventories.
@@ -12,14 +16,51 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import Connection, and_, bindparam, or_, select, text, update
 
-from ..scopes import DEFAULT, SOURCE_MARK, source_name
-from .tables import SOURCES
+from ..scopes import DEFAULT, SOURCE_MARK, Scope, run_key, source_name
+from .database import execute_many, insert_many
+from .tables import GPU_HOLDS, SOURCE_RUNS, SOURCES
 
-__all__ = ["KeptUsage"]
+__all__ = ["HoldChanges", "KeptUsage", "write_holds"]
+
+
+@dataclass
+class HoldChanges:
+    """What a tick did to the GPUs' holds: ``opened`` (rows of ``gpu_holds``), ``closed``
+    (``{"b_worker", "ended_at"}``) and ``ended`` (``{"b_run", "outcome"}``: a run's final state,
+    given to its holds that have none yet)."""
+
+    opened: list[dict[str, Any]] = field(default_factory=list)
+    closed: list[dict[str, Any]] = field(default_factory=list)
+    ended: list[dict[str, Any]] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.opened or self.closed or self.ended)
+
+
+_H = GPU_HOLDS.c
+_CLOSE = (
+    update(GPU_HOLDS)
+    .where(_H.worker == bindparam("b_worker"), _H.ended_at.is_(None))
+    .values(ended_at=bindparam("ended_at"))
+)
+_END = (
+    update(GPU_HOLDS)
+    .where(_H.run == bindparam("b_run"), _H.outcome.is_(None))
+    .values(outcome=bindparam("outcome"))
+)
+
+
+def write_holds(conn: Connection, changes: HoldChanges) -> None:
+    """A tick's hold changes, in its transaction: closes first (a worker placed again at the same
+    instant opens a new hold), then opens, then outcomes."""
+    execute_many(conn, _CLOSE, changes.closed)
+    insert_many(conn, GPU_HOLDS, changes.opened)
+    execute_many(conn, _END, changes.ended)
 
 
 class KeptUsage:
@@ -27,6 +68,42 @@ class KeptUsage:
 
     engine: Any
     url: str
+
+    def open_holds(self, cluster: str) -> dict[str, float]:
+        """The holds of ``cluster`` still open: each worker's key and when its hold started."""
+        q = select(_H.worker, _H.started_at).where(_H.cluster == cluster, _H.ended_at.is_(None))
+        with self.engine.connect() as conn:
+            return {w: at for w, at in conn.execute(q).all()}
+
+    def hold_rows(
+        self, org: str, workspace: str | None, cluster: str | None, since: float | None, until: float
+    ) -> list[dict[str, Any]]:
+        """The holds of ``org`` (its ``workspace`` only, unless None; its ``cluster`` only, unless
+        None) that overlap ``[since, until)``, oldest first; ``labels`` decoded."""
+        where = [_H.org == org, _H.started_at < until]
+        if workspace is not None:
+            where.append(_H.workspace == workspace)
+        if cluster is not None:
+            where.append(_H.cluster == cluster)
+        if since is not None:
+            where.append(or_(_H.ended_at.is_(None), _H.ended_at > since))
+        q = select(GPU_HOLDS).where(and_(*where)).order_by(_H.started_at, _H.id)
+        with self.engine.connect() as conn:
+            rows = [dict(r) for r in conn.execute(q).mappings().all()]
+        for r in rows:
+            r["labels"] = json.loads(r["labels"])
+        return rows
+
+    def sources_of_runs(self, org: str) -> dict[str, str]:
+        """Each run key of ``org`` that a source's inventory holds, and that source's name."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(SOURCE_RUNS.c.source, SOURCE_RUNS.c.run)).all()
+        out = {}
+        for key, run in rows:
+            owner = _owner(key)
+            if owner[0] == org:
+                out[run_key(Scope(*owner), run)] = source_name(key)
+        return out
 
     def size_bytes(self) -> int:
         """The database's size on disk, in bytes (0 when it cannot be told: an in-memory SQLite)."""
@@ -65,10 +142,10 @@ class KeptUsage:
         return out
 
 
-def _owner(key: str) -> tuple[str, str]:
-    """The org and workspace of a source's key (``scopes.source_key``)."""
+def _owner(key: str) -> tuple[str, str, str]:
+    """The org, workspace and cluster of a source's key (``scopes.source_key``)."""
     if not key.startswith(SOURCE_MARK) or key.startswith(SOURCE_MARK * 2):
-        return DEFAULT, DEFAULT
+        return DEFAULT, DEFAULT, DEFAULT
     scope = key[1 : key.find(SOURCE_MARK, 1)]
-    org, workspace, _cluster = [*scope.split("/"), "", "", ""][:3]
-    return org, workspace
+    org, workspace, cluster = [*scope.split("/"), "", "", ""][:3]
+    return org, workspace, cluster

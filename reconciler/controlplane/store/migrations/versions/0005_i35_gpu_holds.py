@@ -1,0 +1,40 @@
+"""GPU-hours: each worker's hold of GPUs (``gpu_holds``), what ``astra usage`` adds up (issue 35).
+
+Revision ID: 0005_i35
+Revises: 0004_drives
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+__all__ = ["downgrade", "upgrade"]
+
+revision = "0005_i35"
+down_revision = "0004_drives"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "gpu_holds",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("run", sa.String(), nullable=False),
+        sa.Column("worker", sa.String(), nullable=False),
+        sa.Column("org", sa.String(), nullable=False),
+        sa.Column("workspace", sa.String(), nullable=False),
+        sa.Column("cluster", sa.String(), nullable=False),
+        sa.Column("gpus", sa.Integer(), nullable=False),
+        sa.Column("started_at", sa.Float(), nullable=False),
+        sa.Column("ended_at", sa.Float(), nullable=True),
+        sa.Column("outcome", sa.String(), nullable=True),
+        sa.Column("labels", sa.Text(), nullable=False),
+        sa.PrimaryKeyConstraint("id"),
+    )
+    op.create_index("ix_gpu_holds_scope", "gpu_holds", ["org", "workspace", "cluster", "started_at"])
+    op.create_index("ix_gpu_holds_open", "gpu_holds", ["worker", "ended_at"])
+    op.create_index("ix_gpu_holds_run", "gpu_holds", ["run"])
+
+
+def downgrade() -> None:
+    op.drop_table("gpu_holds")
