@@ -70,8 +70,15 @@ def usage(
 def _api(
     by: str, since: str | None, month: str | None, server: str | None, token: str | None
 ) -> dict[str, Any]:
+    from ..controlplane.usage import PeriodError, parse_group, period_of
     from .remote import CommandError, call
 
+    try:  # the server says the same in the API's words: these are the command's
+        parse_group(by)
+        period_of(since, month, 0.0)
+    except PeriodError as exc:
+        error(str(exc))
+        raise Exit(1) from exc
     query = {"by": by, **({"since": since} if since else {}), **({"month": month} if month else {})}
     try:
         return call("GET", "/usage?" + urlencode(query), server=server, token=token, start=False).json()

@@ -39,6 +39,7 @@ from reconciler.runspec.models import Run
 from reconciler.runspec.normalize import normalize
 from reconciler.runspec.vocabulary import FINAL_RUN_STATES, validate_update
 
+from .budgets import BudgetBook
 from .holds import HoldBook
 from .inventory import Inventory
 from .scheduler import (
@@ -138,6 +139,8 @@ class Engine:
         )
         for q in store.quota_rows(cluster):
             self.state.set_quota(f"{q['org']}/{q['workspace']}", Quota(q["gpus"], q["runs"]))
+        #: the GPU-hour budgets on this cluster, and what each has spent (``budgets``)
+        self.budgets = BudgetBook(store, cluster, now)
         self.decisions = 0
         #: bumped by every change to any run (created, updated, deleted, its state moved): what
         #: the API keeps its run listings by
@@ -322,6 +325,7 @@ class Engine:
     def step(self, now: float) -> int:
         """One tick at ``now``, settled, written in one transaction; how many decisions it made."""
         s = self.state
+        s.spent = self.budgets.spent(now, self.holds)
         log = _TickLog(self, now)
         pending, self._pending_observations = self._pending_observations, []
         for o in pending:
@@ -361,8 +365,10 @@ class Engine:
         return made
 
     def next_wakeup(self, now: float) -> float | None:
-        """When the next timer (a backoff, a barrier, a time limit) is due; ``None``: none is."""
-        return self.state.next_wakeup(now)
+        """When the next timer (a backoff, a barrier, a time limit, a GPU-hour budget reached or
+        its period turned) is due; ``None``: none is."""
+        due = [t for t in (self.state.next_wakeup(now), self.budgets.next_change()) if t is not None]
+        return min(due) if due else None
 
 
 class _TickLog:

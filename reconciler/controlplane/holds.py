@@ -31,8 +31,16 @@ __all__ = ["HoldBook"]
 class HoldBook:
     """The GPUs' holds open now, by worker key."""
 
-    def __init__(self, open_holds: dict[str, float]) -> None:
+    def __init__(self, open_holds: dict[str, tuple[float, int, str]]) -> None:
+        #: each open hold: worker key → (when it began, its GPUs, its workspace ``ORG/WORKSPACE``)
         self.open = dict(open_holds)
+        #: holds closed since ``drain`` was last called: (workspace, GPUs, began, ended)
+        self.ended: list[tuple[str, int, float, float]] = []
+
+    def drain(self) -> list[tuple[str, int, float, float]]:
+        """The holds closed since the last call (the budgets count them once)."""
+        ended, self.ended = self.ended, []
+        return ended
 
     def changes(
         self,
@@ -47,8 +55,8 @@ class HoldBook:
         for w in workers:
             holding = w.state in HOLDING and w.machine is not None and w.gpus > 0
             if holding and w.name not in self.open:
-                self.open[w.name] = now
                 org, workspace, cluster = scope_of(w.run)
+                self.open[w.name] = (now, w.gpus, f"{org}/{workspace}")
                 out.opened.append(
                     {
                         "run": w.run,
@@ -64,7 +72,8 @@ class HoldBook:
                     }
                 )
             elif not holding and w.name in self.open:
-                del self.open[w.name]
+                began, gpus, ws = self.open.pop(w.name)
+                self.ended.append((ws, gpus, began, now))
                 out.closed.append({"b_worker": w.name, "ended_at": now})
         for r in runs:
             if r.state in FINAL_RUN_STATES:

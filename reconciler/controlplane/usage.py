@@ -30,7 +30,7 @@ __all__ = ["GROUPS", "Period", "PeriodError", "add_up", "budget_period", "parse_
 #: What ``--by`` takes (a label's key after ``label:``).
 GROUPS = ("workspace", "run", "source", "label:KEY")
 #: ``--since``'s durations: a number and a unit (days, hours, minutes, weeks).
-_SINCE = re.compile(r"^(\d+)([dhmw])$")
+_SINCE = re.compile(r"^(\d{1,6})([dhmw])$")
 _UNIT = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _MONTH = re.compile(r"^(\d{4})-(\d{2})$")
 
@@ -69,7 +69,7 @@ def period_of(since: str | None, month: str | None, now: float) -> Period:
         return Period(now - int(found.group(1)) * _UNIT[found.group(2)], now, f"since {since}")
     if month:
         found = _MONTH.match(month.strip())
-        if not found or not 1 <= int(found.group(2)) <= 12:
+        if not found or not 1 <= int(found.group(2)) <= 12 or not 1970 <= int(found.group(1)) <= 2999:
             raise PeriodError(f"--month {month!r}: give a year and a month, as 2026-11")
         start, end = _month(int(found.group(1)), int(found.group(2)))
         return Period(start, end, month)

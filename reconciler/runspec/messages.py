@@ -75,6 +75,8 @@ RESTART_REASON = "{reason}; restart {n}{of} in {delay} s"
 COMPLETION_RESTART_REASON = "{reason}; restarting in {delay} s ({why})"
 NO_RESTARTS_LEFT = "{reason}; no restarts left ({limit} used)"
 QUOTA_GPUS_REASON = "Workspace {workspace} is at its quota of {n} GPUs"
+#: A run that would start while its workspace's GPU-hour budget is spent (issue 35).
+BUDGET_SPENT_REASON = "Workspace {workspace} has used its {hours} GPU-hours this {per}"
 QUOTA_RUNS_REASON = "Workspace {workspace} is at its quota of {n} running runs"
 DID_YOU_MEAN = "; did you mean '{suggestion}'?"
 

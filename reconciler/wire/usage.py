@@ -5,11 +5,13 @@ Owns the shapes; the figures are ``controlplane.usage``'s. Must not touch: how t
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
-from .models import EPOCH, Answer
+from .models import EPOCH, Answer, RequestBody
 
-__all__ = ["UsageLine", "UsagePeriod", "UsageReport"]
+__all__ = ["Budget", "BudgetWrite", "UsageLine", "UsagePeriod", "UsageReport"]
 
 
 class UsagePeriod(Answer):
@@ -36,3 +38,22 @@ class UsageReport(Answer):
     period: UsagePeriod
     items: list[UsageLine]
     total: UsageLine = Field(description="Every line added up (key '*').")
+
+
+class BudgetWrite(RequestBody):
+    """A workspace's GPU-hour budget on this cluster (``gpu_hours`` null: lifted)."""
+
+    gpu_hours: int | None = Field(None, ge=0, le=1_000_000_000, description="GPU-hours per period.")
+    per: Literal["month", "week"] = Field("month", description="A calendar month or an ISO week (UTC).")
+
+
+class Budget(Answer):
+    """A workspace's GPU-hour budget on this cluster, and what its holds spent of it this period."""
+
+    workspace: str
+    cluster: str
+    gpu_hours: int | None = Field(description="null: no budget.")
+    per: str | None
+    period: UsagePeriod | None = Field(description="The period now (null: no budget).")
+    used_gpu_hours: float = Field(description="Spent this period, the holds still open up to now.")
+    left_gpu_hours: float | None = Field(description="What is left (0 once spent); null: no budget.")

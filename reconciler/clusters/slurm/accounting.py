@@ -82,7 +82,7 @@ def parse_sacct(lines: Iterable[str], by: str) -> list[dict[str, Any]]:
 
 
 def _when(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return datetime.fromtimestamp(max(0.0, at), UTC).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def read_usage(by: str, start: float | None, end: float) -> list[dict[str, Any]]:

@@ -34,9 +34,26 @@ router = APIRouter(tags=["usage"], route_class=ApiRoute)
 )
 def get_usage(
     api: Api,
-    by: Annotated[str, Query(description="workspace, run, source or label:KEY.")] = "workspace",
-    since: Annotated[str | None, Query(description="A duration back from now: 30d, 12h, 2w, 90m.")] = None,
-    month: Annotated[str | None, Query(description="A calendar month (UTC): 2026-11.")] = None,
+    by: Annotated[
+        str,
+        Query(
+            description="workspace, run, source or label:KEY.", pattern=r"^(workspace|run|source|label:.+)$"
+        ),
+    ] = "workspace",
+    since: Annotated[
+        str | None,
+        Query(
+            description="A duration back from now: 30d, 12h, 2w, 90m (not with month).",
+            pattern=r"^\d{1,6}[dhmw]$",
+        ),
+    ] = None,
+    month: Annotated[
+        str | None,
+        Query(
+            description="A calendar month (UTC): 2026-11 (not with since).",
+            pattern=r"^(19[7-9]\d|2\d{3})-(0[1-9]|1[0-2])$",
+        ),
+    ] = None,
 ) -> Response:
     """GPU-hours held (and those of runs that ended Failed), and the runs that held GPUs, per group."""
     now = api.clock.now()

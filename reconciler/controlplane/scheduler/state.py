@@ -86,6 +86,9 @@ class ClusterState:
     #: Why no worker can have its drives mounted here (no sandbox), or ``None``: a run with
     #: drives then waits with this reason (``queue.placement``), never started without them.
     no_sandbox: str | None = None
+    #: Workspaces whose GPU-hour budget is spent, and the words their new runs wait with (the
+    #: engine's ``budgets`` sets it before each tick): a run holding nothing does not start.
+    spent: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.machines = {m.name: m for m in self.inventory}

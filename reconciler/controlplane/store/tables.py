@@ -22,6 +22,7 @@ __all__ = [
     "CLUSTER_MACHINES",
     "DRIVES",
     "EVENTS",
+    "GPU_BUDGETS",
     "GPU_HOLDS",
     "MACHINES",
     "ORGS",
@@ -37,6 +38,7 @@ __all__ = [
     "ClusterMachineRow",
     "DriveRow",
     "EventRow",
+    "GpuBudgetRow",
     "GpuHoldRow",
     "MachineRow",
     "OrgRow",
@@ -308,6 +310,18 @@ class GpuHoldRow(StoreTable, table=True):
     labels: str = Field(sa_column=Column(Text, nullable=False))  # JSON: the run's labels at the start
 
 
+class GpuBudgetRow(StoreTable, table=True):
+    """A workspace's GPU-hour budget on a cluster: ``gpu_hours`` per calendar ``month`` or week."""
+
+    __tablename__ = "gpu_budgets"
+    org: str = Field(primary_key=True)
+    workspace: str = Field(primary_key=True)
+    cluster: str = Field(primary_key=True)
+    gpu_hours: int
+    per: str
+    updated_at: float
+
+
 def table_of(model: type[SQLModel]) -> Table:
     """The SQLAlchemy table a sqlmodel class maps (its ``__table__``, which sqlmodel leaves untyped)."""
     return cast(Table, vars(model)["__table__"])
@@ -328,3 +342,4 @@ QUOTAS = table_of(QuotaRow)
 AUDIT = table_of(AuditRow)
 DRIVES = table_of(DriveRow)
 GPU_HOLDS = table_of(GpuHoldRow)
+GPU_BUDGETS = table_of(GpuBudgetRow)

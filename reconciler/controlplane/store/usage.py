@@ -19,11 +19,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, or_, select, text, update
+from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select, text, update
 
 from ..scopes import DEFAULT, SOURCE_MARK, Scope, run_key, source_name
 from .database import execute_many, insert_many
-from .tables import GPU_HOLDS, SOURCE_RUNS, SOURCES
+from .tables import GPU_BUDGETS, GPU_HOLDS, SOURCE_RUNS, SOURCES
 
 __all__ = ["HoldChanges", "KeptUsage", "write_holds"]
 
@@ -69,11 +69,33 @@ class KeptUsage:
     engine: Any
     url: str
 
-    def open_holds(self, cluster: str) -> dict[str, float]:
-        """The holds of ``cluster`` still open: each worker's key and when its hold started."""
-        q = select(_H.worker, _H.started_at).where(_H.cluster == cluster, _H.ended_at.is_(None))
+    def open_holds(self, cluster: str) -> dict[str, tuple[float, int, str]]:
+        """The holds of ``cluster`` still open: each worker's key, when its hold started, its
+        GPUs and its workspace (``ORG/WORKSPACE``)."""
+        q = select(_H.worker, _H.started_at, _H.gpus, _H.org, _H.workspace)
+        q = q.where(_H.cluster == cluster, _H.ended_at.is_(None))
         with self.engine.connect() as conn:
-            return {w: at for w, at in conn.execute(q).all()}
+            return {w: (at, gpus, f"{org}/{ws}") for w, at, gpus, org, ws in conn.execute(q).all()}
+
+    def put_budget(
+        self, org: str, workspace: str, cluster: str, budget: tuple[int, str] | None, now: float
+    ) -> None:
+        """Set (``(gpu_hours, per)``) or lift (None) a workspace's GPU-hour budget on a cluster."""
+        b = GPU_BUDGETS.c
+        with self.engine.begin() as conn:
+            conn.execute(
+                delete(GPU_BUDGETS).where(b.org == org, b.workspace == workspace, b.cluster == cluster)
+            )
+            if budget is not None:
+                row = {"org": org, "workspace": workspace, "cluster": cluster, "updated_at": now}
+                conn.execute(insert(GPU_BUDGETS).values(**row, gpu_hours=budget[0], per=budget[1]))
+
+    def budget_rows(self, cluster: str) -> list[dict[str, Any]]:
+        """The GPU-hour budgets on ``cluster``: org, workspace, gpu_hours, per."""
+        b = GPU_BUDGETS.c
+        q = select(b.org, b.workspace, b.gpu_hours, b.per).where(b.cluster == cluster)
+        with self.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(q).mappings().all()]
 
     def hold_rows(
         self, org: str, workspace: str | None, cluster: str | None, since: float | None, until: float

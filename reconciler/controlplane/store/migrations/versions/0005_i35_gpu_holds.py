@@ -1,4 +1,5 @@
-"""GPU-hours: each worker's hold of GPUs (``gpu_holds``), what ``astra usage`` adds up (issue 35).
+"""GPU-hours: each worker's hold of GPUs (``gpu_holds``), what ``astra usage`` adds up, and the
+workspaces' GPU-hour budgets (``gpu_budgets``) (issue 35).
 
 Revision ID: 0005_i35
 Revises: 0004_drives
@@ -34,7 +35,18 @@ def upgrade() -> None:
     op.create_index("ix_gpu_holds_scope", "gpu_holds", ["org", "workspace", "cluster", "started_at"])
     op.create_index("ix_gpu_holds_open", "gpu_holds", ["worker", "ended_at"])
     op.create_index("ix_gpu_holds_run", "gpu_holds", ["run"])
+    op.create_table(
+        "gpu_budgets",
+        sa.Column("org", sa.String(), nullable=False),
+        sa.Column("workspace", sa.String(), nullable=False),
+        sa.Column("cluster", sa.String(), nullable=False),
+        sa.Column("gpu_hours", sa.Integer(), nullable=False),
+        sa.Column("per", sa.String(), nullable=False),
+        sa.Column("updated_at", sa.Float(), nullable=False),
+        sa.PrimaryKeyConstraint("org", "workspace", "cluster"),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("gpu_budgets")
     op.drop_table("gpu_holds")
