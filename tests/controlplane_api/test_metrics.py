@@ -158,3 +158,18 @@ def test_reasons_fall_in_their_classes_and_routes_lose_their_base_path():
     assert route_label("/api/runs") == "/runs"
     assert route_label("/metrics") == "/metrics"
     assert route_label(None) == "unmatched"
+
+
+def test_the_fast_exposition_gives_the_bytes_of_prometheus_client_s_own(served):
+    served.call("PUT", "/api/workspaces/team-a/quota", json={"gpus": 2})
+    served.call("POST", "/api/runs", json=run("one", 4))
+    served.call("POST", "/api/runs", json=run("sweep", 1, array={"size": 9, "max_parallel": 4}))
+    served.call("PUT", "/api/sources/site", json={"status": {}})
+    served.call("PUT", "/api/sources/site/status", json={"state": "Ready", "updated_at": 1_000_000.5})
+    served.step()
+    served.call("GET", "/api/runs/one")
+    metrics = served.app.state.astra.metrics
+    metrics.record_tick(0.003)
+    fast, plain = metrics.exposition("default"), metrics.plain_exposition("default")
+    assert fast == plain
+    assert b"astra_machine_gpus_free{" in fast and b"astra_api_request_duration_seconds_bucket{" in fast

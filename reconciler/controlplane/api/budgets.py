@@ -18,7 +18,7 @@ from ...wire import models as wire
 from ...wire import usage as shapes
 from ..budgets import Budget
 from .context import AdminRoute, Api, ApiRoute, answer, require_org_admin
-from .teams import WorkspaceName, _covered, _made
+from .teams import BAD_NAME, WorkspaceName, _covered, _made
 
 __all__ = ["admin", "router"]
 
@@ -48,7 +48,7 @@ def _view(api: Api, name: str) -> shapes.Budget:
 
 
 @router.get("/workspaces/{name}/budget", operation_id="get_workspace_budget", response_model=shapes.Budget,
-            responses={404: {"model": wire.Detail}})  # fmt: skip
+            responses={404: {"model": wire.Detail}, **BAD_NAME})  # fmt: skip
 def get_budget(api: Api, name: WorkspaceName) -> Response:
     """A workspace's GPU-hour budget on this cluster, and what it spent this period."""
     _covered(api, name)
