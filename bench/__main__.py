@@ -50,6 +50,7 @@ PARTS = (
     "plan",
     "apply",
     "workers",
+    "metrics",
     "git",
 )
 
@@ -136,6 +137,11 @@ def main() -> int:
 
             print("\nthe control plane holding workers (10 arrays on a cluster too small to run them):")
             report["workers"] = workers.main(sorted(set(ladder.values())))
+        if "metrics" in only:
+            from . import metrics as scrape
+
+            print("\none scrape of /metrics with every worker holding a GPU (issue 35):")
+            report["metrics"] = scrape.main(sorted(set(ladder.values())))
         if "git" in only:
             from . import git
 

@@ -139,6 +139,9 @@ def _register() -> None:
     from . import teams as teams_cli
 
     teams_cli.register(app)
+    from . import usage as usage_cli
+
+    usage_cli.register(app)
     from .day2_commands import register as register_day2
 
     register_day2(app)

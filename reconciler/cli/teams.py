@@ -50,6 +50,11 @@ class RoleName(StrEnum):
     admin = "admin"
 
 
+class BudgetPer(StrEnum):
+    month = "month"
+    week = "week"
+
+
 def _call(method: str, path: str, server: str | None, token: str | None, **kw: Any) -> Any:
     """The API's answer (JSON), or the server's refusal in one line (exit 1)."""
     from .remote import CommandError, call
@@ -168,6 +173,15 @@ def set_quota(
         int | None,
         typer.Option("--runs", min=0, help="The most runs holding machines at once; left out: no limit."),
     ] = None,
+    gpu_hours: Annotated[
+        int | None,
+        typer.Option(
+            "--gpu-hours", min=0, help="A GPU-hour budget per --per (month or week), apart from the quota."
+        ),
+    ] = None,
+    per: Annotated[
+        BudgetPer | None, typer.Option("--per", help="The budget's period: month or week (UTC).")
+    ] = None,
     server: ServerOpt = None,
     token: TokenOpt = None,
 ) -> None:
@@ -175,14 +189,35 @@ def set_quota(
     is placed while it is at its quota (the waiting run says so: 'Workspace W is at its quota of
     N GPUs'). With neither --gpus nor --runs, the quota is lifted.
 
+    With --gpu-hours (and --per month, the default, or week), a GPU-hour budget instead, left
+    as the quota is: once the workspace's workers held that many GPU-hours in the period, its
+    new runs wait ('Workspace W has used its N GPU-hours this month'); its running runs go on.
+
     Example:
 
         astra quota set team-a --gpus 16 --runs 4
+        astra quota set team-a --gpu-hours 5000 --per month
     """
+    if gpu_hours is not None or per is not None:
+        _set_budget(workspace, gpu_hours, per, server, token)
+        if gpus is None and runs is None:
+            return
     body = {"gpus": gpus, "runs": runs}
     w = _call("PUT", f"/workspaces/{quote(workspace, safe='')}/quota", server, token, json=body)
     q = w["quota"]
     echo(f"workspace {w['name']}: quota {_limit(q['gpus'])} GPUs, {_limit(q['runs'])} runs")
+
+
+def _set_budget(
+    workspace: str, gpu_hours: int | None, per: BudgetPer | None, server: str | None, token: str | None
+) -> None:
+    if gpu_hours is None:
+        error("--per goes with --gpu-hours N")
+        raise Exit(1)
+    body = {"gpu_hours": gpu_hours, "per": (per or BudgetPer.month).value}
+    b = _call("PUT", f"/workspaces/{quote(workspace, safe='')}/budget", server, token, json=body)
+    used = f"{b['used_gpu_hours']} used in {b['period']['label']}"
+    echo(f"workspace {b['workspace']}: budget {b['gpu_hours']} GPU-hours per {b['per']} ({used})")
 
 
 def get_workspaces(output: Output = Format.table, server: ServerOpt = None, token: TokenOpt = None) -> None:

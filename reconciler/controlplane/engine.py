@@ -39,6 +39,8 @@ from reconciler.runspec.models import Run
 from reconciler.runspec.normalize import normalize
 from reconciler.runspec.vocabulary import FINAL_RUN_STATES, validate_update
 
+from .budgets import BudgetBook
+from .holds import HoldBook
 from .inventory import Inventory
 from .needs import Needs, drive_finder
 from .scheduler import (
@@ -130,6 +132,8 @@ class Engine:
             )
         self.processes: dict[str, dict[str, Any]] = procs
         self._pending_observations: list[Observation] = []
+        #: the GPUs' holds open now (GPU-hours: ``holds``)
+        self.holds = HoldBook(store.open_holds(cluster))
         self.recovered = self._recover(runs, workers, procs, now)
         self.state = ClusterState(
             inventory, {r.name: r for r in runs}, {w.name: w for w in workers}, no_sandbox=self.no_sandbox
@@ -139,6 +143,8 @@ class Engine:
         #: what a run names that must exist before it starts (a drive: ``needs``)
         self.needs = Needs([drive_finder(store.drive_rows)])
         self.recheck()
+        #: the GPU-hour budgets on this cluster, and what each has spent (``budgets``)
+        self.budgets = BudgetBook(store, cluster, now)
         self.decisions = 0
         #: bumped by every change to any run (created, updated, deleted, its state moved): what
         #: the API keeps its run listings by
@@ -177,7 +183,8 @@ class Engine:
                 r.placed_at = None
                 touched_runs.append(r)
         if touched_workers:
-            self.store.commit_tick(TickWrite(now, [], touched_workers, touched_runs, events, {}))
+            holds = self.holds.changes(touched_workers, [], now, self.labels_of)
+            self.store.commit_tick(TickWrite(now, [], touched_workers, touched_runs, events, {}, holds))
         return [w.name for w in touched_workers]
 
     # -- what runs wait for ----------------------------------------------------------------------
@@ -194,6 +201,12 @@ class Engine:
             if waits != s.waiting.get(name):
                 s.set_waiting(name, waits)
                 self.generation += 1
+
+    def labels_of(self, name: str) -> dict[str, Any]:
+        """Run ``name``'s labels, as its document gives them."""
+        meta = self.meta.get(name)
+        labels = meta.document.get("metadata", {}).get("labels") if meta is not None else None
+        return dict(labels or {})
 
     # -- workspaces ----------------------------------------------------------------------------
 
@@ -342,6 +355,7 @@ class Engine:
         """One tick at ``now``, settled, written in one transaction; how many decisions it made."""
         s = self.state
         s.secrets = self.store.secret_names()  # a run reading one its workspace lacks waits
+        s.spent = self.budgets.spent(now, self.holds)
         log = _TickLog(self, now)
         pending, self._pending_observations = self._pending_observations, []
         for o in pending:
@@ -381,8 +395,10 @@ class Engine:
         return made
 
     def next_wakeup(self, now: float) -> float | None:
-        """When the next timer (a backoff, a barrier, a time limit) is due; ``None``: none is."""
-        return self.state.next_wakeup(now)
+        """When the next timer (a backoff, a barrier, a time limit, a GPU-hour budget reached or
+        its period turned) is due; ``None``: none is."""
+        due = [t for t in (self.state.next_wakeup(now), self.budgets.next_change()) if t is not None]
+        return min(due) if due else None
 
 
 class _TickLog:
@@ -464,7 +480,8 @@ class _TickLog:
                 m.started_at = r.running_since
             if r.state in FINAL_RUN_STATES:
                 m.finished_at = self.now
-        return TickWrite(self.now, new, workers, runs, self.events, facts)
+        holds = self.engine.holds.changes([*new, *workers], runs, self.now, self.engine.labels_of)
+        return TickWrite(self.now, new, workers, runs, self.events, facts, holds)
 
 
 def _event(

@@ -409,7 +409,7 @@ async def _main(
     # out of the collector's full passes, which pause every thread, the event loop's too
     # (/healthz waited 0.4 s for one while a step made 10,000 workers)
     gc.freeze()
-    loop_task = asyncio.create_task(_schedule(runner[0], runner[1], clock, wake, app.state.astra.gate))
+    loop_task = asyncio.create_task(_schedule(runner[0], runner[1], clock, wake, app.state.astra))
     (home / "server.json").write_text(json.dumps(info.to_json()) + "\n")
     print(f"astra server listening on {info.url} (home {home}, pid {info.pid})", flush=True)
     try:
@@ -442,9 +442,7 @@ def _server_class():
     return Server
 
 
-async def _schedule(
-    engine: Any, executor: Any, clock: SystemClock, wake: asyncio.Event, gate: asyncio.Lock
-) -> None:
+async def _schedule(engine: Any, executor: Any, clock: SystemClock, wake: asyncio.Event, api: Any) -> None:
     """Step the engine whenever something may have changed; sleep until the next thing is due.
 
     A step runs in a worker thread, holding the API's gate (``ApiContext.gate``, which every
@@ -452,11 +450,14 @@ async def _schedule(
     loop stays free, so ``/healthz`` answers while a step places 10,000 workers. While workers
     wait to be started (``executor.queued``: a slice starts per step), the loop steps again at
     once, after the routes already waiting at the gate (an ``asyncio.Lock`` serves its waiters
-    first come, first served)."""
+    first come, first served). Each step's duration goes to ``/metrics`` (``api.metrics``)."""
+    gate = api.gate
     while True:
         async with gate:
             now = clock.now()
+            began = time.perf_counter()
             await _step_off_loop(engine, now)
+            api.metrics.record_tick(time.perf_counter() - began)
             nxt = engine.next_wakeup(now)
             queued = bool(getattr(executor, "queued", None))
             timeout = POLL_SECONDS if executor.busy else 60.0

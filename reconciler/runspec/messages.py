@@ -92,6 +92,8 @@ NO_RESTARTS_LEFT = "{reason}; no restarts left ({limit} used)"
 #: A run some of whose workers wait to restart after a failure (``restarting.workers_restarting``).
 WORKERS_RESTARTING = "{k} of {n} workers restarting: Worker {worker}: {reason}"
 QUOTA_GPUS_REASON = "Workspace {workspace} is at its quota of {n} GPUs"
+#: A run that would start while its workspace's GPU-hour budget is spent (issue 35).
+BUDGET_SPENT_REASON = "Workspace {workspace} has used its {hours} GPU-hours this {per}"
 QUOTA_RUNS_REASON = "Workspace {workspace} is at its quota of {n} running runs"
 DID_YOU_MEAN = "; did you mean '{suggestion}'?"
 

@@ -122,6 +122,12 @@ def quota_gpus(workspace: str, n: int) -> str:
     return msg.QUOTA_GPUS_REASON.format(workspace=workspace, n=n)
 
 
+def budget_spent(workspace: str, hours: int, per: str) -> str:
+    """``Workspace W has used its N GPU-hours this month``: a new run of a workspace whose
+    GPU-hour budget for the period is spent waits with this."""
+    return msg.BUDGET_SPENT_REASON.format(workspace=workspace, hours=hours, per=per)
+
+
 def quota_runs(workspace: str, n: int) -> str:
     """``Workspace W is at its quota of N running runs``: a run that would be one run too many."""
     return msg.QUOTA_RUNS_REASON.format(workspace=workspace, n=n)

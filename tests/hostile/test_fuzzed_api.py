@@ -24,6 +24,8 @@ Two facts the document cannot state, each held here by other means:
 * **Drives.** A run document valid by the schema may name a drive the workspace does not have:
   its 422 names each such drive (``drive 'x' does not exist in workspace default``). ``POST
   /drives`` takes an existing folder of the server's host: a path that is none is a 422 in words.
+* **Usage periods.** ``GET /usage`` takes ``since`` or ``month``, not both (as ``astra usage``):
+  a valid request's only 422 is that one, in its words.
 * **Page tokens.** ``GET /workers?continue=`` takes only a token the server gave (any string by
   the schema): a valid request's only 422 is that one, in its words.
 
@@ -55,6 +57,8 @@ RUN_WRITES = {("POST", "/runs"), ("POST", "/jobs"), ("PUT", "/runs/{name}"), ("P
 PAGED = {("GET", "/workers"), ("GET", "/tasks")}
 #: Makes a token: a name taken is a 409.
 TOKEN_WRITE = ("POST", "/tokens")
+#: GPU-hours: ``since`` and ``month`` together are a 422.
+USAGE = ("GET", "/usage")
 #: The drives' create, whose folder must exist on the server's host (no schema can say so).
 DRIVE_CREATE = ("POST", "/drives")
 #: A run naming a drive the workspace does not have (the fuzzed server has none).
@@ -111,7 +115,7 @@ def base_url(fuzzed_server):
 @settings(deadline=None, suppress_health_check=list(HealthCheck))
 def test_every_operation_holds_to_every_check(case, base_url):
     key = (case.method.upper(), case.path)
-    own = key in RUN_WRITES or key in PAGED or key in (TOKEN_WRITE, DRIVE_CREATE)
+    own = key in RUN_WRITES or key in PAGED or key in (TOKEN_WRITE, DRIVE_CREATE, USAGE)
     response = case.call_and_validate(
         base_url=base_url, excluded_checks=[positive_data_acceptance] if own else None
     )
@@ -124,6 +128,10 @@ def test_every_operation_holds_to_every_check(case, base_url):
         negative = case.meta is not None and case.meta.generation.mode.is_negative
         refused = f"continue {case.query.get('continue')!r} is not a token this server gave"
         assert negative or response.json() == {"detail": refused}, case.as_curl_command()
+    elif key == USAGE:
+        negative = case.meta is not None and case.meta.generation.mode.is_negative
+        both = {"detail": "give --since or --month, not both"}
+        assert negative or response.json() == both, case.as_curl_command()
     elif key == DRIVE_CREATE:
         negative = case.meta is not None and case.meta.generation.mode.is_negative
         words = {p["message"] for p in response.json()}

@@ -1,7 +1,7 @@
 """``create_app``: the API's routers under both base paths, its error answers, its OpenAPI document.
 
 Owns: how the routers (``PARTS``: runs, batch, placement, rerun, workers, cluster, sources,
-drives, teams, audit) are put together:
+drives, teams, audit, usage, budgets) are put together:
 under ``/api`` and under ``$WS_API`` (``/api/v1/orgs/{org}/workspaces/{workspace}/clusters/
 {cluster}/api``), each behind the bearer token (and, on the long form, the workspace check);
 the exception handlers that turn ``ApiError``, a refused body (``body.BodyRefused``), pydantic's
@@ -41,7 +41,22 @@ from ..clock import Clock
 from ..engine import Engine
 from ..store import StoreError
 from ..store.full import disk_full, full_words
-from . import audit, batch, cluster, drives, placement, rerun, runs, secrets, sources, teams, workers
+from . import (
+    audit,
+    batch,
+    budgets,
+    cluster,
+    drives,
+    metrics,
+    placement,
+    rerun,
+    runs,
+    secrets,
+    sources,
+    teams,
+    usage,
+    workers,
+)
 from .body import BodyRefused
 from .context import (
     AUDIT_KEEP,
@@ -112,7 +127,21 @@ async def in_scope(
 
 
 #: The modules whose routers make the API.
-PARTS = (runs, batch, placement, rerun, workers, cluster, sources, drives, secrets, teams, audit)
+PARTS = (
+    runs,
+    batch,
+    placement,
+    rerun,
+    workers,
+    cluster,
+    sources,
+    drives,
+    secrets,
+    teams,
+    audit,
+    usage,
+    budgets,
+)
 
 
 def _routers(part: Any) -> list[APIRouter]:
@@ -184,6 +213,7 @@ def create_app(
     app.include_router(
         sources.public, prefix=WS_API, dependencies=[Depends(in_scope)], include_in_schema=False
     )
+    app.add_middleware(metrics.RequestMetrics)  # inside SourcePaths: it sees the scope routed
     app.add_middleware(SourcePaths)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(RequestValidationError, _invalid)
@@ -196,6 +226,7 @@ def create_app(
     from ..console import mount  # here: the console reads the API's own modules
 
     mount(app)
+    metrics.mount(app)
 
     @app.get("/healthz", include_in_schema=False, response_model=wire.Health)
     async def healthz() -> Response:

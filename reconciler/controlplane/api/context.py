@@ -54,6 +54,7 @@ from ...wire import models as wire
 from ..auth import Identity, Role, Tokens
 from ..clock import Clock
 from ..engine import Engine
+from ..metrics import Metrics
 from ..scopes import DEFAULT, DEFAULT_SCOPE, Scope, run_key, source_key, source_prefix
 from .body import StrictRequest, strict_json_off_loop
 from .cache import ResponseCache
@@ -108,6 +109,8 @@ class ApiContext:
     caches: dict[Scope, ResponseCache] = field(init=False)
     #: held by whoever uses the engines: a route (``ApiRoute``), the scheduling loop's step
     gate: asyncio.Lock = field(init=False)
+    #: what ``/metrics`` says (``controlplane.metrics``): one per app
+    metrics: Metrics = field(init=False)
 
     def __post_init__(self) -> None:
         self.clusters = {DEFAULT: self.engine, **self.clusters}
@@ -116,6 +119,7 @@ class ApiContext:
         self.workspaces = {(DEFAULT, w) for w in store.workspace_names(DEFAULT)}
         self.caches = {}
         self.gate = asyncio.Lock()
+        self.metrics = Metrics(lambda: self.clusters, lambda: self.engine.store, self.clock.now)
 
     @property
     def cache(self) -> ResponseCache:

@@ -303,6 +303,7 @@ async def put_source_status(api: Api, name: Name, status: wire.SourceStatus, loc
         )
     except LockMismatch as exc:
         raise _lock_held(exc) from exc
+    api.app.metrics.record_status(api.scope.workspace, name, status.state)
     return _written(api, name, rv)
 
 
@@ -327,6 +328,7 @@ async def add_source_history(api: Api, name: Name, record: wire.ApplyRecord, loc
         if v
     }
     api.audit("apply", "source", name, said, source=name)
+    api.app.metrics.record_apply(api.scope.workspace, name, record.result)
     return _written(api, name, rv, 201)
 
 

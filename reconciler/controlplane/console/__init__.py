@@ -30,7 +30,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
 
-from . import access, actions, pages, secrets
+from . import access, actions, pages, secrets, usage_page
 from .access import ConsoleAccess, LoginNeeded, login_redirect
 from .pages import NotHere
 from .render import render
@@ -46,6 +46,7 @@ def mount(app: FastAPI) -> None:
     app.include_router(pages.router)
     app.include_router(actions.router)
     app.include_router(secrets.router)
+    app.include_router(usage_page.router)
     static = StaticFiles(packages=[("reconciler.controlplane.console", "static")])
     app.mount("/console/static", static, name="console-static")
     app.add_exception_handler(LoginNeeded, _login)

@@ -19,7 +19,7 @@ behind B    the run blocked for room is B again, and this run still may not back
             (``priorities.may_backfill``: its longest time limit against this tick's shadow)
 room        fewer GPUs are free now, over the usable machines, than its least need (the first
             check of every search for room, ``placement.Memo``, and of each machine's fit); no
-            worker of it became eligible since (``until``); no quota holds its workspace;
+            worker of it became eligible since (``until``); no quota (nor spent budget) holds its workspace;
             nothing of lower priority holds a machine (no preemption); and either no run is
             blocked yet (this one is, again: ``Tick.blocker``) or it may backfill
 no sandbox  the same ``ClusterState.no_sandbox``
@@ -133,7 +133,7 @@ class Quiet:
             return b is not None and not may and b.name == why.blocker
         if (b is not None and not may) or t.now >= why.until or why.priority > t.lowest:
             return False
-        if why.workspace in s.quotas or t.view.free_gpus(why.healthy) >= why.gpus:
+        if why.workspace in s.quotas or why.workspace in s.spent or t.view.free_gpus(why.healthy) >= why.gpus:
             return False
         if b is None:
             t.blocker = s.runs[name]

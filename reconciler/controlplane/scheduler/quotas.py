@@ -2,7 +2,9 @@
 
 Owns: ``held_by_quota``, whether placing more GPUs for a run (and, for a run that holds nothing
 yet, starting it) would take its workspace past its quota (``records.Quota``: GPUs, runs
-holding machines), and the reason it then waits (``Workspace W is at its quota of N GPUs``);
+holding machines), and the reason it then waits (``Workspace W is at its quota of N GPUs``),
+or whether starting a run that holds nothing yet would spend more of a GPU-hour budget that is
+spent (``ClusterState.spent``: ``Workspace W has used its N GPU-hours this month``);
 and how runs of other workspaces are named in a reason (``run_named``: a run of one's own
 workspace by its name, another's only by its workspace).
 
@@ -37,6 +39,9 @@ def held_by_quota(t: Tick, r: RunRecord, gpus: int) -> str | None:
     nothing yet, one more running run would); ``None`` when they would not."""
     s = t.s
     ws = s.ws_of[r.name]
+    spent = s.spent.get(ws)  # a spent GPU-hour budget: no new run starts (running ones go on)
+    if spent is not None and s.holding(r.name) == 0 and r.name not in t.ws_started_runs:
+        return spent
     quota = s.quotas.get(ws)
     if quota is None:
         return None

@@ -94,6 +94,9 @@ class ClusterState:
     #: Each workspace's secrets' names (``ORG/WORKSPACE``), or ``None``: a run that reads one
     #: its workspace lacks then waits (``secrets.secret_wait``). Values never come here.
     secrets: Mapping[str, frozenset[str]] | None = None
+    #: Workspaces whose GPU-hour budget is spent, and the words their new runs wait with (the
+    #: engine's ``budgets`` sets it before each tick): a run holding nothing does not start.
+    spent: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.machines = {m.name: m for m in self.inventory}

@@ -40,6 +40,7 @@ from .tables import (
     SourceRunRow,
     WorkerRow,
 )
+from .usage import HoldChanges
 
 __all__ = [
     "HISTORY_KEEP",
@@ -48,6 +49,7 @@ __all__ = [
     "BatchRecord",
     "DriveRow",
     "EventRow",
+    "HoldChanges",
     "LockMismatch",
     "MachineRow",
     "NameExists",

@@ -43,6 +43,7 @@ from .secrets import KeptSecrets
 from .sources import KeptSources, compact
 from .tables import CLUSTER_MACHINES, EVENTS, MACHINES, RUNS, SEQUENCES, WORKERS
 from .teams import KeptTeams, write_audit
+from .usage import KeptUsage, write_holds
 
 __all__ = ["Audit", "Store"]
 
@@ -50,7 +51,7 @@ __all__ = ["Audit", "Store"]
 Audit = tuple[Sequence[Mapping[str, Any]], int]
 
 
-class Store(BatchWrites, KeptSources, KeptTeams, KeptDrives, KeptSecrets):
+class Store(BatchWrites, KeptSources, KeptTeams, KeptDrives, KeptSecrets, KeptUsage):
     """One database. ``Store(url)`` brings it to this astra's schema (``migrations``) and is ready;
     ``secrets``: the key its secrets are sealed with (the server's: ``SecretBox.at(HOME/secrets.key)``;
     left out, a key in memory only, ``SecretBox.ephemeral``)."""
@@ -234,6 +235,8 @@ class Store(BatchWrites, KeptSources, KeptTeams, KeptDrives, KeptSecrets):
                 _update_by_name(conn, RUNS, rows.runs)
                 execute_many(conn, _STARTED, rows.started)
                 insert_many(conn, EVENTS, tick.events)
+                if tick.holds:
+                    write_holds(conn, tick.holds)
         except IntegrityError as exc:
             raise NameExists(f"a worker name is taken: {exc.orig}") from exc
 

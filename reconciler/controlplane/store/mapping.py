@@ -22,6 +22,7 @@ from reconciler.runspec.models import Run
 from ...runspec.vocabulary import FINAL_RUN_STATES
 from ..inventory import Machine
 from ..scheduler import Ask, RunRecord, RunState, WorkerRecord, WorkerState
+from .usage import HoldChanges
 
 __all__ = [
     "RUN_FIELDS",
@@ -123,6 +124,8 @@ class TickWrite:
     events: list[dict[str, Any]]
     #: Per-worker process facts from the executor: {name: {"pid", "pid_started", "log"}}.
     processes: dict[str, dict[str, Any]]
+    #: The GPUs' holds the tick opened and closed (``usage``): GPU-hours
+    holds: HoldChanges | None = None
 
 
 @dataclass

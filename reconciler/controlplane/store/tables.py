@@ -22,6 +22,8 @@ __all__ = [
     "CLUSTER_MACHINES",
     "DRIVES",
     "EVENTS",
+    "GPU_BUDGETS",
+    "GPU_HOLDS",
     "MACHINES",
     "ORGS",
     "QUOTAS",
@@ -37,6 +39,8 @@ __all__ = [
     "ClusterMachineRow",
     "DriveRow",
     "EventRow",
+    "GpuBudgetRow",
+    "GpuHoldRow",
     "MachineRow",
     "OrgRow",
     "QuotaRow",
@@ -300,6 +304,43 @@ class SecretRow(StoreTable, table=True):
     created_at: float
 
 
+class GpuHoldRow(StoreTable, table=True):
+    """One worker's hold of GPUs on a machine: from its placement to its release, on the control
+    plane's clock (``ended_at`` null while it holds), and how its run ended (``outcome``, once
+    it has). What ``astra usage`` adds up; kept when the run is deleted and past the audit
+    trail's length (``usage``)."""
+
+    __tablename__ = "gpu_holds"
+    __table_args__ = (
+        Index("ix_gpu_holds_scope", "org", "workspace", "cluster", "started_at"),
+        Index("ix_gpu_holds_open", "worker", "ended_at"),
+        Index("ix_gpu_holds_run", "run"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    run: str
+    worker: str
+    org: str
+    workspace: str
+    cluster: str
+    gpus: int
+    started_at: float
+    ended_at: float | None = None
+    outcome: str | None = None
+    labels: str = Field(sa_column=Column(Text, nullable=False))  # JSON: the run's labels at the start
+
+
+class GpuBudgetRow(StoreTable, table=True):
+    """A workspace's GPU-hour budget on a cluster: ``gpu_hours`` per calendar ``month`` or week."""
+
+    __tablename__ = "gpu_budgets"
+    org: str = Field(primary_key=True)
+    workspace: str = Field(primary_key=True)
+    cluster: str = Field(primary_key=True)
+    gpu_hours: int
+    per: str
+    updated_at: float
+
+
 def table_of(model: type[SQLModel]) -> Table:
     """The SQLAlchemy table a sqlmodel class maps (its ``__table__``, which sqlmodel leaves untyped)."""
     return cast(Table, vars(model)["__table__"])
@@ -320,3 +361,5 @@ QUOTAS = table_of(QuotaRow)
 AUDIT = table_of(AuditRow)
 DRIVES = table_of(DriveRow)
 SECRETS = table_of(SecretRow)
+GPU_HOLDS = table_of(GpuHoldRow)
+GPU_BUDGETS = table_of(GpuBudgetRow)

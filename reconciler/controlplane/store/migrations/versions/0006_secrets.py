@@ -1,8 +1,8 @@
 """Secrets: an org's workspace's sealed values (``secrets``: org, workspace, name, key_id,
 sealed, size, set_by, set_at, created_at).
 
-Revision ID: 0005_i30
-Revises: 0004_drives
+Revision ID: 0006_secrets
+Revises: 0005_restart_reason
 """
 
 import sqlalchemy as sa
@@ -10,8 +10,8 @@ from alembic import op
 
 __all__ = ["downgrade", "upgrade"]
 
-revision = "0005_i30"
-down_revision = "0005_i31"
+revision = "0006_secrets"
+down_revision = "0005_restart_reason"
 branch_labels = None
 depends_on = None
 

@@ -1,7 +1,7 @@
 """Workers say why they were last restarted (``workers.restart_reason``: Preempted, Failed,
 MachineLost…; null before the first restart), for ``ASTRAEUS_RESTART_REASON``.
 
-Revision ID: 0005_i31
+Revision ID: 0005_restart_reason
 Revises: 0004_drives
 """
 
@@ -10,7 +10,7 @@ from alembic import op
 
 __all__ = ["downgrade", "upgrade"]
 
-revision = "0005_i31"
+revision = "0005_restart_reason"
 down_revision = "0004_drives"
 branch_labels = None
 depends_on = None
