@@ -65,7 +65,8 @@ def test_a_database_written_by_d65e8ab_is_adopted_and_loses_nothing(tmp_path):
     assert (store.revision(), store.schema_version()) == (HEAD, SCHEMA_VERSION)
     after = raw(path)
     # every table kept, and the later revisions' own added (0003_teams: orgs, workspaces, tokens,
-    # …; 0004_drives: drives; 0005_restart_reason: workers.restart_reason; 0006_secrets: secrets; 0007_gpu_holds: gpu_holds, gpu_budgets)
+    # …; 0004_drives: drives; 0005_restart_reason: workers.restart_reason; 0006_secrets: secrets;
+    # 0007_gpu_holds: gpu_holds, gpu_budgets)
     assert set(before) <= set(after) == {*metadata.tables, REVISIONS.version_table}
     for table, rows in before.items():
         if table == "source_runs":  # its digests, of an older normalize, are made again (0002_digests_n2)
