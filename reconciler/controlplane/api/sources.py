@@ -26,7 +26,8 @@ The rules the routes keep:
   GitLab cannot send one) is authenticated by the source's secret instead: GitHub's
   ``X-Hub-Signature-256: sha256=HMAC-SHA256(secret, body)`` or GitLab's ``X-Gitlab-Token:
   secret``, each compared in constant time; 401 without a secret set, without a signature or
-  with a wrong one. A signed call adds one to the source's count, which a watch reads (``GET
+  with a wrong one; 409 while the source is suspended (the call is not counted). A signed call
+  adds one to the source's count, which a watch reads (``GET
   …/hook``) to start its next pass at once. The secret is set by ``PUT …/hook`` (the bearer
   token's; a watch sets it when it starts) and kept in the server's memory only: it is never
   answered, never in the store, and a restarted server has none until the watch sets it again.
@@ -410,7 +411,10 @@ GITLAB_TOKEN = "X-Gitlab-Token"
     operation_id="call_source_hook",
     status_code=202,
     response_model=wire.HookState,
-    responses={401: {"model": wire.Detail, "description": "No secret set, no signature, or a wrong one."}},
+    responses={
+        401: {"model": wire.Detail, "description": "No secret set, no signature, or a wrong one."},
+        409: {"model": wire.Detail, "description": "The source is suspended: the call is not counted."},
+    },
     openapi_extra={
         "parameters": [
             {"name": SIGNATURE, "in": "header", "required": False, "schema": {"type": "string"}},
@@ -440,5 +444,10 @@ async def call_source_hook(name: Name, request: Request) -> Response:
         raise ApiError(
             401, wire.Detail(detail=f"the signature does not match source {name}'s webhook secret")
         )
+    scoped = request.state.scoped
+    if scoped.engine.store.source_suspension(scoped.source_key(name)) is not None:
+        resume = f"'astra source resume {name}'"
+        words = f"source {name} is suspended: the call is ignored (no pass runs until {resume})"
+        raise ApiError(409, wire.Detail(detail=words))
     hook.count += 1
     return answer(_hook_state(name, hook), 202)
