@@ -30,6 +30,7 @@ from ...migrate import MigrationError
 from ..inventory import Inventory
 from ..scheduler import RunRecord, WorkerRecord
 from ..scopes import DEFAULT, shown
+from .alerts import KeptAlerts
 from .batch import BatchWrites
 from .database import execute_many, insert_many, make_engine, redact
 from .drives import KeptDrives
@@ -45,7 +46,7 @@ from .teams import KeptTeams
 __all__ = ["Store"]
 
 
-class Store(BatchWrites, KeptSources, KeptTeams, KeptDrives):
+class Store(BatchWrites, KeptSources, KeptTeams, KeptDrives, KeptAlerts):
     """One database. ``Store(url)`` brings it to this astra's schema (``migrations``) and is ready."""
 
     def __init__(self, url: str) -> None:
