@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.controlplane_api.conftest import client, plane  # noqa: F401 (the control plane over ASGI)
+from tests.controlplane_api.test_sources import wire  # noqa: F401 (an HttpCluster on it)
+
 
 @dataclass
 class Received:

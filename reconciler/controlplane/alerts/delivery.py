@@ -37,6 +37,7 @@ import logging
 import random
 import threading
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from ..scopes import scope_of, shown
@@ -119,7 +120,8 @@ class Delivery:
         )
         if event is None:
             return None
-        return Event(**{**_fields(event), "cluster": scope.cluster, "link": self.link(event)})
+        event = replace(event, cluster=scope.cluster)
+        return replace(event, link=self.link(event))
 
     def step(self) -> float | None:
         """Queue the new run events' messages, send what is due; when it is next due."""
@@ -164,10 +166,6 @@ class Delivery:
         log.warning("alert %s gave up on %s: %s", alert.name, event.key, why)
         if event.kind != "alert.gave_up":
             self.notice([gave_up_event(alert, event, why, now)])
-
-
-def _fields(event: Event) -> dict[str, Any]:
-    return {k: getattr(event, k) for k in Event.__dataclass_fields__}
 
 
 class DeliveryTask:

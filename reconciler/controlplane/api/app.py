@@ -1,7 +1,7 @@
 """``create_app``: the API's routers under both base paths, its error answers, its OpenAPI document.
 
 Owns: how the routers (``PARTS``: runs, batch, placement, rerun, workers, cluster, sources,
-suspend, drives, teams, audit) are put together:
+suspend, drives, teams, audit, alerts) are put together:
 under ``/api`` and under ``$WS_API`` (``/api/v1/orgs/{org}/workspaces/{workspace}/clusters/
 {cluster}/api``), each behind the bearer token (and, on the long form, the workspace check);
 the exception handlers that turn ``ApiError``, a refused body (``body.BodyRefused``), pydantic's
@@ -36,7 +36,7 @@ from ..auth import Role
 from ..clock import Clock
 from ..engine import Engine
 from ..store import StoreError
-from . import audit, batch, cluster, drives, placement, rerun, runs, sources, suspend, teams, workers
+from . import alerts, audit, batch, cluster, drives, placement, rerun, runs, sources, suspend, teams, workers
 from .body import BodyRefused
 from .context import (
     AUDIT_KEEP,
@@ -105,7 +105,7 @@ async def in_scope(
 
 
 #: The modules whose routers make the API.
-PARTS = (runs, batch, placement, rerun, workers, cluster, sources, suspend, drives, teams, audit)
+PARTS = (runs, batch, placement, rerun, workers, cluster, sources, suspend, drives, teams, audit, alerts)
 
 
 def _routers(part: Any) -> list[APIRouter]:

@@ -49,6 +49,7 @@ from fastapi.responses import Response
 from ...wire import LOCK_HEADER
 from ...wire import models as wire
 from ..store import LockMismatch, NotFound, Stale
+from .alerts import notice_status
 from .context import Api, ApiError, ApiRoute, PublicRoute, Responses, answer, json_text
 
 __all__ = ["public", "router"]
@@ -283,14 +284,18 @@ async def delete_source_run(api: Api, name: Name, run: RunName, lock_id: LockId)
     response_model=wire.Written,
     responses={200: {"headers": TAG}, **LOCK_HELD, **INVALID},
 )
-async def put_source_status(api: Api, name: Name, status: wire.SourceStatus, lock_id: LockId) -> Response:
-    """Replace the source's reconcile status (no lock needed; held to one it names)."""
+async def put_source_status(
+    api: Api, name: Name, status: wire.SourceStatus, lock_id: LockId, request: Request
+) -> Response:
+    """Replace the source's reconcile status (no lock needed; held to one it names); its event,
+    if it is one to tell, is queued for the alerts (``alerts.notice_status``)."""
+    after = status.model_dump(exclude_unset=True)
+    before = api.engine.store.source_status(api.source_key(name))
     try:
-        rv = api.engine.store.put_source_status(
-            api.source_key(name), status.model_dump(exclude_unset=True), lock_id, api.clock.now()
-        )
+        rv = api.engine.store.put_source_status(api.source_key(name), after, lock_id, api.clock.now())
     except LockMismatch as exc:
         raise _lock_held(exc) from exc
+    notice_status(request, api, name, before, after)
     return _written(api, name, rv)
 
 

@@ -239,6 +239,12 @@ class KeptSources:
                 status[SUSPENDED] = suspension
             return self._write_source(conn, name, now, None, need_lock=False, status=compact(status))
 
+    def source_status(self, name: str) -> dict[str, Any]:
+        """The source's status as kept (``{}``: none, or no such source)."""
+        with self.engine.connect() as conn:
+            held = conn.execute(select(SOURCES.c.status).where(SOURCES.c.name == name)).scalar()
+        return json.loads(held) if held else {}
+
     def source_suspension(self, name: str) -> dict[str, Any] | None:
         """The source's suspension as kept (``None``: not suspended, or no such source)."""
         with self.engine.connect() as conn:

@@ -1,0 +1,125 @@
+"""``/alerts`` and the commit status of a watch, end to end: a watch on a local bare repository
+writes its source's status to the control plane (over ASGI); the alerts queue what it means;
+the delivery sends it to a local stand-in of GitHub's statuses API (which checks the documented
+request: ``POST /repos/{owner}/{repo}/statuses/{sha}``, a Bearer token, ``state``, ``context``,
+``description``, ``target_url``; it answers 201 as GitHub does) and a signed-webhook receiver.
+
+The secrets here come from a dict-backed lookup: the workspace's secret store is another
+branch's (``wiring.store_secrets`` reads it once merged)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import random
+
+import pytest
+
+from reconciler.controlplane.alerts import Delivery
+from reconciler.loop import Reconciler, RemoteOrigin, Watch
+from reconciler.reconcile import Source
+from reconciler.sources import Remote
+from tests.sources.conftest import ENV, Repo
+
+SECRETS = {"gh-token": b"ghp_example", "hook-url": b"", "hook-key": b"signing-key"}
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+    (tmp_path / "git").mkdir()
+    return Repo(tmp_path / "git")
+
+
+def test_an_alert_with_a_plain_url_in_its_sink_is_refused_and_one_with_a_secret_name_is_kept(client):
+    plain = client.put(
+        "/api/alerts/chat", json={"sink": {"kind": "slack", "url": "https://hooks.slack.com/x"}}
+    )
+    assert plain.status_code == 422
+    made = client.put(
+        "/api/alerts/chat", json={"sink": {"kind": "slack", "url": "slack-url"}, "severity": "error"}
+    )
+    assert made.status_code == 201 and made.json()["sink"] == {"kind": "slack", "url": "slack-url"}
+    assert (
+        client.put("/api/alerts/chat", json={"sink": {"kind": "slack", "url": "slack-url"}}).status_code
+        == 200
+    )
+    unknown = client.put(
+        "/api/alerts/x", json={"sink": {"kind": "slack", "url": "s"}, "events": ["run.exploded"]}
+    )
+    assert unknown.status_code == 422 and "unknown event kind 'run.exploded'" in unknown.text
+    assert [a["name"] for a in client.get("/api/alerts").json()["items"]] == ["chat"]
+    assert client.delete("/api/alerts/chat").status_code == 204
+    assert client.delete("/api/alerts/chat").status_code == 404
+
+
+def test_a_commit_that_fails_validation_gets_failure_then_success_and_the_webhook_one_signed_event(
+    client,
+    wire,
+    repo,
+    receiver,
+):
+    cluster, _ = wire
+    statuses, hooks = [], []
+
+    def answer(r):
+        if r.path.startswith("/repos/"):
+            ok = r.headers.get("authorization") == "Bearer ghp_example" and r.path.startswith(
+                "/repos/acme/runs/statuses/"
+            )
+            statuses.append((r.path.rsplit("/", 1)[1], r.json()))
+            return (201, {}, b"{}") if ok else (401, {}, b"{}")
+        hooks.append(r)
+        return 200, {}, b""
+
+    receiver.answer = answer
+    secrets = {**SECRETS, "hook-url": f"{receiver.url}/hook".encode()}
+    clock = [1_000_000.0]
+    delivery = Delivery(
+        client.plane.store, lambda ws, n: secrets.get(n), clock=lambda: clock[0], rng=random.Random(1)
+    )
+    client.app.state.alerts = delivery
+    github = {"kind": "github", "repo": "acme/runs", "token": "gh-token", "api": receiver.url}
+    assert client.put("/api/alerts/commits", json={"sink": github}).status_code == 201
+    hook = {"kind": "webhook", "url": "hook-url", "key": "hook-key"}
+    assert client.put("/api/alerts/ci", json={"sink": hook, "severity": "error"}).status_code == 201
+
+    repo.write("runs/a.yaml", "metadata: {name: a}\nspec:\n  array: {size: 0}\n  task_template: {image: x}\n")
+    bad = repo.commit("a broken run")
+    repo.push()
+    reconciler = Reconciler(
+        Source("remote", ("runs",), probe=False),
+        cluster,
+        cluster.source_store(),
+        clock=lambda: clock[0],
+        who="watch",
+        origin=RemoteOrigin(Remote(repo.url, "main", home=repo.root / "home"), "runs"),
+        rng=random.Random(1),
+    )
+    watch = Watch(reconciler, lambda timeout: set(), interval=60.0, clock=lambda: clock[0])
+    assert watch.act(set())["state"] == "Stalled"
+    delivery.step()
+    assert [(sha, s["state"]) for sha, s in statuses] == [(bad, "pending"), (bad, "failure")]
+    failure = statuses[-1][1]
+    assert failure["context"] == "astra/default/remote"
+    assert "spec.array.size" in failure["description"] and len(failure["description"]) <= 140
+    assert failure["target_url"].endswith("/o/default/w/default/sources")
+    (signed,) = hooks  # the webhook takes errors only: the one failure
+    stamp = signed.headers["x-astra-timestamp"]
+    wanted = hmac.new(b"signing-key", stamp.encode() + b"." + signed.body, hashlib.sha256).hexdigest()
+    assert signed.headers["x-astra-signature"] == f"sha256={wanted}"
+    assert signed.json()["kind"] == "source.stalled" and signed.json()["revision"] == f"main@sha1:{bad}"
+
+    repo.write("runs/a.yaml", "metadata: {name: a}\nspec:\n  task_template: {image: x}\n")
+    good = repo.commit("fixed")
+    repo.push()
+    clock[0] = watch.wake_at()
+    assert watch.act(set())["state"] == "Ready"
+    delivery.step()
+    assert [(sha, s["state"]) for sha, s in statuses[2:]] == [(good, "pending"), (good, "success")]
+    assert statuses[-1][1]["description"].startswith("applied: 1 created")
+    assert len(hooks) == 1  # Ready is info: not the webhook's
+    history = client.get("/api/alerts:history", params={"alert": "commits"}).json()["items"]
+    assert [m["state"] for m in history] == ["sent"] * 4 and "201" in history[0]["answer"]
+    assert b"ghp_example" not in client.get("/api/alerts:history").content
