@@ -123,3 +123,19 @@ def test_a_commit_that_fails_validation_gets_failure_then_success_and_the_webhoo
     history = client.get("/api/alerts:history", params={"alert": "commits"}).json()["items"]
     assert [m["state"] for m in history] == ["sent"] * 4 and "201" in history[0]["answer"]
     assert b"ghp_example" not in client.get("/api/alerts:history").content
+
+
+def test_the_console_alerts_page_says_what_was_sent_and_the_answer(client, receiver):
+    secrets = {"chat-url": receiver.url.encode()}
+    delivery = Delivery(
+        client.plane.store, lambda ws, n: secrets.get(n), clock=lambda: 1e6, rng=random.Random(1)
+    )
+    assert (
+        client.put("/api/alerts/chat", json={"sink": {"kind": "slack", "url": "chat-url"}}).status_code == 201
+    )
+    assert client.post("/api/alerts/chat/test").status_code == 202
+    delivery.step()
+    page = client.get("/o/default/w/default/alerts")  # the console takes the bearer token too
+    assert page.status_code == 200
+    assert 'data-alert="chat"' in page.text and "a test of alert chat" in page.text and "200 ok" in page.text
+    assert receiver.url not in page.text  # the sink's URL is a secret: only its name is known
