@@ -19,7 +19,30 @@ from pydantic import Field
 
 from .models import EPOCH, Answer, RequestBody
 
-__all__ = ["SECRET_FIELDS", "AlertHistory", "AlertList", "AlertMessage", "AlertRule", "AlertWrite", "Sink"]
+__all__ = [
+    "SECRET_FIELDS",
+    "AlertHistory",
+    "AlertList",
+    "AlertMessage",
+    "AlertRule",
+    "AlertWrite",
+    "EventKind",
+    "Sink",
+]
+
+#: The kinds of event an alert may select (``controlplane.alerts.rules.KINDS`` gives each its
+#: severity; a test holds the two equal).
+EventKind = Literal[
+    "run.failed",
+    "run.cancelled",
+    "run.completed",
+    "source.stalled",
+    "source.load_failed",
+    "source.fetch_failed",
+    "source.ready",
+    "source.pending",
+    "alert.gave_up",
+]
 
 #: A sink's fields that name a secret (the value is the secret store's, never the alert's).
 SECRET_FIELDS = ("url", "key", "token")
@@ -48,7 +71,7 @@ class Sink(RequestBody):
 
 class AlertWrite(RequestBody):
     sink: Sink
-    events: list[str] = Field(default_factory=list, description="The kinds selected (none: all).")
+    events: list[EventKind] = Field(default_factory=list, description="The kinds selected (none: all).")
     sources: list[str] = Field(default_factory=list, description="The sources selected (none: all).")
     labels: dict[str, str] = Field(default_factory=dict, description="Run labels a run event must have.")
     severity: Literal["info", "warning", "error"] = "info"
