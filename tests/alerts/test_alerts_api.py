@@ -148,3 +148,52 @@ def test_the_kinds_an_alert_may_select_are_the_kinds_there_are():
     from reconciler.wire.alerts import EventKind
 
     assert set(get_args(EventKind)) == set(KINDS)
+
+
+def test_a_sink_that_hangs_leaves_the_watch_pass_as_quick_as_with_no_alert(
+    client, wire, tmp_path, monkeypatch
+):
+    """The pass only queues its events: measured as a ratio to passes with no alert (the best of
+    five each, so that a busy machine's noise is not the figure), never as an absolute time."""
+    import socket
+    import time
+
+    cluster, _ = wire
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    run = tmp_path / "runs" / "a.yaml"
+    clock = [1_000_000.0]
+    reconciler = Reconciler(
+        Source("folder", ("runs",), probe=False),
+        cluster,
+        cluster.source_store(),
+        clock=lambda: clock[0],
+        who="w",
+    )
+
+    def best_pass() -> float:
+        took = []
+        for i in range(5):
+            run.write_text(f"metadata: {{name: a}}\nspec:\n  task_template: {{image: x, args: ['{i}']}}\n")
+            clock[0] += 1.0
+            start = time.perf_counter()
+            assert reconciler.reconcile_once()["state"] == "Ready"
+            took.append(time.perf_counter() - start)
+        return min(took)
+
+    quiet = best_pass()
+    with socket.socket() as hanging:
+        hanging.bind(("127.0.0.1", 0))
+        hanging.listen(16)  # never answers
+        url = f"http://127.0.0.1:{hanging.getsockname()[1]}".encode()
+        delivery = Delivery(
+            client.plane.store, lambda ws, n: url, clock=lambda: clock[0], rng=random.Random(1)
+        )
+        client.app.state.alerts = delivery
+        assert (
+            client.put("/api/alerts/chat", json={"sink": {"kind": "slack", "url": "chat-url"}}).status_code
+            == 201
+        )
+        told = best_pass()
+        assert len(client.plane.store.due_messages(clock[0] + 1)) == 5  # each pass's Ready was queued
+    assert told / quiet < 2.0, (told, quiet)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 
+from reconciler.controlplane.alerts import sinks
 from reconciler.controlplane.alerts.delivery import BACKOFF_BASE, MAX_ATTEMPTS, Delivery
 from reconciler.controlplane.alerts.rules import Alert, Event
 from reconciler.controlplane.store import Store
@@ -149,3 +150,32 @@ def test_a_run_that_fails_on_the_engine_is_told_once_with_its_labels(tmp_path, r
         assert got.json()["text"].startswith("[error] run train Failed")
     finally:
         plane.close()
+
+
+def test_a_sink_that_hangs_is_given_up_after_its_limit_with_an_event(tmp_path):
+    """The sink takes the connection and never answers: each send ends at its timeout (0.2 s
+    here, 10 s in the server), the retries wait on the simulated clock, and it gives up."""
+    import socket
+
+    store = Store(f"sqlite:///{tmp_path / 'astra.db'}")
+    with socket.socket() as hanging:
+        hanging.bind(("127.0.0.1", 0))
+        hanging.listen(16)  # never accepted, never answered
+        url = f"http://127.0.0.1:{hanging.getsockname()[1]}/hook".encode()
+        store.put_alert(WS, "chat", Alert("chat", WS, {"kind": "slack", "url": "slack"}).to_json(), NOW)
+        clock = Clock()
+        d = Delivery(
+            store,
+            lambda ws, name: url,
+            clock=clock,
+            rng=random.Random(3),
+            send=lambda out: sinks.send(out, timeout=0.2),
+        )
+        d.notice([event()])
+        for _ in range(MAX_ATTEMPTS):
+            due = d.step()
+            if due is not None:
+                clock.t = max(clock.t, due)
+    (gave_up,) = store.alert_history(WS)
+    assert gave_up["state"] == "gave_up" and gave_up["attempts"] == MAX_ATTEMPTS
+    assert "Timeout" in gave_up["answer"]
