@@ -136,6 +136,10 @@ def _register() -> None:
     app.add_typer(source_app, name="source")
     app.add_typer(drive_app, name="drive")
     app.add_typer(secret_app, name="secret")
+
+    from .alert import alert_app
+
+    app.add_typer(alert_app, name="alert")
     from . import teams as teams_cli
 
     teams_cli.register(app)

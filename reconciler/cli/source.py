@@ -1,5 +1,5 @@
-"""``astra source list | delete NAME | adopt RUN...``: the reconcile sources a cluster (or
-``--state``) remembers.
+"""``astra source list | delete | suspend | resume NAME | adopt RUN...``: the reconcile sources a
+cluster (or ``--state``) remembers.
 
 Thin: options in, one call into the source's store (``reconciler.state``, ``reconciler.owners``),
 a table out. A source left by a mistake (``astra watch nosuchdir``, a renamed folder) is listed
@@ -45,7 +45,7 @@ def list_sources(
         {
             "name": src.name,
             "runs": sorted(src.inventory),
-            "state": src.status.get("state"),
+            "state": _state_of(src.status),
             "lock": None if src.lock is None else src.lock.to_json(),
             "last_apply": None if not src.history else src.history[-1].to_json(),
         }
@@ -71,6 +71,13 @@ def list_sources(
         echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
+def _state_of(status: dict) -> str | None:
+    """The state shown: ``Suspended`` while the source is suspended, else its status's."""
+    from ..state.suspension import suspension_of
+
+    return "Suspended" if suspension_of(status) is not None else status.get("state")
+
+
 @source_app.command("delete")
 def delete(
     name: Annotated[str, typer.Argument(help="The source's name, as 'astra source list' shows it.")],
@@ -91,6 +98,44 @@ def delete(
         s = setup(["."], source=name, state=state, server=server, token=token)
         s.store.delete(name, keep_runs=keep_runs)
     echo(f"source {name} deleted")
+
+
+@source_app.command("suspend")
+def suspend(
+    name: Annotated[str, typer.Argument(help="The source's name, as 'astra source list' shows it.")],
+    reason: Annotated[
+        str, typer.Option("--reason", help="Why, in words: said in its status and the console.")
+    ] = "",
+    state: StateUrl = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Stop the source's reconcile passes (file events, webhook, resync, retries) until resumed.
+
+    Nothing is applied to it or pruned from it meanwhile; its runs keep running. Needs none of
+    its files (it works when they, or astra.yaml, are broken). 'astra source resume NAME' ends it.
+    """
+    from ..state import owner
+    from ..state.suspension import Suspension
+
+    with failures():
+        s = setup(["."], source=name, state=state, server=server, token=token)
+        s.store.suspend(name, Suspension(owner(), time.time(), reason).to_json())
+    echo(f"source {name} suspended: no pass runs until 'astra source resume {name}'")
+
+
+@source_app.command("resume")
+def resume(
+    name: Annotated[str, typer.Argument(help="The source's name, as 'astra source list' shows it.")],
+    state: StateUrl = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """Resume a suspended source: its watch's next pass is a full one (a remote's newest commit)."""
+    with failures():
+        s = setup(["."], source=name, state=state, server=server, token=token)
+        s.store.suspend(name, None)
+    echo(f"source {name} resumed: its watch's next pass is a full one")
 
 
 @source_app.command("adopt")

@@ -72,7 +72,9 @@ def status(
     server: ServerOpt = None,
     token: TokenOpt = None,
 ) -> None:
-    """Each source's reconcile status: Ready, Reconciling or Stalled, with its reason."""
+    """Each source's reconcile status: Ready, Reconciling, Stalled or Suspended, with its reason."""
+    from ..state.suspension import suspended_words, suspension_of
+
     with failures():
         s = setup(["."], source="-", state=state, server=server, token=token, start=False)
         sources = s.store.sources()
@@ -80,12 +82,14 @@ def status(
     rows = []
     for src in sources:
         st = src.status
+        held = suspension_of(st)
         rows.append(
             {
                 "source": src.name,
-                "state": st.get("state", "Unknown"),
-                "reason": st.get("reason", ""),
-                "message": st.get("message", ""),
+                "state": st.get("state", "Unknown") if held is None else "Suspended",
+                "reason": st.get("reason", "") if held is None else "Suspended",
+                "message": st.get("message", "") if held is None else suspended_words(src.name, held),
+                "suspended": None if held is None else held.to_json(),
                 "updated_at": st.get("updated_at"),
                 "runs": len(src.inventory),
                 "revision": st.get("revision"),

@@ -28,7 +28,8 @@ HOOK_POLL = 2.0
 
 def print_status(name: str, status: dict[str, Any]) -> None:
     stamp = time.strftime("%H:%M:%S", time.localtime(status.get("updated_at") or time.time()))
-    line = f"{stamp} {name}: {status.get('state')} {status.get('reason')}"
+    state, reason = status.get("state"), status.get("reason")
+    line = f"{stamp} {name}: {state}" + ("" if reason == state else f" {reason}")
     if status.get("message"):
         line += f": {status['message']}"
     echo(line)

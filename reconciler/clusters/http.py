@@ -57,6 +57,7 @@ from ..state import (
     SourceState,
     StateError,
 )
+from ..state.suspension import keep_suspension
 from ..state.types import delete_refusal
 from ..wire import LOCK_HEADER, api_base
 from .base import (
@@ -498,9 +499,26 @@ class ApiSourceStore:
 
     def set_status(self, name: str, status: dict[str, Any]) -> None:
         def change(state: SourceState) -> None:
-            state.status = dict(status)
+            state.status = keep_suspension(state.status, status)
 
         self._write(name, "PUT", f"{self._path(name)}/status", change, json=status)
+
+    def suspend(self, name: str, suspension: dict[str, Any] | None) -> None:
+        """``PUT /sources/{name}/suspend`` (``DELETE`` to resume): no lock is needed."""
+        self._known.pop(name, None)
+        if suspension is None:
+            self._call("DELETE", f"{self._path(name)}/suspend")
+        else:
+            body = {"by": suspension.get("by", ""), "reason": suspension.get("reason", "")}
+            self._call("PUT", f"{self._path(name)}/suspend", json=body)
+
+    def suspension(self, name: str) -> dict[str, Any] | None:
+        """``GET /sources/{name}/suspend``: the source's suspension, or ``None``."""
+        try:
+            held = self._call("GET", f"{self._path(name)}/suspend").json()["suspended"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise StateError(f"{self.address} answered with something that is not a suspension") from exc
+        return held if isinstance(held, dict) else None
 
     def add_history(self, name: str, entry: HistoryEntry) -> None:
         def change(state: SourceState) -> None:

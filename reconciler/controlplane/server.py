@@ -409,6 +409,8 @@ async def _main(
     # out of the collector's full passes, which pause every thread, the event loop's too
     # (/healthz waited 0.4 s for one while a step made 10,000 workers)
     gc.freeze()
+    alerts = _alerts(store, clock, info.url)
+    app.state.alerts, app.state.alerts_wake = alerts.delivery, alerts.wake
     loop_task = asyncio.create_task(_schedule(runner[0], runner[1], clock, wake, app.state.astra))
     (home / "server.json").write_text(json.dumps(info.to_json()) + "\n")
     print(f"astra server listening on {info.url} (home {home}, pid {info.pid})", flush=True)
@@ -418,12 +420,22 @@ async def _main(
         loop_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await loop_task
+        alerts.stop()
         async with app.state.astra.gate:  # no route is using the engine any more
             runner[1].shutdown()
             store.close()
         with contextlib.suppress(FileNotFoundError, ValueError):
             if json.loads((home / "server.json").read_text()).get("pid") == info.pid:
                 (home / "server.json").unlink()
+
+
+def _alerts(store: Any, clock: Any, root: str) -> Any:
+    """The alerts' delivery task (``alerts.delivery``): its own thread, started."""
+    from .alerts import Delivery, DeliveryTask
+    from .alerts.wiring import run_link, store_secrets
+
+    delivery = Delivery(store, store_secrets(store), clock=clock.now, link=run_link(root))
+    return DeliveryTask(delivery).start()
 
 
 def _server_class():

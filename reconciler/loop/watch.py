@@ -5,8 +5,10 @@ several sources in one loop (``Fleet``: ``astra watch -c astra.yaml``).
 the paths that changed, ``TRIGGER`` for "a full pass now", or ``None`` to stop) and does it: a
 pass of the changed files, a full pass at each resync (``interval``, ±10% jitter) or on
 ``TRIGGER`` (a webhook), a retry of a failed pass or of runs whose backoff has passed.
-``wake_at()`` and ``act(changed)`` are the two halves of ``step``; ``Fleet`` uses them to drive
-several watches from one event source, each with its own interval, status and lock, and one
+A suspended source (``suspended``: ``astra source suspend``) has no pass at all, whatever the
+events; it is looked at again every ``SUSPEND_POLL`` seconds, and its first pass once resumed is
+a full one. ``wake_at()`` and ``act(changed)`` are the two halves of ``step``; ``Fleet`` uses
+them to drive several watches from one event source, each with its own interval, status and lock, and one
 source's failure (any exception, which becomes that source's status) never stops the others.
 
 The clock, the random source and the event sources are injected (``FileEvents`` wraps
@@ -24,7 +26,9 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any
 
 from ..collector import Collector, gc_paused
+from ..state.suspension import Suspension
 from .steps import JITTER, Reason, Reconciler, State
+from .suspended import SUSPEND_POLL, held_status, suspension
 
 __all__ = ["TRIGGER", "Events", "FileEvents", "Fleet", "HookEvents", "Watch"]
 
@@ -59,12 +63,16 @@ class Watch:
         self.on_status = on_status
         self.next_resync = clock()  # the first pass is a full one, at once
         self._collector = Collector()  # ``run``'s: what a full pass left alive is frozen
+        self.suspended: Suspension | None = None  # the suspension last found (``suspended``)
+        self.suspended_look = 0.0  # when a suspended source's suspension is read again
 
     def _jittered(self) -> float:
         return self.interval * (1 + JITTER * (2 * self.rng.random() - 1))
 
     def wake_at(self) -> float:
         """When this watch has something to do next (a resync, a retry), without events."""
+        if self.suspended is not None:  # no retry, no resync: a look at the suspension
+            return min(self.next_resync, self.suspended_look)
         wake = self.next_resync
         due = self.reconciler.next_due()
         if due is not None:
@@ -87,6 +95,13 @@ class Watch:
         now = self.clock()
         triggered = TRIGGER in changed
         paths = {c for c in changed if c != TRIGGER}
+        if not self._due(now, paths, triggered):
+            return None
+        held = suspension(self.reconciler)
+        if held is not None:
+            return self._hold(held, now)
+        if self.suspended is not None:  # resumed: a full pass now (a remote's newest commit)
+            self.suspended, paths, triggered = None, set(), True
         if paths and not triggered:
             status = self.reconciler.reconcile_once(paths)
         elif triggered or now >= self.next_resync:
@@ -102,6 +117,29 @@ class Watch:
             status = self.reconciler.reconcile_once(set(), names=self.reconciler.due())
         else:
             return None
+        if self.on_status:
+            self.on_status(status)
+        return status
+
+    def _due(self, now: float, paths: set[str], triggered: bool) -> bool:
+        """Whether ``act`` has something to do now (a pass; a suspended source's next look)."""
+        if self.suspended is not None:
+            return bool(paths) or triggered or now >= min(self.next_resync, self.suspended_look)
+        retry = self.reconciler.retry_at
+        return bool(
+            paths or triggered or now >= self.next_resync or (retry is not None and now >= retry)
+        ) or bool(self.reconciler.due())
+
+    def _hold(self, held: Suspension, now: float) -> dict[str, Any] | None:
+        """The source is suspended: no pass; said once (``on_status``), looked at again later."""
+        first = self.suspended != held
+        self.suspended = held
+        self.suspended_look = now + SUSPEND_POLL
+        if now >= self.next_resync:
+            self.next_resync = now + self._jittered()
+        if not first:
+            return None
+        status = held_status(self.reconciler, held, now)
         if self.on_status:
             self.on_status(status)
         return status

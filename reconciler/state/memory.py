@@ -10,6 +10,7 @@ from collections.abc import Collection
 from typing import Any
 
 from ..runspec.vocabulary import HISTORY_KEEP
+from .suspension import SUSPENDED, keep_suspension
 from .types import (
     HistoryEntry,
     InventoryEntry,
@@ -66,8 +67,18 @@ class MemorySourceStore:
 
     def set_status(self, name: str, status: dict[str, Any]) -> None:
         data = self._get(name)
-        data["status"] = _copied(status)
+        data["status"] = _copied(keep_suspension(data["status"], status))
         self._bump(name, data)
+
+    def suspend(self, name: str, suspension: dict[str, Any] | None) -> None:
+        data = self._get(name)
+        status = {k: v for k, v in data["status"].items() if k != SUSPENDED}
+        data["status"] = _copied(status if suspension is None else {**status, SUSPENDED: suspension})
+        self._bump(name, data)
+
+    def suspension(self, name: str) -> dict[str, Any] | None:
+        held = (self._data.get(name) or {}).get("status", {}).get(SUSPENDED)
+        return _copied(held) if held else None
 
     def add_history(self, name: str, entry: HistoryEntry) -> None:
         data = self._get(name)

@@ -12,7 +12,7 @@ business), how a store is chosen (``naming``).
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
@@ -25,6 +25,7 @@ from sqlmodel import Column, Field, SQLModel, Text, create_engine
 from ..migrate import MigrationError, engine_url, redact
 from ..runspec.normalize import DIGEST_VERSION
 from ..runspec.vocabulary import HISTORY_KEEP
+from .suspension import SUSPENDED, keep_suspension
 from .types import (
     HistoryEntry,
     InventoryEntry,
@@ -225,9 +226,29 @@ class SqlSourceStore:
             self._bump(conn, name)
 
     def set_status(self, name: str, status: dict[str, Any]) -> None:
+        self._status(name, lambda held: keep_suspension(held, status))
+
+    def suspend(self, name: str, suspension: dict[str, Any] | None) -> None:
+        def suspended(held: dict[str, Any]) -> dict[str, Any]:
+            rest = {k: v for k, v in held.items() if k != SUSPENDED}
+            return rest if suspension is None else {**rest, SUSPENDED: suspension}
+
+        self._status(name, suspended)
+
+    def suspension(self, name: str) -> dict[str, Any] | None:
+        s = self._sources
+        with self._tx() as conn:
+            held = conn.execute(select(s.c.status).where(s.c.name == name)).scalar()
+        value = json.loads(held).get(SUSPENDED) if held else None
+        return value if isinstance(value, dict) else None
+
+    def _status(self, name: str, change: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """Replace the status with ``change(held)``, in one transaction."""
         s = self._sources
         with self._tx() as conn:
             self._ensure(conn, name)
+            held = conn.execute(select(s.c.status).where(s.c.name == name)).scalar()
+            status = change(json.loads(held or "{}"))
             conn.execute(s.update().where(s.c.name == name).values(status=json.dumps(status, sort_keys=True)))
             self._bump(conn, name)
 

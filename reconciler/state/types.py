@@ -266,7 +266,14 @@ class SourceStore(Protocol):
     def record(self, name: str, run: str, entry: InventoryEntry | None) -> None:
         """Set (or, with ``None``, remove) one run's inventory entry."""
 
-    def set_status(self, name: str, status: dict[str, Any]) -> None: ...
+    def set_status(self, name: str, status: dict[str, Any]) -> None:
+        """Replace the status, keeping the suspension it holds (``suspension.keep_suspension``)."""
+
+    def suspend(self, name: str, suspension: dict[str, Any] | None) -> None:
+        """Set the source's suspension (``Suspension.to_json()``), or, with ``None``, resume it."""
+
+    def suspension(self, name: str) -> dict[str, Any] | None:
+        """The source's suspension, or ``None`` (one small read: a watch asks before each pass)."""
 
     def add_history(self, name: str, entry: HistoryEntry) -> None: ...
 

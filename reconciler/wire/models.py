@@ -83,8 +83,11 @@ __all__ = [
     "SourceRunsView",
     "SourceState",
     "SourceStatus",
+    "SourceSuspension",
     "SourceWrite",
     "StaleDetail",
+    "SuspendBody",
+    "Suspension",
     "Worker",
     "WorkerList",
     "WorkerPage",
@@ -528,6 +531,30 @@ class HookState(Answer):
     name: str
     count: int = Field(description="Signed calls accepted since the server started (a watch compares).")
     secret_set: bool = Field(description="Whether a secret is set: without one every call is refused.")
+
+
+class SuspendBody(RequestBody):
+    """``PUT /sources/{name}/suspend``: who suspends the source, and why."""
+
+    by: str = Field(
+        "", max_length=200, description="Who, for people (``user@host``); the token's name if empty."
+    )
+    reason: str = Field("", max_length=500, description="Why, in words: said in the source's status.")
+
+
+class Suspension(Answer):
+    """A source's suspension, kept in its status under ``suspended``."""
+
+    by: str
+    at: float = Field(description=EPOCH)
+    reason: str
+
+
+class SourceSuspension(Answer):
+    """``GET``/``PUT``/``DELETE /sources/{name}/suspend``: the source's suspension (``null``: none)."""
+
+    name: str
+    suspended: Suspension | None
 
 
 class Written(Answer):

@@ -1,7 +1,7 @@
 """``create_app``: the API's routers under both base paths, its error answers, its OpenAPI document.
 
 Owns: how the routers (``PARTS``: runs, batch, placement, rerun, workers, cluster, sources,
-drives, teams, audit, usage, budgets) are put together:
+drives, secrets, suspend, teams, audit, usage, budgets, alerts) are put together:
 under ``/api`` and under ``$WS_API`` (``/api/v1/orgs/{org}/workspaces/{workspace}/clusters/
 {cluster}/api``), each behind the bearer token (and, on the long form, the workspace check);
 the exception handlers that turn ``ApiError``, a refused body (``body.BodyRefused``), pydantic's
@@ -42,6 +42,7 @@ from ..engine import Engine
 from ..store import StoreError
 from ..store.full import disk_full, full_words
 from . import (
+    alerts,
     audit,
     batch,
     budgets,
@@ -53,6 +54,7 @@ from . import (
     runs,
     secrets,
     sources,
+    suspend,
     teams,
     usage,
     workers,
@@ -135,12 +137,14 @@ PARTS = (
     workers,
     cluster,
     sources,
+    suspend,
     drives,
     secrets,
     teams,
     audit,
     usage,
     budgets,
+    alerts,
 )
 
 

@@ -3,7 +3,7 @@
 A source's name may hold '/' (a git remote and a folder: ``https://github.com/acme/runs.git//runs``).
 astra sends it percent-encoded whole (``%2F`` for each '/'): one segment, never confused with a
 sub-resource, whatever it ends with. Others may send it plain, and then a trailing ``/lock``,
-``/runs``, ``/runs/RUN``, ``/status`` or ``/history`` is read as the sub-resource.
+``/runs``, ``/runs/RUN``, ``/status``, ``/hook`` or ``/history`` is read as the sub-resource.
 
 The router matches decoded paths, where an encoded name is no longer one segment; this ASGI
 middleware reads the raw path first and rewrites the decoded one so that the name is a single
@@ -20,7 +20,7 @@ from urllib.parse import quote, unquote
 
 __all__ = ["SUBRESOURCES", "SourcePaths", "canonical_path"]
 
-SUBRESOURCES = frozenset({"lock", "runs", "status", "history", "hook"})
+SUBRESOURCES = frozenset({"lock", "runs", "status", "history", "hook", "suspend"})
 
 
 def _known(sub: list[str]) -> bool:

@@ -27,7 +27,8 @@ The rules the routes keep:
   ``X-Hub-Signature-256: sha256=HMAC-SHA256(secret, body)`` or GitLab's ``X-Gitlab-Token:
   secret``, each compared in constant time; one 401, in the same words, without a secret set,
   without a signature, with a wrong one, and for a workspace or cluster that does not exist
-  (``context.unsigned``: nothing to probe which workspaces or sources there are). A signed
+  (``context.unsigned``: nothing to probe which workspaces or sources there are); 409 while the
+  source is suspended (the call is not counted). A signed
   call adds one to the source's count, which a watch reads (``GET …/hook``) to start its next
   pass at once. The secret is set by ``PUT …/hook`` (the bearer
   token's; a watch sets it when it starts) and kept in the server's memory only: it is never
@@ -50,6 +51,7 @@ from fastapi.responses import Response
 from ...wire import LOCK_HEADER
 from ...wire import models as wire
 from ..store import LockMismatch, NotFound, Stale
+from .alerts import notice_status
 from .context import (
     GITLAB_TOKEN,
     SIGNATURE,
@@ -295,15 +297,19 @@ async def delete_source_run(api: Api, name: Name, run: RunName, lock_id: LockId)
     response_model=wire.Written,
     responses={200: {"headers": TAG}, **LOCK_HELD, **INVALID},
 )
-async def put_source_status(api: Api, name: Name, status: wire.SourceStatus, lock_id: LockId) -> Response:
-    """Replace the source's reconcile status (no lock needed; held to one it names)."""
+async def put_source_status(
+    api: Api, name: Name, status: wire.SourceStatus, lock_id: LockId, request: Request
+) -> Response:
+    """Replace the source's reconcile status (no lock needed; held to one it names); its event,
+    if it is one to tell, is queued for the alerts (``alerts.notice_status``)."""
+    after = status.model_dump(exclude_unset=True)
+    before = api.engine.store.source_status(api.source_key(name))
     try:
-        rv = api.engine.store.put_source_status(
-            api.source_key(name), status.model_dump(exclude_unset=True), lock_id, api.clock.now()
-        )
+        rv = api.engine.store.put_source_status(api.source_key(name), after, lock_id, api.clock.now())
     except LockMismatch as exc:
         raise _lock_held(exc) from exc
     api.app.metrics.record_status(api.scope.workspace, name, status.state)
+    notice_status(request, api, name, before, after)
     return _written(api, name, rv)
 
 
@@ -426,7 +432,10 @@ async def get_source_hook(name: Name, request: Request) -> Response:
     operation_id="call_source_hook",
     status_code=202,
     response_model=wire.HookState,
-    responses={401: {"model": wire.Detail, "description": "No secret set, no signature, or a wrong one."}},
+    responses={
+        401: {"model": wire.Detail, "description": "No secret set, no signature, or a wrong one."},
+        409: {"model": wire.Detail, "description": "The source is suspended: the call is not counted."},
+    },
     openapi_extra={
         "parameters": [
             {"name": SIGNATURE, "in": "header", "required": False, "schema": {"type": "string"}},
@@ -450,5 +459,10 @@ async def call_source_hook(name: Name, request: Request) -> Response:
         good = hmac.compare_digest(token.encode(), secret)
     if hook is None or not good:  # one answer, whatever is missing: nothing to learn from it
         raise ApiError(401, wire.Detail(detail=unsigned(name)))
+    scoped = request.state.scoped
+    if scoped.engine.store.source_suspension(scoped.source_key(name)) is not None:
+        resume = f"'astra source resume {name}'"
+        words = f"source {name} is suspended: the call is ignored (no pass runs until {resume})"
+        raise ApiError(409, wire.Detail(detail=words))
     hook.count += 1
     return answer(_hook_state(name, hook), 202)

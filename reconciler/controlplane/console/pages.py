@@ -11,6 +11,7 @@ and renders a template with ``reads``'s ``wire`` models. The paths are the seeds
 ``…/{name}/log/{worker}``                   a worker's Log, following it (``…/text?offset=``)
 ``/o/{org}/w/{ws}/jobs/{cluster}/-/new``    New → Run ('-' is no run's name)
 ``/o/{org}/w/{ws}/sources``                 Sources
+``/o/{org}/w/{ws}/alerts``                  Alerts: the rules and what they sent
 ``/o/{org}/w/{ws}/cluster/{cluster}``       Cluster: the GPU map and the queue
 ==========================================  ==========================================
 
@@ -189,6 +190,18 @@ async def sources_page(request: Request, _who: Who) -> Response:
     """Each source: status, the revision last applied, when and by whom, its runs, its history."""
     found = await engine_call(request, lambda api: reads.sources(api.engine, api.source_prefix()))
     return render(request, "sources.html", {"sources": found.items})
+
+
+@router.get("/o/{org}/w/{workspace}/alerts")
+async def alerts_page(request: Request, _who: Who) -> Response:
+    """The workspace's alerts and their messages: what was sent, when, and the answer."""
+
+    def read(api: Scoped) -> dict[str, Any]:
+        ws = api.scope.workspace_key
+        return {"alerts": api.engine.store.alert_rules(ws), "messages": api.engine.store.alert_history(ws)}
+
+    found = await engine_call(request, read)
+    return render(request, "alerts.html", found)
 
 
 @router.get("/o/{org}/w/{workspace}/cluster/{cluster}")

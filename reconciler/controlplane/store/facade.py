@@ -30,6 +30,7 @@ from ...migrate import MigrationError
 from ..inventory import Inventory
 from ..scheduler import RunRecord, WorkerRecord
 from ..scopes import DEFAULT, shown
+from .alerts import KeptAlerts
 from .batch import BatchWrites
 from .database import execute_many, insert_many, make_engine, redact
 from .drives import KeptDrives
@@ -51,7 +52,7 @@ __all__ = ["Audit", "Store"]
 Audit = tuple[Sequence[Mapping[str, Any]], int]
 
 
-class Store(BatchWrites, KeptSources, KeptTeams, KeptDrives, KeptSecrets, KeptUsage):
+class Store(BatchWrites, KeptSources, KeptTeams, KeptDrives, KeptSecrets, KeptUsage, KeptAlerts):
     """One database. ``Store(url)`` brings it to this astra's schema (``migrations``) and is ready;
     ``secrets``: the key its secrets are sealed with (the server's: ``SecretBox.at(HOME/secrets.key)``;
     left out, a key in memory only, ``SecretBox.ephemeral``)."""

@@ -30,6 +30,7 @@ from sqlalchemy.engine import Engine
 
 from ...runspec.normalize import spec_digest
 from ...runspec.vocabulary import HISTORY_KEEP
+from ...state.suspension import SUSPENDED, keep_suspension
 from ...wire import text
 from ..scopes import SOURCE_MARK, source_name
 from .errors import LockMismatch, NotFound, Stale
@@ -218,9 +219,38 @@ class KeptSources:
         return rv
 
     def put_source_status(self, name: str, status: dict[str, Any], lock_id: str | None, now: float) -> int:
-        """Replace the source's status; when ``lock_id`` is given, only under that lock."""
+        """Replace the source's status, keeping its suspension (``keep_suspension``); when
+        ``lock_id`` is given, only under that lock."""
         with self.engine.begin() as conn:
-            return self._write_source(conn, name, now, lock_id, need_lock=False, status=compact(status))
+            row = self._source_row(conn, name)
+            held = json.loads(row["status"]) if row is not None and row["status"] else {}
+            kept = keep_suspension(held, status)
+            return self._write_source(conn, name, now, lock_id, need_lock=False, status=compact(kept))
+
+    def set_source_suspended(self, name: str, suspension: dict[str, Any] | None, now: float) -> int:
+        """Suspend the source (``suspension``: ``Suspension.to_json()``) or, with ``None``, resume
+        it: the one write of its status's ``SUSPENDED`` key. No lock is needed (a pass holding it
+        reads the suspension before its next pass)."""
+        with self.engine.begin() as conn:
+            row = self._source_row(conn, name)
+            held = json.loads(row["status"]) if row is not None and row["status"] else {}
+            status = {k: v for k, v in held.items() if k != SUSPENDED}
+            if suspension is not None:
+                status[SUSPENDED] = suspension
+            return self._write_source(conn, name, now, None, need_lock=False, status=compact(status))
+
+    def source_status(self, name: str) -> dict[str, Any]:
+        """The source's status as kept (``{}``: none, or no such source)."""
+        with self.engine.connect() as conn:
+            held = conn.execute(select(SOURCES.c.status).where(SOURCES.c.name == name)).scalar()
+        return json.loads(held) if held else {}
+
+    def source_suspension(self, name: str) -> dict[str, Any] | None:
+        """The source's suspension as kept (``None``: not suspended, or no such source)."""
+        with self.engine.connect() as conn:
+            held = conn.execute(select(SOURCES.c.status).where(SOURCES.c.name == name)).scalar()
+        value = json.loads(held).get(SUSPENDED) if held else None
+        return value if isinstance(value, dict) else None
 
     def add_source_history(self, name: str, entry: dict[str, Any], lock_id: str | None, now: float) -> int:
         """Append one apply record under the lock ``lock_id``; the newest ``HISTORY_KEEP`` are kept."""

@@ -1,0 +1,243 @@
+"""Alerts' rules and events, pure: which events an alert selects, and the words a message says.
+
+An **event** (``Event``) is one thing that happened that people may want to be told of: a run
+reached a final state, a source became Stalled or Ready at a new revision, an alert's delivery
+gave up. Its ``key`` is what makes it one message: the same key is never queued twice for one
+alert (one message per (run, final state) and per (source, revision, status)), and it is the
+idempotency key the webhook sends. Its ``text`` is made once, when it is queued, so every retry
+sends the same words.
+
+An **alert** (``Alert``) selects events by kind, source, run label and severity (each empty
+selector selects all) and names its sink (``reconciler.controlplane.alerts.sinks``).
+
+=========================  ========  ============================================================
+kind                       severity  when
+=========================  ========  ============================================================
+``run.failed``             error     a run reached Failed
+``run.cancelled``          warning   a run reached Cancelled
+``run.completed``          info      a run reached Completed
+``source.stalled``         error     a source became Stalled (ValidationFailed, RenderFailed, …)
+``source.load_failed``     error     a source's files could not be read (LoadFailed)
+``source.fetch_failed``    warning   a source's remote could not be fetched (SourceFetchFailed)
+``source.ready``           info      a source became Ready at a revision it was not Ready at
+``source.pending``         info      a source's pass met a new revision (sent only to a
+                                     commit-status sink, or an alert that names it)
+``alert.gave_up``          error     an alert's delivery gave up (never sent of itself)
+=========================  ========  ============================================================
+
+Must not touch: I/O of any kind (no store, no network, no clock: ``now`` is given).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "COMMIT_STATUS_SINKS",
+    "KINDS",
+    "SEVERITIES",
+    "Alert",
+    "Event",
+    "gave_up_event",
+    "matches",
+    "run_event",
+    "source_event",
+]
+
+#: Each kind of event and its severity.
+KINDS: dict[str, str] = {
+    "run.failed": "error",
+    "run.cancelled": "warning",
+    "run.completed": "info",
+    "source.stalled": "error",
+    "source.load_failed": "error",
+    "source.fetch_failed": "warning",
+    "source.ready": "info",
+    "source.pending": "info",
+    "alert.gave_up": "error",
+}
+SEVERITIES = ("info", "warning", "error")
+#: The sinks that post a commit's status (they take ``source.pending`` unasked).
+COMMIT_STATUS_SINKS = ("github", "gitlab")
+_FINAL = {"Failed": "run.failed", "Cancelled": "run.cancelled", "Completed": "run.completed"}
+
+
+@dataclass(frozen=True)
+class Event:
+    """One thing to tell (see the module docstring). ``revision``: the commit a source event is
+    about (``main@sha1:…``), which a commit-status sink posts to; ``link``: its console page."""
+
+    kind: str
+    key: str
+    workspace: str
+    text: str
+    at: float
+    source: str | None = None
+    run: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    revision: str | None = None
+    link: str | None = None
+    alert: str | None = None  # alert.gave_up: the alert that gave up
+    cluster: str = "default"
+
+    @property
+    def severity(self) -> str:
+        return KINDS.get(self.kind, "info")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "key": self.key,
+            "severity": self.severity,
+            "workspace": self.workspace,
+            "text": self.text,
+            "at": self.at,
+            "source": self.source,
+            "run": self.run,
+            "labels": dict(sorted(self.labels.items())),
+            "revision": self.revision,
+            "link": self.link,
+            "alert": self.alert,
+            "cluster": self.cluster,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Event:
+        return cls(
+            str(data["kind"]),
+            str(data["key"]),
+            str(data["workspace"]),
+            str(data["text"]),
+            float(data["at"]),
+            data.get("source"),
+            data.get("run"),
+            dict(data.get("labels") or {}),
+            data.get("revision"),
+            data.get("link"),
+            data.get("alert"),
+            str(data.get("cluster") or "default"),
+        )
+
+
+@dataclass(frozen=True)
+class Alert:
+    """A rule: its name, workspace, selectors (empty: all) and sink (``{"kind": …, …}``)."""
+
+    name: str
+    workspace: str
+    sink: Mapping[str, Any]
+    events: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    severity: str = "info"  # the least severity selected
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "workspace": self.workspace,
+            "sink": dict(self.sink),
+            "events": list(self.events),
+            "sources": list(self.sources),
+            "labels": dict(self.labels),
+            "severity": self.severity,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Alert:
+        return cls(
+            str(data["name"]),
+            str(data["workspace"]),
+            dict(data["sink"]),
+            tuple(data.get("events") or ()),
+            tuple(data.get("sources") or ()),
+            dict(data.get("labels") or {}),
+            str(data.get("severity") or "info"),
+        )
+
+
+def matches(alert: Alert, event: Event) -> bool:
+    """Whether ``alert`` selects ``event``: its workspace, and every selector it gives."""
+    if event.workspace != alert.workspace:
+        return False
+    if event.kind == "alert.gave_up" and event.alert == alert.name:
+        return False  # an alert's own failure is never sent through it (it would fail again)
+    if event.kind == "source.pending" and event.kind not in alert.events:
+        return str(alert.sink.get("kind")) in COMMIT_STATUS_SINKS and _selected(alert, event)
+    if alert.events and event.kind not in alert.events:
+        return False
+    return _selected(alert, event)
+
+
+def _selected(alert: Alert, event: Event) -> bool:
+    if alert.sources and event.source not in alert.sources:
+        return False
+    if any(event.labels.get(k) != v for k, v in alert.labels.items()):
+        return False
+    return SEVERITIES.index(event.severity) >= SEVERITIES.index(alert.severity)
+
+
+def run_event(
+    workspace: str, run: str, state: str, reason: str, labels: Mapping[str, str], at: float, link: str | None
+) -> Event | None:
+    """The event of a run that reached ``state`` (``None`` unless it is a final state)."""
+    kind = _FINAL.get(state)
+    if kind is None:
+        return None
+    text = f"run {run} {state}" + (f": {reason}" if reason else "")
+    return Event(
+        kind, f"run/{workspace}/{run}/{state}", workspace, text, at, run=run, labels=labels, link=link
+    )
+
+
+def source_event(
+    scope: tuple[str, str, str],
+    name: str,
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    at: float,
+    link: str | None,
+) -> Event | None:
+    """The event of a source whose status went from ``before`` to ``after``, if it is one to tell:
+    a new state or reason (Stalled, LoadFailed, SourceFetchFailed), or Ready at a revision it was
+    not Ready at. One message per (source, revision, status): the key holds all three."""
+    state, reason, revision = after.get("state"), after.get("reason"), after.get("revision")
+    if reason == "LoadFailed":
+        kind = "source.load_failed"
+    elif reason == "SourceFetchFailed":
+        kind = "source.fetch_failed"
+    elif state == "Stalled":
+        kind = "source.stalled"
+    elif state == "Ready" and revision and before.get("observed_revision") != revision:
+        kind = "source.ready"
+    elif state == "Reconciling" and revision and before.get("revision") != revision:
+        kind = "source.pending"
+    else:
+        return None
+    if kind not in ("source.ready", "source.pending") and (
+        before.get("state"),
+        before.get("reason"),
+        before.get("revision"),
+    ) == (
+        state,
+        reason,
+        revision,
+    ):
+        return None  # said already
+    message = str(after.get("message") or "")
+    workspace, cluster = f"{scope[0]}/{scope[1]}", scope[2]
+    first = message.split("; ")[0] if kind != "source.ready" else message
+    if kind == "source.pending":
+        first = "a pass is running"
+    text = f"source {name} {state} {reason} at {revision or '-'}" + (f": {first}" if first else "")
+    key = f"source/{workspace}/{name}/{revision}/{state}/{reason}"
+    return Event(kind, key, workspace, text, at, source=name, revision=revision, link=link, cluster=cluster)
+
+
+def gave_up_event(alert: Alert, event: Event, why: str, at: float) -> Event:
+    """The event of ``alert`` giving up on ``event`` (``why``: its last answer, secrets out)."""
+    text = f"alert {alert.name} gave up on {event.kind} ({event.key}): {why}"
+    return Event(
+        "alert.gave_up", f"gave_up/{alert.name}/{event.key}", alert.workspace, text, at, alert=alert.name
+    )

@@ -1,0 +1,109 @@
+"""The alerts' shapes on the wire (``/alerts``): a workspace's rules and what they sent.
+
+Owns: ``AlertWrite`` (the body of ``PUT /alerts/{name}``), ``AlertRule`` and ``AlertList``
+(answers), ``AlertMessage`` and ``AlertHistory`` (``GET /alerts:history``). A sink's secrets are
+named, never given: ``url``, ``key`` and ``token`` are secret names (``astra secret set``).
+
+::
+
+    alerts     GET /alerts → AlertList;  PUT /alerts/{name} AlertWrite → AlertRule (201 new, 200)
+               DELETE /alerts/{name} → 204;  POST /alerts/{name}/test → AlertMessage (202)
+               GET /alerts:history[?alert=NAME] → AlertHistory (newest first)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from .models import EPOCH, Answer, RequestBody
+
+__all__ = [
+    "SECRET_FIELDS",
+    "AlertHistory",
+    "AlertList",
+    "AlertMessage",
+    "AlertRule",
+    "AlertWrite",
+    "EventKind",
+    "Sink",
+]
+
+#: The kinds of event an alert may select (``controlplane.alerts.rules.KINDS`` gives each its
+#: severity; a test holds the two equal).
+EventKind = Literal[
+    "run.failed",
+    "run.cancelled",
+    "run.completed",
+    "source.stalled",
+    "source.load_failed",
+    "source.fetch_failed",
+    "source.ready",
+    "source.pending",
+    "alert.gave_up",
+]
+
+#: A sink's fields that name a secret (the value is the secret store's, never the alert's).
+SECRET_FIELDS = ("url", "key", "token")
+_SECRET = r"^[a-z0-9]([-a-z0-9_.]{0,61}[a-z0-9])?$"
+
+
+class Sink(RequestBody):
+    """Where an alert's messages go (``reconciler.controlplane.alerts.sinks`` says each kind)."""
+
+    kind: Literal["webhook", "slack", "email", "github", "gitlab"]
+    url: str | None = Field(
+        None, pattern=_SECRET, description="The secret holding the URL (webhook, slack, email)."
+    )
+    key: str | None = Field(
+        None, pattern=_SECRET, description="The secret holding the webhook's signing key."
+    )
+    token: str | None = Field(
+        None, pattern=_SECRET, description="The secret holding the GitHub or GitLab token."
+    )
+    to: list[str] | None = Field(None, description="E-mail: the addresses.")
+    from_: str | None = Field(None, alias="from", description="E-mail: the sender.")
+    repo: str | None = Field(None, pattern=r"^[^/\s]+/[^/\s]+$", description="GitHub: OWNER/NAME.")
+    project: str | None = Field(None, description="GitLab: the project's id or GROUP/NAME.")
+    api: str | None = Field(None, description="GitHub or GitLab: the API's root (a self-hosted one).")
+
+
+class AlertWrite(RequestBody):
+    sink: Sink
+    events: list[EventKind] = Field(default_factory=list, description="The kinds selected (none: all).")
+    sources: list[str] = Field(default_factory=list, description="The sources selected (none: all).")
+    labels: dict[str, str] = Field(default_factory=dict, description="Run labels a run event must have.")
+    severity: Literal["info", "warning", "error"] = "info"
+
+
+class AlertRule(Answer):
+    name: str
+    workspace: str
+    sink: dict[str, Any]
+    events: list[str]
+    sources: list[str]
+    labels: dict[str, str]
+    severity: str
+
+
+class AlertList(Answer):
+    items: list[AlertRule]
+
+
+class AlertMessage(Answer):
+    """One message of an alert: its event, its state (queued, sent, gave_up), the last answer."""
+
+    alert: str
+    key: str
+    state: str
+    attempts: int
+    created_at: float = Field(description=EPOCH)
+    done_at: float | None = Field(description=EPOCH)
+    next_at: float = Field(description=EPOCH)
+    answer: str
+    event: dict[str, Any]
+
+
+class AlertHistory(Answer):
+    items: list[AlertMessage]

@@ -1,0 +1,199 @@
+"""``/alerts`` and the commit status of a watch, end to end: a watch on a local bare repository
+writes its source's status to the control plane (over ASGI); the alerts queue what it means;
+the delivery sends it to a local stand-in of GitHub's statuses API (which checks the documented
+request: ``POST /repos/{owner}/{repo}/statuses/{sha}``, a Bearer token, ``state``, ``context``,
+``description``, ``target_url``; it answers 201 as GitHub does) and a signed-webhook receiver.
+
+The secrets here come from a dict-backed lookup: the workspace's secret store is another
+branch's (``wiring.store_secrets`` reads it once merged)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import random
+
+import pytest
+from reconciler.sources import Remote
+
+from reconciler.controlplane.alerts import Delivery
+from reconciler.loop import Reconciler, RemoteOrigin, Watch
+from reconciler.reconcile import Source
+from tests.sources.conftest import ENV, Repo
+
+SECRETS = {"gh-token": b"ghp_example", "hook-url": b"", "hook-key": b"signing-key"}
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    for k, v in ENV.items():
+        monkeypatch.setenv(k, v)
+    (tmp_path / "git").mkdir()
+    return Repo(tmp_path / "git")
+
+
+def test_an_alert_with_a_plain_url_in_its_sink_is_refused_and_one_with_a_secret_name_is_kept(client):
+    plain = client.put(
+        "/api/alerts/chat", json={"sink": {"kind": "slack", "url": "https://hooks.slack.com/x"}}
+    )
+    assert plain.status_code == 422
+    made = client.put(
+        "/api/alerts/chat", json={"sink": {"kind": "slack", "url": "slack-url"}, "severity": "error"}
+    )
+    assert made.status_code == 201 and made.json()["sink"] == {"kind": "slack", "url": "slack-url"}
+    assert (
+        client.put("/api/alerts/chat", json={"sink": {"kind": "slack", "url": "slack-url"}}).status_code
+        == 200
+    )
+    unknown = client.put(
+        "/api/alerts/x", json={"sink": {"kind": "slack", "url": "s"}, "events": ["run.exploded"]}
+    )
+    assert unknown.status_code == 422 and unknown.json()[0]["path"] == "events[0]"
+    assert [a["name"] for a in client.get("/api/alerts").json()["items"]] == ["chat"]
+    assert client.delete("/api/alerts/chat").status_code == 204
+    assert client.delete("/api/alerts/chat").status_code == 404
+
+
+def test_a_commit_that_fails_validation_gets_failure_then_success_and_the_webhook_one_signed_event(
+    client,
+    wire,
+    repo,
+    receiver,
+):
+    cluster, _ = wire
+    statuses, hooks = [], []
+
+    def answer(r):
+        if r.path.startswith("/repos/"):
+            ok = r.headers.get("authorization") == "Bearer ghp_example" and r.path.startswith(
+                "/repos/acme/runs/statuses/"
+            )
+            statuses.append((r.path.rsplit("/", 1)[1], r.json()))
+            return (201, {}, b"{}") if ok else (401, {}, b"{}")
+        hooks.append(r)
+        return 200, {}, b""
+
+    receiver.answer = answer
+    secrets = {**SECRETS, "hook-url": f"{receiver.url}/hook".encode()}
+    clock = [1_000_000.0]
+    delivery = Delivery(
+        client.plane.store, lambda ws, n: secrets.get(n), clock=lambda: clock[0], rng=random.Random(1)
+    )
+    client.app.state.alerts = delivery
+    github = {"kind": "github", "repo": "acme/runs", "token": "gh-token", "api": receiver.url}
+    assert client.put("/api/alerts/commits", json={"sink": github}).status_code == 201
+    hook = {"kind": "webhook", "url": "hook-url", "key": "hook-key"}
+    assert client.put("/api/alerts/ci", json={"sink": hook, "severity": "error"}).status_code == 201
+
+    repo.write("runs/a.yaml", "metadata: {name: a}\nspec:\n  array: {size: 0}\n  task_template: {image: x}\n")
+    bad = repo.commit("a broken run")
+    repo.push()
+    reconciler = Reconciler(
+        Source("remote", ("runs",), probe=False),
+        cluster,
+        cluster.source_store(),
+        clock=lambda: clock[0],
+        who="watch",
+        origin=RemoteOrigin(Remote(repo.url, "main", home=repo.root / "home"), "runs"),
+        rng=random.Random(1),
+    )
+    watch = Watch(reconciler, lambda timeout: set(), interval=60.0, clock=lambda: clock[0])
+    assert watch.act(set())["state"] == "Stalled"
+    delivery.step()
+    assert [(sha, s["state"]) for sha, s in statuses] == [(bad, "pending"), (bad, "failure")]
+    failure = statuses[-1][1]
+    assert failure["context"] == "astra/default/remote"
+    assert "spec.array.size" in failure["description"] and len(failure["description"]) <= 140
+    assert failure["target_url"].endswith("/o/default/w/default/sources")
+    (signed,) = hooks  # the webhook takes errors only: the one failure
+    stamp = signed.headers["x-astra-timestamp"]
+    wanted = hmac.new(b"signing-key", stamp.encode() + b"." + signed.body, hashlib.sha256).hexdigest()
+    assert signed.headers["x-astra-signature"] == f"sha256={wanted}"
+    assert signed.json()["kind"] == "source.stalled" and signed.json()["revision"] == f"main@sha1:{bad}"
+
+    repo.write("runs/a.yaml", "metadata: {name: a}\nspec:\n  task_template: {image: x}\n")
+    good = repo.commit("fixed")
+    repo.push()
+    clock[0] = watch.wake_at()
+    assert watch.act(set())["state"] == "Ready"
+    delivery.step()
+    assert [(sha, s["state"]) for sha, s in statuses[2:]] == [(good, "pending"), (good, "success")]
+    assert statuses[-1][1]["description"].startswith("applied: 1 created")
+    assert len(hooks) == 1  # Ready is info: not the webhook's
+    history = client.get("/api/alerts:history", params={"alert": "commits"}).json()["items"]
+    assert [m["state"] for m in history] == ["sent"] * 4 and "201" in history[0]["answer"]
+    assert b"ghp_example" not in client.get("/api/alerts:history").content
+
+
+def test_the_console_alerts_page_says_what_was_sent_and_the_answer(client, receiver):
+    secrets = {"chat-url": receiver.url.encode()}
+    delivery = Delivery(
+        client.plane.store, lambda ws, n: secrets.get(n), clock=lambda: 1e6, rng=random.Random(1)
+    )
+    assert (
+        client.put("/api/alerts/chat", json={"sink": {"kind": "slack", "url": "chat-url"}}).status_code == 201
+    )
+    assert client.post("/api/alerts/chat/test").status_code == 202
+    delivery.step()
+    page = client.get("/o/default/w/default/alerts")  # the console takes the bearer token too
+    assert page.status_code == 200
+    assert 'data-alert="chat"' in page.text and "a test of alert chat" in page.text and "200 ok" in page.text
+    assert receiver.url not in page.text  # the sink's URL is a secret: only its name is known
+
+
+def test_the_kinds_an_alert_may_select_are_the_kinds_there_are():
+    from typing import get_args
+
+    from reconciler.controlplane.alerts.rules import KINDS
+    from reconciler.wire.alerts import EventKind
+
+    assert set(get_args(EventKind)) == set(KINDS)
+
+
+def test_a_sink_that_hangs_leaves_the_watch_pass_as_quick_as_with_no_alert(
+    client, wire, tmp_path, monkeypatch
+):
+    """The pass only queues its events: measured as a ratio to passes with no alert (the best of
+    five each, so that a busy machine's noise is not the figure), never as an absolute time."""
+    import socket
+    import time
+
+    cluster, _ = wire
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    run = tmp_path / "runs" / "a.yaml"
+    clock = [1_000_000.0]
+    reconciler = Reconciler(
+        Source("folder", ("runs",), probe=False),
+        cluster,
+        cluster.source_store(),
+        clock=lambda: clock[0],
+        who="w",
+    )
+
+    def best_pass() -> float:
+        took = []
+        for i in range(5):
+            run.write_text(f"metadata: {{name: a}}\nspec:\n  task_template: {{image: x, args: ['{i}']}}\n")
+            clock[0] += 1.0
+            start = time.perf_counter()
+            assert reconciler.reconcile_once()["state"] == "Ready"
+            took.append(time.perf_counter() - start)
+        return min(took)
+
+    quiet = best_pass()
+    with socket.socket() as hanging:
+        hanging.bind(("127.0.0.1", 0))
+        hanging.listen(16)  # never answers
+        url = f"http://127.0.0.1:{hanging.getsockname()[1]}".encode()
+        delivery = Delivery(
+            client.plane.store, lambda ws, n: url, clock=lambda: clock[0], rng=random.Random(1)
+        )
+        client.app.state.alerts = delivery
+        assert (
+            client.put("/api/alerts/chat", json={"sink": {"kind": "slack", "url": "chat-url"}}).status_code
+            == 201
+        )
+        told = best_pass()
+        assert len(client.plane.store.due_messages(clock[0] + 1)) == 5  # each pass's Ready was queued
+    assert told / quiet < 2.0, (told, quiet)

@@ -1,0 +1,181 @@
+"""Delivery from the outbox in the store, on a simulated clock: one message per event and alert,
+retried with backoff (a 429's Retry-After waited) until sent, given up with an event after its
+limit; a restart neither loses nor repeats a message; a run that fails on the real engine is
+told once. The sinks are local stand-ins (``conftest``)."""
+
+from __future__ import annotations
+
+import random
+
+from reconciler.controlplane.alerts import sinks
+from reconciler.controlplane.alerts.delivery import BACKOFF_BASE, MAX_ATTEMPTS, Delivery
+from reconciler.controlplane.alerts.rules import Alert, Event
+from reconciler.controlplane.store import Store
+from tests.controlplane_api.conftest import Plane, until
+from tests.controlplane_api.test_api import tiny
+
+WS = "default/default"
+NOW = 1_000_000.0
+
+
+class Clock:
+    def __init__(self, t: float = NOW):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def event(run: str = "train") -> Event:
+    text = f"run {run} Failed: Worker {run}-0 failed on local: Exited with code 1"
+    return Event("run.failed", f"run/{WS}/{run}/Failed", WS, text, NOW, run=run)
+
+
+def slack(store: Store, receiver, name: str = "chat", **rule) -> None:
+    store.put_alert(WS, name, Alert(name, WS, {"kind": "slack", "url": "slack"}, **rule).to_json(), NOW)
+
+
+def delivery(store, receiver, clock, **kw) -> Delivery:
+    secrets = {"slack": receiver.url.encode(), "other": (receiver.url + "/other").encode()}
+    return Delivery(store, lambda ws, name: secrets.get(name), clock=clock, rng=random.Random(3), **kw)
+
+
+def test_a_sink_that_fails_four_times_gets_the_message_once_with_the_same_text(tmp_path, receiver):
+    store = Store(f"sqlite:///{tmp_path / 'astra.db'}")
+    slack(store, receiver)
+    clock = Clock()
+    d = delivery(store, receiver, clock)
+    answers = iter([500, 500, 503, 500, 200])
+    receiver.answer = lambda r: (next(answers), {}, b"")
+    assert d.notice([event()]) == 1
+    assert d.notice([event()]) == 0  # the same (run, final state): not queued twice
+    waits = []
+    for _ in range(10):
+        due = d.step()
+        if due is None:
+            break
+        waits.append(due - clock.t)
+        clock.t = due
+    assert len(receiver.got) == 5 and due is None  # sent at the fifth, and nothing more queued
+    assert len({r.body for r in receiver.got}) == 1  # the same text every time
+    assert [round(w / BACKOFF_BASE) for w in waits] == [1, 2, 4, 8]  # doubling (±10%)
+    (sent,) = store.alert_history(WS)
+    assert sent["state"] == "sent" and sent["attempts"] == 5 and "200" in sent["answer"]
+
+
+def test_a_429_is_waited_for_as_long_as_its_retry_after_says(tmp_path, receiver):
+    store = Store(f"sqlite:///{tmp_path / 'astra.db'}")
+    slack(store, receiver)
+    clock = Clock()
+    d = delivery(store, receiver, clock)
+    receiver.answer = lambda r: (429, {"Retry-After": "7"}, b"")
+    d.notice([event()])
+    due = d.step()
+    assert due is not None and due - clock.t >= 7.0 and len(receiver.got) == 1
+    clock.t = due - 0.5
+    d.step()
+    assert len(receiver.got) == 1  # not before
+    receiver.answer = lambda r: (200, {}, b"ok")
+    clock.t = due
+    assert d.step() is None and len(receiver.got) == 2
+
+
+def test_a_sink_that_never_answers_well_gives_up_with_an_event_the_other_alerts_send(tmp_path, receiver):
+    store = Store(f"sqlite:///{tmp_path / 'astra.db'}")
+    slack(store, receiver, "chat")
+    store.put_alert(
+        WS,
+        "oncall",
+        Alert("oncall", WS, {"kind": "slack", "url": "other"}, events=("alert.gave_up",)).to_json(),
+        NOW,
+    )
+    clock = Clock()
+    d = delivery(store, receiver, clock)
+    receiver.answer = lambda r: (200, {}, b"") if r.path == "/other" else (500, {}, b"down")
+    d.notice([event()])
+    for _ in range(MAX_ATTEMPTS + 2):
+        due = d.step()
+        if due is not None:
+            clock.t = max(clock.t, due)
+    main = [r for r in receiver.got if r.path != "/other"]
+    told = [r.json()["text"] for r in receiver.got if r.path == "/other"]
+    assert len(main) == MAX_ATTEMPTS
+    assert len(told) == 1 and "alert chat gave up on run.failed" in told[0] and "500 down" in told[0]
+    states = {h["alert"]: h["state"] for h in store.alert_history(WS)}
+    assert states == {"chat": "gave_up", "oncall": "sent"}
+
+
+def test_a_restart_loses_nothing_queued_and_sends_nothing_twice(tmp_path, receiver):
+    url = f"sqlite:///{tmp_path / 'astra.db'}"
+    store = Store(url)
+    slack(store, receiver)
+    clock = Clock()
+    first = delivery(store, receiver, clock)
+    first.notice([event("a"), event("b")])
+    receiver.answer = lambda r: (200, {}, b"") if b"run a" in r.body else (500, {}, b"")
+    first.step()  # a is sent; b answered 500 and waits
+    store.engine.dispose()
+    again = Store(url)  # the server started again
+    second = delivery(again, receiver, clock)
+    second.notice([event("a")])  # noticed again: not queued again
+    receiver.answer = lambda r: (200, {}, b"")
+    clock.t += 3600
+    assert second.step() is None
+    bodies = [r.body for r in receiver.got]
+    assert len(receiver.got) == 3 and len(set(bodies)) == 2
+    assert sorted(h["state"] for h in again.alert_history(WS)) == ["sent", "sent"]
+
+
+def test_a_run_that_fails_on_the_engine_is_told_once_with_its_labels(tmp_path, receiver):
+    plane = Plane(tmp_path)
+    try:
+        slack(plane.store, receiver, labels={"team": "nlp"})
+        d = delivery(plane.store, receiver, plane.clock.now)
+        d.step()  # the cursor starts here: what happened before is not told
+        doc = tiny("train", command="exit 3")
+        doc["metadata"]["labels"] = {"team": "nlp"}
+        plane.engine.submit(doc, plane.clock.now())
+        plane.engine.submit(tiny("other", command="exit 3"), plane.clock.now())
+        until(
+            lambda: (
+                plane.store.run_row("train")["state"] == "Failed"
+                and plane.store.run_row("other")["state"] == "Failed"
+            ),
+            step=plane.step,
+            what="both runs failed",
+        )
+        d.step()
+        d.step()
+        (got,) = receiver.got  # the other run has no label team=nlp
+        assert got.json()["text"].startswith("[error] run train Failed")
+    finally:
+        plane.close()
+
+
+def test_a_sink_that_hangs_is_given_up_after_its_limit_with_an_event(tmp_path):
+    """The sink takes the connection and never answers: each send ends at its timeout (0.2 s
+    here, 10 s in the server), the retries wait on the simulated clock, and it gives up."""
+    import socket
+
+    store = Store(f"sqlite:///{tmp_path / 'astra.db'}")
+    with socket.socket() as hanging:
+        hanging.bind(("127.0.0.1", 0))
+        hanging.listen(16)  # never accepted, never answered
+        url = f"http://127.0.0.1:{hanging.getsockname()[1]}/hook".encode()
+        store.put_alert(WS, "chat", Alert("chat", WS, {"kind": "slack", "url": "slack"}).to_json(), NOW)
+        clock = Clock()
+        d = Delivery(
+            store,
+            lambda ws, name: url,
+            clock=clock,
+            rng=random.Random(3),
+            send=lambda out: sinks.send(out, timeout=0.2),
+        )
+        d.notice([event()])
+        for _ in range(MAX_ATTEMPTS):
+            due = d.step()
+            if due is not None:
+                clock.t = max(clock.t, due)
+    (gave_up,) = store.alert_history(WS)
+    assert gave_up["state"] == "gave_up" and gave_up["attempts"] == MAX_ATTEMPTS
+    assert "Timeout" in gave_up["answer"]
