@@ -37,7 +37,7 @@ def console(
     from urllib.parse import quote
 
     from ..clusters.httpx_lean import httpx
-    from ..controlplane.server import ServerError
+    from ..serverinfo import ServerError
     from .local_server import ensure_server
 
     try:

@@ -23,7 +23,7 @@ def call(
     server, say that none runs instead."""
     from ..clusters.base import ClusterError
     from ..clusters.httpx_lean import httpx
-    from ..controlplane.server import ServerError
+    from ..serverinfo import ServerError
     from ..wire import api_base
     from .connect import require_host
     from .local_server import ensure_server

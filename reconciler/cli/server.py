@@ -132,8 +132,8 @@ def stop() -> None:
 def start() -> None:
     """Start the local control plane in the background, unless it runs already (as 'astra apply'
     would); say where it is and how to stop it."""
-    from ..controlplane.server import ServerError
     from ..home import astra_home
+    from ..serverinfo import ServerError
     from .local_server import local_server, start_local_server
 
     home = astra_home()
@@ -161,7 +161,7 @@ def env(
     """
     import shlex
 
-    from ..controlplane.server import ServerError
+    from ..serverinfo import ServerError
     from ..wire import WS_API, api_base
     from .local_server import ensure_server
 
