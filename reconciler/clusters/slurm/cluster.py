@@ -32,7 +32,6 @@ from reconciler.runspec.vocabulary import same
 
 from ..base import ClusterError, Conflict, LiveRun, NotFound, Rejected, Unreachable, WorkerInfo
 from .commands import COMMAND_TIMEOUT, SlurmCommands
-from .decode import Queue
 from .drives import SlurmDrives, drive_problem, mounted_drives, parse_drives
 from .groups import group_gpus
 from .mapping import to_submission, update_errors
@@ -45,6 +44,7 @@ from .observe import (
     observe,
     report,
 )
+from .queue import Queue
 from .records import RunRecords, default_state_dir, group_record, new_record
 from .submission import Images, Submission, comment_for, comment_nonce, spec_hash
 from .submit import new_nonce, resubmit, submit_group_jobs

@@ -50,7 +50,6 @@ __all__ = [
     "UNKNOWN",
     "End",
     "JobRow",
-    "Queue",
     "TaskObs",
     "describe",
     "expand_hostlist",
@@ -142,24 +141,6 @@ def parse_squeue(doc: dict[str, Any]) -> list[JobRow]:
             )
         )
     return rows
-
-
-class Queue:
-    """What one ``squeue`` said, its rows by the submission (``sub=`` nonce) each names: a run's
-    observation reads only its own rows, so observing every run costs one pass over the queue,
-    not one pass a run. Rows of jobs astra did not submit are left out."""
-
-    def __init__(self, rows: Iterable[JobRow]):
-        self._by: dict[str, list[JobRow]] = {}
-        for row in rows:
-            mark = parse_comment(row.comment)
-            if mark is not None:
-                self._by.setdefault(mark["sub"], []).append(row)
-
-    def of(self, record: dict[str, Any]) -> list[JobRow]:
-        """The rows of every submission of ``record`` (each attempt's nonce)."""
-        nonces = dict.fromkeys(a["nonce"] for a in record["attempts"])
-        return [row for n in nonces for row in self._by.get(n, ())]
 
 
 _HOST_RE = re.compile(r"([^,\[]+)(?:\[([^\]]+)\])?")
