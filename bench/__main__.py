@@ -52,6 +52,7 @@ PARTS = (
     "workers",
     "metrics",
     "git",
+    "slurm",
 )
 
 
@@ -149,6 +150,11 @@ def main() -> int:
             report["git"] = git.main(args.n)
             for key, value in report["git"].items():
                 print(f"  {key}: {value:.3f}" if isinstance(value, float) else f"  {key}: {value}")
+        if "slurm" in only and args.only:  # the local Slurm cluster is needed: asked for by name
+            from . import slurm
+
+            print("\nSlurm (the local cluster): a team's first apply and its warm plan:")
+            report["slurm"] = slurm.main(astra, n=1000, rounds=args.repeat)
         report["summary"] = summary.build(report, ladder, args.big_n)
         print(summary.text(report["summary"]))
         OUT.parent.mkdir(parents=True, exist_ok=True)

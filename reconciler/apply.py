@@ -14,10 +14,11 @@
    overwrite; records each run in the inventory as soon as it is applied (so a killed apply
    resumes where it stopped: the next plan holds only what is left); a create that finds the
    run already there with the same normalised spec counts as done (unless another source's
-   apply made it: ``astra.source``); the creates go
-   ``BATCH_RUNS`` at a time when the store is the cluster's own and offers ``create_runs``
-   (``POST /runs:batch``): each batch's runs and their inventory entries are ONE write on the
-   server, so a killed apply leaves whole batches, each recorded;
+   apply made it: ``astra.source``); the creates go ``BATCH_RUNS`` at a time where a batch is
+   offered (``batches``): the store's own when it is the cluster's (``POST /runs:batch``: each
+   batch's runs and their inventory entries are ONE write on the server, so a killed apply
+   leaves whole batches, each recorded), else the cluster's (Slurm: submitted several at a time,
+   each run made recorded after its batch);
 5. records the apply in the history (who, when, commit, summary, result; the plan's revision,
    the runs by outcome, a note such as a rollback) and releases the lock, whatever happened.
 
@@ -56,6 +57,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
+from .batches import batch_creator
 from .clusters.base import Cluster, ClusterError, Conflict, NotFound, Unreachable
 from .clusters.batch import NOT_ATTEMPTED
 from .collector import gc_paused
@@ -433,10 +435,10 @@ def _steps(
     now: Callable[[], float],
 ) -> Iterator[tuple[Change, tuple[str, str] | ClusterError]]:
     """Each change and what applying it did (an outcome and a message, or the cluster's error),
-    in order. Consecutive creates go ``BATCH_RUNS`` at a time in one call when the store is kept
-    by the cluster (the same address) and offers it (``create_runs``: created and recorded in
-    one write); a create the batch did not make is applied on its own, which says why in the
-    single call's words. ``Unreachable`` and ``StalePlan`` are raised."""
+    in order. Consecutive creates go ``BATCH_RUNS`` at a time in one call where the store or the
+    cluster offers one (``batches.batch_creator``); a create the batch did not make is applied
+    on its own, which says why in the single call's words. ``Unreachable`` and ``StalePlan`` are
+    raised."""
 
     def one(change: Change) -> tuple[str, str] | ClusterError:
         try:
@@ -446,8 +448,7 @@ def _steps(
         except ClusterError as exc:
             return exc
 
-    kept_by = getattr(getattr(store, "cluster", None), "address", None)  # the store's own cluster
-    batch = getattr(store, "create_runs", None) if kept_by == cluster.address else None
+    batch = batch_creator(cluster, store)
     pending = deque(changes)
     ahead = _Ahead(plan)
     try:

@@ -41,7 +41,7 @@ def connect(server: str | None, token: str | None, *, start: bool = True) -> Clu
     server = server or os.environ.get("ASTRA_SERVER") or None
     token = token or os.environ.get("ASTRA_TOKEN") or None
     if server is None:
-        from ..controlplane.server import ServerError
+        from ..serverinfo import ServerError
         from .local_server import ensure_server
 
         try:

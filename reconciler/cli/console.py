@@ -44,7 +44,7 @@ def console(
     import httpx
 
     from ..clusters.decoders import detail_of
-    from ..controlplane.server import ServerError
+    from ..serverinfo import ServerError
     from .local_server import ensure_server
 
     try:

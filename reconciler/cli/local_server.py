@@ -29,8 +29,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..controlplane.server import ServerError, read_info, read_port
 from ..home import HomeError, astra_home, home_lock
+from ..serverinfo import ServerError, read_info, read_port
 
 __all__ = ["NoServer", "ensure_server", "local_server", "start_local_server"]
 

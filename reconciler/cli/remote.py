@@ -31,7 +31,7 @@ def call(
     import httpx
 
     from ..clusters.base import ClusterError
-    from ..controlplane.server import ServerError
+    from ..serverinfo import ServerError
     from ..wire import api_base
     from .connect import require_host
     from .local_server import ensure_server

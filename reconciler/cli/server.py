@@ -152,8 +152,8 @@ def stop() -> None:
 def start() -> None:
     """Start the local control plane in the background, unless it runs already (as 'astra apply'
     would); say where it is and how to stop it."""
-    from ..controlplane.server import ServerError, read_port
     from ..home import astra_home
+    from ..serverinfo import ServerError, read_port
     from .local_server import local_server, start_local_server
     from .port_words import holder_of, moved_words
 
@@ -186,7 +186,7 @@ def env(
     """
     import shlex
 
-    from ..controlplane.server import ServerError
+    from ..serverinfo import ServerError
     from ..wire import WS_API, api_base
     from .local_server import ensure_server
 

@@ -70,7 +70,7 @@ def usage(
 def _api(
     by: str, since: str | None, month: str | None, server: str | None, token: str | None
 ) -> dict[str, Any]:
-    from ..controlplane.usage import PeriodError, parse_group, period_of
+    from ..runspec.periods import PeriodError, parse_group, period_of
     from .remote import CommandError, call
 
     try:  # the server says the same in the API's words: these are the command's
@@ -91,7 +91,7 @@ def _slurm(by: str, since: str | None, month: str | None) -> dict[str, Any]:
     import time
 
     from ..clusters.slurm.accounting import AccountingOff, read_usage
-    from ..controlplane.usage import PeriodError, period_of
+    from ..runspec.periods import PeriodError, period_of
 
     if by not in ("workspace", "run", "user"):
         error(f"--by {by}: on Slurm, workspace (the job's account), run (its name) or user")

@@ -23,18 +23,27 @@ import asyncio
 import contextlib
 import errno
 import gc
-import json
 import logging
 import os
 import secrets
 import signal
 import socket
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..home import HomeError, astra_home, ensure_home, home_lock
+from ..serverinfo import (
+    DEFAULT_PORT,
+    ServerError,
+    ServerInfo,
+    alive,
+    forget_info,
+    read_info,
+    read_port,
+    remember_port,
+    write_info,
+)
 from .clock import SystemClock
 from .fleet import Fleet
 from .inventory import Inventory, InventoryError, default_inventory, load_inventory
@@ -54,26 +63,9 @@ __all__ = [
     "stop_server",
 ]
 
-#: The port a server listens on when none is given, and the local server's first choice.
-DEFAULT_PORT = 8750
 #: Seconds between polls of running processes (exits are noticed within this).
 POLL_SECONDS = 0.05
 log = logging.getLogger("astra.server")
-
-
-class ServerError(Exception):
-    """The server cannot start or be reached; the message says why, in one line."""
-
-
-@dataclass(frozen=True)
-class ServerInfo:
-    pid: int
-    host: str
-    port: int
-    url: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"pid": self.pid, "host": self.host, "port": self.port, "url": self.url}
 
 
 def resolve_token(home: Path, given: str | None) -> str:
@@ -146,39 +138,6 @@ def load_inventory_file(path: str | os.PathLike[str] | None) -> Inventory:
         raise ServerError(f"{path}: {exc}") from exc
 
 
-def read_info(home: Path) -> ServerInfo | None:
-    """The running server of ``home`` (from ``server.json``), if its process is alive."""
-    try:
-        data = json.loads((home / "server.json").read_text())
-        info = ServerInfo(int(data["pid"]), data["host"], int(data["port"]), data["url"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return info if _alive(info.pid) else None
-
-
-def read_port(home: Path) -> int:
-    """The port the server of ``home`` last listened on (``HOME/port``), else ``DEFAULT_PORT``."""
-    try:
-        port = int((home / "port").read_text().strip())
-    except (OSError, ValueError):
-        return DEFAULT_PORT
-    return port if 0 < port < 65536 else DEFAULT_PORT
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie is not alive
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
 def stop_server(home: Path, timeout: float = 30.0) -> ServerInfo | None:
     """Stop the server of ``home``; the one stopped, or ``None`` when none runs."""
     info = read_info(home)
@@ -186,14 +145,12 @@ def stop_server(home: Path, timeout: float = 30.0) -> ServerInfo | None:
         return None
     os.kill(info.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while _alive(info.pid):
+    while alive(info.pid):
         if time.monotonic() > deadline:
             os.kill(info.pid, signal.SIGKILL)
             break
         time.sleep(0.05)
-    with contextlib.suppress(FileNotFoundError):
-        if json.loads((home / "server.json").read_text()).get("pid") == info.pid:
-            (home / "server.json").unlink()
+    forget_info(home, info.pid)
     return info
 
 
@@ -302,8 +259,7 @@ def _serve(
     token = resolve_token(home, token or os.environ.get("ASTRA_TOKEN"))
     sock = _listen(host, port, any_port_if_busy)
     try:
-        with contextlib.suppress(OSError):  # remembered for the next start; not needed to serve
-            (home / "port").write_text(f"{sock.getsockname()[1]}\n")
+        remember_port(home, sock.getsockname()[1])
         clusters = {DEFAULT: machines, **(others or {})}
         asyncio.run(
             _main(sock, home, db, clusters, token, audit_keep, work_root=work_root, secrets_key=secrets_key)
@@ -412,7 +368,7 @@ async def _main(
     alerts = _alerts(store, clock, info.url)
     app.state.alerts, app.state.alerts_wake = alerts.delivery, alerts.wake
     loop_task = asyncio.create_task(_schedule(runner[0], runner[1], clock, wake, app.state.astra))
-    (home / "server.json").write_text(json.dumps(info.to_json()) + "\n")
+    write_info(home, info)
     print(f"astra server listening on {info.url} (home {home}, pid {info.pid})", flush=True)
     try:
         await server.serve(sockets=[sock])
@@ -424,9 +380,7 @@ async def _main(
         async with app.state.astra.gate:  # no route is using the engine any more
             runner[1].shutdown()
             store.close()
-        with contextlib.suppress(FileNotFoundError, ValueError):
-            if json.loads((home / "server.json").read_text()).get("pid") == info.pid:
-                (home / "server.json").unlink()
+        forget_info(home, info.pid)
 
 
 def _alerts(store: Any, clock: Any, root: str) -> Any:

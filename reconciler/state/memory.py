@@ -6,7 +6,7 @@ Owns ``MemorySourceStore``. Must not touch: files, databases, the network.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from ..runspec.vocabulary import HISTORY_KEEP
@@ -57,12 +57,17 @@ class MemorySourceStore:
         return [self.read(n) for n in sorted(self._data)]
 
     def record(self, name: str, run: str, entry: InventoryEntry | None) -> None:
+        self.record_all(name, {run: entry})
+
+    def record_all(self, name: str, entries: Mapping[str, InventoryEntry | None]) -> None:
+        """``record`` for many runs, in one write (a batch of creates)."""
         data = self._get(name)
-        if entry is None:
-            data["inventory"].pop(run, None)
-        else:  # kept with its digest, as the other stores keep it: not made again at every read
-            digest = entry.digest or digest_of(entry.spec)
-            data["inventory"][run] = {**_copied(entry.to_json()), "digest": digest}
+        for run, entry in entries.items():
+            if entry is None:
+                data["inventory"].pop(run, None)
+            else:  # kept with its digest, as the other stores keep it: not made again at every read
+                digest = entry.digest or digest_of(entry.spec)
+                data["inventory"][run] = {**_copied(entry.to_json()), "digest": digest}
         self._bump(name, data)
 
     def set_status(self, name: str, status: dict[str, Any]) -> None:

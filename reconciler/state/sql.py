@@ -12,7 +12,7 @@ business), how a store is chosen (``naming``).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
@@ -208,21 +208,26 @@ class SqlSourceStore:
         return [self.read(n) for n in names]
 
     def record(self, name: str, run: str, entry: InventoryEntry | None) -> None:
+        self.record_all(name, {run: entry})
+
+    def record_all(self, name: str, entries: Mapping[str, InventoryEntry | None]) -> None:
+        """``record`` for many runs, in one transaction (a batch of creates)."""
         i = self._inventory
         with self._tx() as conn:
             self._ensure(conn, name)
-            conn.execute(i.delete().where(i.c.source == name, i.c.run == run))
-            if entry is not None:
-                conn.execute(
-                    i.insert().values(
-                        source=name,
-                        run=run,
-                        spec=json.dumps(entry.spec, sort_keys=True),
-                        applied_at=entry.applied_at,
-                        file=entry.file,
-                        digest=entry.digest or digest_of(entry.spec),
+            for run, entry in entries.items():
+                conn.execute(i.delete().where(i.c.source == name, i.c.run == run))
+                if entry is not None:
+                    conn.execute(
+                        i.insert().values(
+                            source=name,
+                            run=run,
+                            spec=json.dumps(entry.spec, sort_keys=True),
+                            applied_at=entry.applied_at,
+                            file=entry.file,
+                            digest=entry.digest or digest_of(entry.spec),
+                        )
                     )
-                )
             self._bump(conn, name)
 
     def set_status(self, name: str, status: dict[str, Any]) -> None:

@@ -14,10 +14,12 @@ Slurm's words (``commands``, ``decode``), the files' layout (``records``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, assert_never, cast, get_args
 from urllib.parse import parse_qs, urlsplit
@@ -28,9 +30,8 @@ from reconciler.runspec.normalize import normalize
 from reconciler.runspec.parse import parse_run
 from reconciler.runspec.vocabulary import same
 
-from ..base import Conflict, LiveRun, NotFound, Rejected, WorkerInfo
+from ..base import ClusterError, Conflict, LiveRun, NotFound, Rejected, Unreachable, WorkerInfo
 from .commands import COMMAND_TIMEOUT, SlurmCommands
-from .decode import JobRow
 from .drives import SlurmDrives, drive_problem, mounted_drives, parse_drives
 from .groups import group_gpus
 from .mapping import to_submission, update_errors
@@ -43,11 +44,16 @@ from .observe import (
     observe,
     report,
 )
+from .queue import Queue
 from .records import RunRecords, default_state_dir, group_record, new_record
 from .submission import Images, Submission, comment_for, comment_nonce, spec_hash
 from .submit import new_nonce, resubmit, submit_group_jobs
 
-__all__ = ["SlurmCluster"]
+__all__ = ["SUBMIT_AT_ONCE", "SlurmCluster"]
+
+#: How many ``sbatch`` calls a batch of creates keeps in flight: slurmctld answers several at
+#: once, and each call's own start-up (munge, the client) overlaps the others'.
+SUBMIT_AT_ONCE = 4
 
 
 class SlurmCluster:
@@ -96,33 +102,64 @@ class SlurmCluster:
         names = self.records.names()
         if not names:
             return []
-        rows = self.commands.squeue()
-        return [self._observe(self.records.load(n), rows)[0] for n in names]
+        queue = self._queue()
+        return [self._observe(self.records.load(n), queue)[0] for n in names]
 
     def get_run(self, name: str) -> LiveRun | None:
         with self.records.locked():
             if not self.records.exists(name):
                 return None
-            return self._observe(self.records.load(name), self.commands.squeue())[0]
+            return self._observe(self.records.load(name), self._queue())[0]
 
     def create_run(self, document: dict[str, Any]) -> LiveRun:
-        doc = _own_copy(document)
-        run = self._parse(doc)
-        name = run.metadata.name
+        failed = self.create_runs([document])[0]
+        if failed is not None:
+            raise failed
+        live = self.get_run(str(document["metadata"]["name"]))
+        assert live is not None  # just made, under the lock
+        return live
+
+    def create_runs(self, documents: list[dict[str, Any]]) -> list[ClusterError | None]:
+        """Many runs created under one hold of the lock, each submitted as ``create_run`` would,
+        ``SUBMIT_AT_ONCE`` ``sbatch`` calls at a time; what each creation met: ``None`` (made),
+        or the error (``Conflict``, ``Rejected``, any ``ClusterError``). Nothing is observed:
+        the next ``list_runs`` reads the queue once for every run (a ``squeue`` after each
+        ``sbatch`` made a first apply slower the longer the queue). ``Unreachable`` is raised:
+        nothing may be concluded from silence (the runs made before it are recorded)."""
         with self.records.locked():
-            if self.records.exists(name):
-                raise Conflict(f"run {name} already exists on {self.address}")
-            nonce = new_nonce()
-            sub = self._submission(run, nonce)
-            now = self._clock()
-            if sub.jobs:
-                record = self._group_record(run, doc, sub, now)
-                self._submit_groups(record, run, sub, restart=0, why="", not_before=None, now=now)
-            else:
-                job_id = self._sbatch(sub.script, [])
-                record = new_record(run, doc, sub, now, job_id=job_id, nonce=nonce)
-            self.records.save(record)
-            return self._observe(record, self.commands.squeue())[0]
+            taken: set[str] = set()
+            slots: list[ClusterError | Callable[[], None]] = []
+            for document in documents:
+                try:
+                    doc = _own_copy(document)
+                    run = self._parse(doc)
+                    if run.metadata.name in taken or self.records.exists(run.metadata.name):
+                        raise Conflict(f"run {run.metadata.name} already exists on {self.address}")
+                except ClusterError as exc:
+                    slots.append(exc)
+                    continue
+                taken.add(run.metadata.name)
+                slots.append(functools.partial(self._submit_new, run, doc))
+            with ThreadPoolExecutor(SUBMIT_AT_ONCE, thread_name_prefix="astra-sbatch") as pool:
+                outcomes = iter(list(pool.map(_outcome, [s for s in slots if callable(s)])))
+        made = [s if isinstance(s, ClusterError) else next(outcomes) for s in slots]
+        unreachable = next((m for m in made if isinstance(m, Unreachable)), None)
+        if unreachable is not None:
+            raise unreachable
+        return made
+
+    def _submit_new(self, run: Run, doc: dict[str, Any]) -> None:
+        """Submit a new run and save its record (the caller holds the lock)."""
+        nonce = new_nonce()
+        sub = self._submission(run, nonce)
+        now = self._clock()
+        if sub.jobs:
+            record = self._group_record(run, doc, sub, now)
+            self._submit_groups(record, run, sub, restart=0, why="", not_before=None, now=now)
+        else:
+            job_id = self._sbatch(sub.script, [])
+            record = new_record(run, doc, sub, now, job_id=job_id, nonce=nonce)
+        self.records.save(record)
 
     def update_run(self, name: str, document: dict[str, Any], resource_version: int) -> LiveRun:
         doc = _own_copy(document)
@@ -147,7 +184,7 @@ class SlurmCluster:
             record["spec_hash"] = spec_hash(new)
             record["resource_version"] += 1
             self.records.save(record)
-            return self._observe(record, self.commands.squeue())[0]
+            return self._observe(record, self._queue())[0]
 
     def delete_run(self, name: str) -> None:
         with self.records.locked():
@@ -158,7 +195,7 @@ class SlurmCluster:
     def workers(self, name: str) -> list[WorkerInfo]:
         with self.records.locked():
             record = self.records.load_or_404(name, self.address)
-            return self._observe(record, self.commands.squeue())[1]
+            return self._observe(record, self._queue())[1]
 
     def logs(self, worker: str) -> str:
         with self.records.locked():
@@ -255,10 +292,13 @@ class SlurmCluster:
 
     # ---- observe, and carry out what it decides ---------------------------------------------------
 
-    def _observe(self, record: dict[str, Any], rows: list[JobRow]) -> tuple[LiveRun, list[WorkerInfo]]:
+    def _queue(self) -> Queue:
+        return Queue(self.commands.squeue())
+
+    def _observe(self, record: dict[str, Any], queue: Queue) -> tuple[LiveRun, list[WorkerInfo]]:
         """Decode, judge and decide (``observe``), act (resubmit, cancel), remember, and report one run."""
         now = self._clock()
-        found = observe(record, rows, now)
+        found = observe(record, queue.of(record), now)
         record.setdefault("seen", {}).update(found.remember)
         for action in found.actions:
             match action:
@@ -289,7 +329,7 @@ class SlurmCluster:
                     assert_never(action)
         if found.again:
             self.records.save(record)
-            return self._observe(record, self.commands.squeue())
+            return self._observe(record, self._queue())
         if found.remember or found.actions:
             self.records.save(record)
         return report(record, found)
@@ -384,6 +424,15 @@ class SlurmCluster:
         """``max_parallel`` in place, on the array job (the record's first submission)."""
         first = record["attempts"][0]
         self.commands.throttle(first["job_id"], cap, comment_for(run, first["nonce"]))
+
+
+def _outcome(submit: Callable[[], None]) -> ClusterError | None:
+    """What one submission met: nothing (made), or the cluster's error."""
+    try:
+        submit()
+    except ClusterError as exc:
+        return exc
+    return None
 
 
 def _own_copy(document: dict[str, Any]) -> dict[str, Any]:

@@ -1,12 +1,12 @@
 """Slurm's commands, run with a timeout, their failures mapped onto ``ClusterError``s.
 
-Owns: running ``sbatch``, ``squeue --json``, ``scontrol``, ``scancel``, ``sinfo`` and
-``srun --help`` from the PATH (each within ``timeout`` seconds); what their failures mean
-(a missing command, a timeout or a controller that cannot be reached is ``Unreachable``: nothing
-may be concluded from silence; ``sbatch`` refusing a job is ``Rejected``; anything else is a
-``ClusterError`` with Slurm's words); what the partition offers (GPUs per node, nodes, images,
-and the sandbox a job mounts drives in where images do not run under pyxis: ``bwrap``, tried
-once on this host by ``reconciler.sandbox.find_node_sandbox``).
+Owns: running ``sbatch``, ``squeue`` (its text format; ``--json`` where every field matters),
+``scontrol``, ``scancel``, ``sinfo`` and ``srun --help`` from the PATH (each within ``timeout``
+seconds); what their failures mean (a missing command, a timeout or a controller that cannot be
+reached is ``Unreachable``: nothing may be concluded from silence; ``sbatch`` refusing a job is
+``Rejected``; anything else is a ``ClusterError`` with Slurm's words); what the partition offers
+(GPUs per node, nodes, images, and the sandbox a job mounts drives in where images do not run
+under pyxis: ``bwrap``, tried once on this host by ``reconciler.sandbox.find_node_sandbox``).
 
 Must not touch: the records, the clock, restart decisions. Callers hold the records' lock.
 """
@@ -14,6 +14,7 @@ Must not touch: the records, the clock, restart decisions. Callers hold the reco
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 
@@ -21,12 +22,15 @@ from reconciler.sandbox import NodeSandbox, find_node_sandbox
 
 from ..base import ClusterError, Rejected, Unreachable
 from .decode import LIVE_SLURM_STATES, JobRow, parse_squeue
+from .queue import SQUEUE_FIELDS, SQUEUE_TIME_FORMAT, parse_squeue_text
 from .submission import Images
 
 __all__ = ["COMMAND_TIMEOUT", "SlurmCommands"]
 
 #: How long one Slurm command may take before the cluster counts as unreachable.
 COMMAND_TIMEOUT = 30.0
+#: squeue's times as epoch seconds (``queue.parse_squeue_text`` reads them so)
+_EPOCH_TIMES = {"SLURM_TIME_FORMAT": SQUEUE_TIME_FORMAT}
 #: Words on stderr that say the controller could not be reached.
 _UNREACHABLE = ("Unable to contact slurm controller", "Connection refused", "Socket timed out")
 
@@ -44,12 +48,21 @@ class SlurmCommands:
         self._asked_node_gpus = False
         self._node_sandbox: tuple[NodeSandbox | None, str] | None = None
 
-    def run(self, argv: list[str], input: str | None = None, check: bool = True) -> str:
-        """Run a command: its stdout (``check``: a non-zero exit is an error), else stdout and
-        stderr together (the caller judges by what Slurm reports afterwards)."""
+    def run(
+        self, argv: list[str], input: str | None = None, check: bool = True, env: dict[str, str] | None = None
+    ) -> str:
+        """Run a command (``env``: variables set for it beside this process's): its stdout
+        (``check``: a non-zero exit is an error), else stdout and stderr together (the caller
+        judges by what Slurm reports afterwards)."""
         try:
             proc = subprocess.run(
-                argv, input=input, capture_output=True, text=True, timeout=self.timeout, check=False
+                argv,
+                input=input,
+                capture_output=True,
+                text=True,
+                timeout=self.timeout,
+                check=False,
+                env={**os.environ, **env} if env else None,
             )
         except FileNotFoundError as exc:
             raise Unreachable(f"{argv[0]} is not on the PATH: is this a Slurm submit host?") from exc
@@ -63,7 +76,12 @@ class SlurmCommands:
         return proc.stdout + proc.stderr if not check else proc.stdout
 
     def squeue(self) -> list[JobRow]:
-        """Every job the controller knows (``squeue --json``)."""
+        """Every job the controller knows, the fields astra reads (``queue.SQUEUE_FIELDS``)."""
+        out = self.run(["squeue", "-h", "-t", "all", "-O", SQUEUE_FIELDS], env=_EPOCH_TIMES)
+        return parse_squeue_text(out)
+
+    def squeue_json(self) -> list[JobRow]:
+        """Every job the controller knows, from every field of its record (``squeue --json``)."""
         out = self.run(["squeue", "--json"])
         try:
             return parse_squeue(json.loads(out))
@@ -97,7 +115,7 @@ class SlurmCommands:
         # the rest took the new throttle: judge by what squeue reports afterwards.
         out = self.update(job_id, f"ArrayTaskThrottle={cap}")
         self.update(job_id, f"Comment={comment}")
-        rows = [r for r in self.squeue() if r.array_job_id == job_id]
+        rows = [r for r in self.squeue_json() if r.array_job_id == job_id]
         live = [r for r in rows if r.state in LIVE_SLURM_STATES]
         if live and any(r.array_max_tasks != cap for r in live):
             raise ClusterError(f"Slurm did not change the array's throttle: {out.strip()}")

@@ -1,0 +1,94 @@
+"""The queue read fast (``squeue -O``'s text) gives the rows ``squeue --json`` gives, on a REAL
+local Slurm cluster (`task slurm:up`): jobs in steady states of every kind astra reads (an array
+with its cap and its pending rest, a held job, a job that failed, one that completed, a
+heterogeneous job), both readings taken, and every field astra uses compared."""
+
+from __future__ import annotations
+
+import subprocess
+import uuid
+
+import pytest
+
+from reconciler.clusters.slurm.commands import SlurmCommands
+from reconciler.clusters.slurm.decode import describe
+
+from .test_integration import UP_HINT, _cluster_up, wait_for
+
+
+def _sbatch(nonce: str, *args: str) -> int:
+    out = subprocess.run(
+        ["sbatch", "--parsable", f"--comment=astra/v1,spec=t,sub={nonce}", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return int(out.split(";")[0])
+
+
+def _ours(rows, nonce: str):
+    return sorted((r for r in rows if r.comment.endswith(f"sub={nonce}")), key=lambda r: r.job_id)
+
+
+def _fields(row):
+    """What astra reads of a row; a live job's end is Slurm's guess, which ``--json`` and the
+    text write differently (a year ahead, or NONE), and no reading of a live job uses it."""
+    ended = row.state not in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING")
+    return (
+        row.job_id,
+        row.array_job_id,
+        row.array_task_id,
+        row.array_task_string,
+        row.state,
+        row.reason,
+        row.exit_code,
+        row.start,
+        row.end if ended else None,
+        row.nodes,
+        row.name,
+        row.comment,
+        row.het_job_id,
+        row.het_job_offset,
+    )
+
+
+def test_the_text_reading_equals_the_json_reading():
+    problem = _cluster_up()
+    if problem is not None:
+        pytest.fail(f"The local Slurm cluster is not up: {problem}; {UP_HINT}", pytrace=False)
+    nonce = uuid.uuid4().hex[:12]
+    ids = [
+        _sbatch(nonce, "--job-name=qt-arr", "--array=0-5%2", "--wrap", "sleep 120"),
+        _sbatch(nonce, "--job-name=qt-held", "--hold", "--wrap", "sleep 120"),
+        _sbatch(nonce, "--job-name=qt-fail", "--wrap", "exit 3"),
+        _sbatch(nonce, "--job-name=qt-ok", "--wrap", "true"),
+        _sbatch(nonce, "--job-name=qt-het", "--wrap", "sleep 120", ":", "--wrap", "sleep 120"),
+    ]
+    commands = SlurmCommands(None)
+    try:
+        wait_for(
+            "the short jobs end and two copies of the array run",
+            lambda: _ours(commands.squeue(), nonce),
+            lambda rows: (
+                {r.name for r in rows if r.state in ("FAILED", "COMPLETED")} == {"qt-fail", "qt-ok"}
+                and sum(r.name == "qt-arr" and r.state == "RUNNING" for r in rows) == 2
+            ),
+            timeout=60,
+        )
+        # both readings of one moment: the text, the JSON, and the text again unchanged
+        before, full, _ = wait_for(
+            "the queue holds still for a moment",
+            lambda: tuple(
+                _ours(read(), nonce) for read in (commands.squeue, commands.squeue_json, commands.squeue)
+            ),
+            lambda three: [_fields(r) for r in three[0]] == [_fields(r) for r in three[2]],
+            timeout=20,
+        )
+        assert [_fields(r) for r in before] == [_fields(r) for r in full]
+        assert [describe(r, None) for r in before] == [describe(r, None) for r in full]
+        rest = next(r for r in before if r.name == "qt-arr" and r.array_task_id is None)
+        assert (rest.array_task_string, rest.array_max_tasks) == ("2-5%2", 2)
+        assert describe(rest, None).reason == "Array runs at most 2 workers at once"
+        assert next(r for r in before if r.name == "qt-fail").exit_code == 3 << 8
+    finally:
+        subprocess.run(["scancel", *map(str, ids)], check=False)
