@@ -38,6 +38,8 @@ HOPELESS_RULE = (
     f"({HOPELESS_AFTER} of {RESTART_LIMIT}) on the same failure"
 )
 
+#: What every restart reason holds (``messages.RESTART_REASON``).
+_MARK = "; restart "
 _RESTART = re.compile(
     re.escape(msg.RESTART_REASON)
     .replace(re.escape("{reason}"), "(?P<reason>.*)")
@@ -70,7 +72,7 @@ class Restart:
 
 def restart_of(reason: str | None) -> Restart | None:
     """The restart a worker's reason announces (``<failure>; restart N of 10 in D s``), or ``None``."""
-    if not reason:
+    if not reason or _MARK not in reason:  # the common case, without the pattern
         return None
     m = _RESTART.search(reason)
     if m is None:
