@@ -41,6 +41,8 @@ EventKind = Literal[
     "source.fetch_failed",
     "source.ready",
     "source.pending",
+    "source.suspended",
+    "source.resumed",
     "alert.gave_up",
 ]
 

@@ -197,3 +197,20 @@ def test_a_sink_that_hangs_leaves_the_watch_pass_as_quick_as_with_no_alert(
         told = best_pass()
         assert len(client.plane.store.due_messages(clock[0] + 1)) == 5  # each pass's Ready was queued
     assert told / quiet < 2.0, (told, quiet)
+
+
+def test_a_suspend_and_a_resume_are_told_to_the_alerts_that_select_them(client, receiver):
+    delivery = Delivery(
+        client.plane.store, lambda ws, n: receiver.url.encode(), clock=lambda: 1e6, rng=random.Random(1)
+    )
+    client.app.state.alerts = delivery
+    sink = {"kind": "slack", "url": "chat-url"}
+    body = {"sink": sink, "events": ["source.suspended", "source.resumed"]}
+    assert client.put("/api/alerts/ops", json=body).status_code == 201
+    client.put("/api/sources/team/suspend", json={"by": "ada", "reason": "broken config"})
+    client.delete("/api/sources/team/suspend")
+    delivery.step()
+    assert [r.json()["text"] for r in receiver.got] == [
+        "[warning] source team suspended by ada: broken config; no pass runs until resumed",
+        "[info] source team resumed: its next pass is a full one",
+    ]

@@ -22,6 +22,8 @@ kind                       severity  when
 ``source.ready``           info      a source became Ready at a revision it was not Ready at
 ``source.pending``         info      a source's pass met a new revision (sent only to a
                                      commit-status sink, or an alert that names it)
+``source.suspended``       warning   a source was suspended (``astra source suspend``)
+``source.resumed``         info      a suspended source was resumed
 ``alert.gave_up``          error     an alert's delivery gave up (never sent of itself)
 =========================  ========  ============================================================
 
@@ -44,6 +46,7 @@ __all__ = [
     "matches",
     "run_event",
     "source_event",
+    "suspend_event",
 ]
 
 #: Each kind of event and its severity.
@@ -56,6 +59,8 @@ KINDS: dict[str, str] = {
     "source.fetch_failed": "warning",
     "source.ready": "info",
     "source.pending": "info",
+    "source.suspended": "warning",
+    "source.resumed": "info",
     "alert.gave_up": "error",
 }
 SEVERITIES = ("info", "warning", "error")
@@ -233,6 +238,21 @@ def source_event(
     text = f"source {name} {state} {reason} at {revision or '-'}" + (f": {first}" if first else "")
     key = f"source/{workspace}/{name}/{revision}/{state}/{reason}"
     return Event(kind, key, workspace, text, at, source=name, revision=revision, link=link, cluster=cluster)
+
+
+def suspend_event(scope: tuple[str, str, str], name: str, held: Mapping[str, Any] | None, at: float) -> Event:
+    """The event of a source suspended (``held``: its suspension) or, with ``None``, resumed."""
+    workspace = f"{scope[0]}/{scope[1]}"
+    if held is None:
+        text, kind = f"source {name} resumed: its next pass is a full one", "source.resumed"
+    else:
+        why = f": {held.get('reason')}" if held.get("reason") else ""
+        text, kind = (
+            f"source {name} suspended by {held.get('by')}{why}; no pass runs until resumed",
+            "source.suspended",
+        )
+    key = f"{kind}/{workspace}/{name}/{at}"
+    return Event(kind, key, workspace, text, at, source=name, cluster=scope[2])
 
 
 def gave_up_event(alert: Alert, event: Event, why: str, at: float) -> Event:
