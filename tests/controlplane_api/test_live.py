@@ -118,8 +118,7 @@ def test_an_unknown_sbatch_directive_is_a_clear_error_naming_it(live):
 
 
 def test_a_20_copy_array_runs_as_processes_within_its_cap(live, tmp_path):
-    out = live.cwd / "envs"  # in the working folder: a worker's sandbox shows no other (docs/sandbox.md)
-    out.mkdir()
+    out = live.home / "work" / "e2e"  # the run's own folder: its copies share it (docs/sandbox.md)
     doc = {
         "metadata": {"name": "e2e"},
         "spec": {
@@ -149,7 +148,7 @@ def test_a_20_copy_array_runs_as_processes_within_its_cap(live, tmp_path):
     )
     for i in range(20):
         env = dict(line.split("=", 1) for line in (out / f"{i}.env").read_text().splitlines())
-        assert env.pop("PWD") == str(live.cwd)  # set by sh itself
+        assert env.pop("PWD") == str(out)  # set by sh itself
         assert env == {
             "PATH": os.environ["PATH"],
             "HOME": os.environ["HOME"],

@@ -140,9 +140,10 @@ def create_drive(request: Request, api: Api, body: DriveCreate) -> Response:
         raise ApiError(409, wire.Detail(detail=said))
     if body.path is not None:
         require_org_admin(api, "a drive of a folder of the host's choosing (path)")
-        folder = os.path.realpath(body.path)  # resolved once: the sandbox mounts this folder alone
+        folder = os.path.normpath(body.path)
         if not os.path.isdir(folder):
             raise problem("path", f"{folder} is not a folder of the cluster's host: make it first")
+        folder = os.path.realpath(folder)  # resolved once: the sandbox mounts this folder alone
         refused = private_folder(request, folder)
         if refused:
             raise problem("path", refused)
