@@ -26,6 +26,7 @@ KNOWN = {
     "reconciler.clusters.slurm": "a part's signature names its client (outlook, rerun → SlurmCluster)",
     "reconciler.controlplane": "rerun's signature names the Engine it serves",
     "reconciler.templates": "parameters and sandbox name the Template they read",
+    "reconciler.runspec": "secrets' helpers name the Run they read (models holds their fields)",
 }
 
 

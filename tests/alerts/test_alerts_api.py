@@ -14,9 +14,9 @@ import hmac
 import random
 
 import pytest
-from reconciler.sources import Remote
 
 from reconciler.controlplane.alerts import Delivery
+from reconciler.git import Remote
 from reconciler.loop import Reconciler, RemoteOrigin, Watch
 from reconciler.reconcile import Source
 from tests.sources.conftest import ENV, Repo

@@ -13,11 +13,11 @@ import random
 
 import httpx
 import pytest
-from reconciler.sources import Remote
 
 from reconciler.cli.app import run
 from reconciler.clusters.fake import FakeCluster
 from reconciler.clusters.http import HttpCluster
+from reconciler.git import Remote
 from reconciler.loop import HookEvents, Reconciler, RemoteOrigin, Watch
 from reconciler.loop.suspended import SUSPEND_POLL
 from reconciler.reconcile import Source
