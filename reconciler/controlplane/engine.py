@@ -42,7 +42,7 @@ from reconciler.runspec.vocabulary import FINAL_RUN_STATES, validate_update
 from .budgets import BudgetBook
 from .holds import HoldBook
 from .inventory import Inventory
-from .needs import Needs, drive_finder
+from .needs import Needs, drive_finder, secret_finder
 from .scheduler import (
     HOLDING,
     QUEUED,
@@ -140,15 +140,15 @@ class Engine:
         )
         for q in store.quota_rows(cluster):
             self.state.set_quota(f"{q['org']}/{q['workspace']}", Quota(q["gpus"], q["runs"]))
-        #: what a run names that must exist before it starts (a drive: ``needs``)
-        self.needs = Needs([drive_finder(store.drive_rows)])
-        self.recheck()
+        #: what a run names that must exist before it starts (a drive, a secret: ``needs``)
+        self.needs = Needs([drive_finder(store.drive_rows), secret_finder(store.secret_names)])
         #: the GPU-hour budgets on this cluster, and what each has spent (``budgets``)
         self.budgets = BudgetBook(store, cluster, now)
         self.decisions = 0
         #: bumped by every change to any run (created, updated, deleted, its state moved): what
         #: the API keeps its run listings by
         self.generation = 0
+        self.recheck()
 
     # -- start-up ----------------------------------------------------------------------------
 
@@ -191,7 +191,8 @@ class Engine:
 
     def recheck(self, names: Sequence[str] | None = None) -> None:
         """Ask again what the runs not finished (or ``names``) wait for that does not exist yet
-        (``needs``): after a run is made, and after a drive is made or deleted."""
+        (``needs``): at start, after a run is made, and after a drive or a secret is made or
+        deleted."""
         s = self.state
         for name in s.runs if names is None else names:
             r = s.runs.get(name)
@@ -354,7 +355,6 @@ class Engine:
     def step(self, now: float) -> int:
         """One tick at ``now``, settled, written in one transaction; how many decisions it made."""
         s = self.state
-        s.secrets = self.store.secret_names()  # a run reading one its workspace lacks waits
         s.spent = self.budgets.spent(now, self.holds)
         log = _TickLog(self, now)
         pending, self._pending_observations = self._pending_observations, []

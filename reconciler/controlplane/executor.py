@@ -318,7 +318,7 @@ class ProcessExecutor:
             found = shutil.which(command, path=env.get("PATH", ""))
         if found is None:
             return 127, f"Could not start {command!r}: No such file or directory"
-        args_fd = given.sandbox_args() if given else None
+        args_fd = given.sandbox_args(switched=self.sandbox.worker is not None) if given else None
         return self.sandbox.argv(argv, cwd=cwd, env=env, mounts=mounts, found=found, args_fd=args_fd)
 
     def _launch(self, job: _Spawn) -> None:

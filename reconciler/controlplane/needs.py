@@ -1,17 +1,20 @@
 """What a run names that must exist before its workers start, and why it waits while it does not.
 
-A run may name things the workspace does not have yet (a drive; the secrets issue adds
-secrets): it is accepted, and waits, with the words of what is missing and how to make it (a
-Kubernetes pod waits for a missing volume claim the same way), so that runs and what they name
-can be made in either order. Each kind is one ``Finder``: ``(run, workspace) -> [reason, …]``,
-the reasons of what that run names and the workspace lacks. ``Needs`` asks each finder in
-order; the first reason is the one the run (and its waiting workers) says
-(``ClusterState.waiting``, which the scheduler holds the run by). The engine asks again when a
-run is made, and when something of a kind is made or deleted (``Engine.recheck``).
+A run may name things the workspace does not have yet (a drive, a secret): it is accepted, and
+waits, with the words of what is missing and how to make it (a Kubernetes pod waits for a
+missing volume claim the same way), so that runs and what they name can be made in either order.
+Each kind is one ``Finder``: ``(run, workspace) -> [reason, …]``, the reasons of what that run
+names and the workspace lacks. ``Needs`` asks each finder in order; the first reason is the one
+the run (and its waiting workers) says (``ClusterState.waiting``, which the scheduler holds the
+run by). The engine asks again when a run is made, and when something of a kind is made or
+deleted (``Engine.recheck``).
 
 ``drive_finder(rows)``: the drives a run mounts (``mounts``) that ``rows(workspace)`` (the
 store's drive rows) does not list: ``Drive 'datasets' does not exist in workspace default:
-astra drive create datasets --path DIR``.
+astra drive create datasets --path DIR``. ``secret_finder(names)``: the secrets a run's workers
+read (``runspec.secrets.secret_refs``) that ``names()`` (every workspace's secrets' names, the
+store's) does not hold: ``Secret 'hf-token' does not exist in workspace ml: astra secret set
+hf-token``. Values never come here.
 
 Must not touch: the scheduler's records (the engine sets ``waiting``), the API, processes.
 """
@@ -23,9 +26,10 @@ from typing import Any
 
 from ..runspec.lifecycle import missing_drive
 from ..runspec.models import Run
+from ..runspec.secrets import secret_refs, secret_waiting
 from .store.drives import workspace_words
 
-__all__ = ["Finder", "Needs", "drive_finder", "mounts"]
+__all__ = ["Finder", "Needs", "drive_finder", "mounts", "secret_finder"]
 
 #: ``(run, workspace) -> [why it waits, …]`` for one kind of thing a run may name.
 Finder = Callable[[Run, str], list[str]]
@@ -56,6 +60,20 @@ def drive_finder(rows: Callable[[str], Sequence[Mapping[str, Any]]]) -> Finder:
             return []
         have = {row["name"] for row in rows(workspace)}
         return [missing_drive(n, workspace_words(workspace)) for n in dict.fromkeys(names) if n not in have]
+
+    return find
+
+
+def secret_finder(names: Callable[[], Mapping[str, frozenset[str]]]) -> Finder:
+    """The finder of secrets: ``names()`` gives every workspace's (``ORG/WORKSPACE``) secrets' names."""
+
+    def find(run: Run, workspace: str) -> list[str]:
+        wanted = [name for _, name in secret_refs(run)]
+        if not wanted:
+            return []
+        have = names().get(workspace, frozenset())
+        short = workspace.partition("/")[2]
+        return [secret_waiting(n, short) for n in dict.fromkeys(wanted) if n not in have]
 
     return find
 

@@ -8,10 +8,14 @@ reach the process):
 
 * without a sandbox: env values in the process's environment (readable by its user alone, as
   ``/proc/PID/environ`` is); secret files need the sandbox (the worker ends, in words);
-* in the sandbox: bubblewrap reads its ``--setenv NAME VALUE`` and ``--perms 0400
-  --ro-bind-data FD PATH`` from a memory file (``--args FD``, ``memfd_create``), never from
-  its command line (which ``ps`` shows every user): each file is a copy in the sandbox's own
-  tmpfs, mode 0400, mounted read-only at its ``mount_path``; nothing is written to a disk.
+* in the sandbox: bubblewrap reads its ``--setenv NAME VALUE`` and ``--perms MODE
+  --ro-bind-data FD PATH`` from a memory file (``--args FD``, ``memfd_create``), never from its
+  command line (which ``ps`` shows every user): each file is a copy in the sandbox's own tmpfs,
+  mounted read-only at its ``mount_path``; nothing is written to a disk. Its mode is 0400, the
+  worker's own; under a root server bubblewrap writes the copy as root and the worker then runs
+  as the worker user (``sandbox.WorkerUser``), which bubblewrap cannot give a file to: the copy
+  is 0444 there, which no one else reads, since that tmpfs is seen by the sandbox's processes
+  alone, all of them the worker's.
 
 The values are also what the worker's log is masked with (``masking``).
 
@@ -31,6 +35,8 @@ from ..runspec.secrets import SECRET_FILE_MODE, SecretRef
 __all__ = ["FILES_NEED_SANDBOX", "Given", "gather"]
 
 FILES_NEED_SANDBOX = "Secret files need a sandbox: install bubblewrap"
+#: A secret file's mode where the worker runs as another user than bubblewrap (a root server's).
+SWITCHED_FILE_MODE = 0o444
 
 
 @dataclass
@@ -49,10 +55,11 @@ class Given:
     def values(self) -> list[bytes]:
         return [*self.env.values(), *self.files.values()]
 
-    def sandbox_args(self) -> int:
+    def sandbox_args(self, switched: bool = False) -> int:
         """A memory file of bubblewrap's NUL-separated arguments for these secrets (``--args``),
-        and one per file for its data; the caller passes the returned descriptor and
-        ``self.fds`` to the process, then closes them (``close``)."""
+        and one per file for its data (mode 0400; 0444 where the worker is ``switched`` to
+        another user than bubblewrap's, see the module docstring); the caller passes the
+        returned descriptor and ``self.fds`` to the process, then closes them (``close``)."""
         self.close()
         words: list[bytes] = []
         for key, value in sorted(self.env.items()):
@@ -60,8 +67,8 @@ class Given:
         for path, value in sorted(self.files.items()):
             fd = _memory_file("secret", value)
             self.fds.append(fd)
-            words += [b"--perms", f"{SECRET_FILE_MODE:04o}".encode(), b"--ro-bind-data", str(fd).encode()]
-            words.append(path.encode())
+            mode = SWITCHED_FILE_MODE if switched else SECRET_FILE_MODE
+            words += [b"--perms", f"{mode:04o}".encode(), b"--ro-bind-data", str(fd).encode(), path.encode()]
         fd = _memory_file("args", b"".join(w + b"\0" for w in words))
         self.fds.append(fd)
         return fd

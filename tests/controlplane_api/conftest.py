@@ -51,6 +51,7 @@ class Plane:
         self, home: Path, host_env: dict[str, str] | None = None, *, grace: float | None = 2.0, inventory=None
     ) -> None:
         self.home = home
+        home.mkdir(parents=True, exist_ok=True)
         self.clock = ManualClock(1_000_000.0)
         self.store = Store(f"sqlite:///{home / 'astra.db'}", SecretBox.at(home / "secrets.key"))
         self.executor = ProcessExecutor(home, cwd=home, grace=grace, host_env=host_env, secrets=self.secret)

@@ -250,17 +250,17 @@ def test_each_workspace_has_its_own_drives_by_the_same_names(client, plane, team
     results = {"name": "results", "mount_path": "/results"}
     run = tiny("sweep")
     run["spec"]["task_template"]["datavolume_refs"] = [results]
-    # the default workspace has a drive 'results' (the client fixture's): team-a has none
+    # the default workspace has a drive 'results' (the client fixture's): team-a has none, and
+    # team-a's run waits for its own (the default workspace's is not its)
     r = client.post(f"{base}/runs", json=run, token=write)
-    assert (r.status_code, r.json()) == (
-        422,
-        [
-            {
-                "path": "spec.task_template.datavolume_refs[0].name",
-                "message": "drive 'results' does not exist in workspace team-a",
-            }
-        ],
+    assert r.status_code == 201, r.text
+    plane.step()
+    waiting = client.get(f"{base}/runs/sweep", token=write).json()["status"]
+    assert (waiting["state"], waiting["reason"]) == (
+        "Pending",
+        "Drive 'results' does not exist in workspace team-a: astra drive create results --path DIR",
     )
+    assert client.delete(f"{base}/runs/sweep", token=write).status_code == 200
     made = client.post(f"{base}/drives", json={"name": "results"}, token=write)
     assert made.status_code == 201, made.text
     folder = plane.home / "drives" / "default.team-a" / "results"

@@ -28,7 +28,7 @@ BIG = {  # 14 of the 16 machines, held: 16 GPUs stay free
 
 
 def spec(name: str, body: str) -> str:
-    template = f"image: x, time_limit_seconds: 3600, {body}"
+    template = f"image: x, command: 'true', time_limit_seconds: 3600, {body}"
     return f"metadata: {{name: {name}}}\nspec: {{task_template: {{{template}}}}}\n"
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "drives_root",
     "mounts",
     "private_folder",
+    "recheck_needs",
     "router",
     "used_by",
     "workspace_drives",
@@ -162,7 +163,7 @@ def create_drive(request: Request, api: Api, body: DriveCreate) -> Response:
     except NameExists as exc:
         raise ApiError(409, wire.Detail(detail=str(exc))) from exc
     api.audit("create", "drive", body.name, {"path": folder})
-    _recheck(api)
+    recheck_needs(api)
     return answer(_drive(api, row), 201)
 
 
@@ -190,13 +191,13 @@ def delete_drive(api: Api, name: DriveName) -> Response:
     except NotFound as exc:
         raise ApiError(404, wire.Detail(detail=str(exc))) from exc
     api.audit("delete", "drive", name, {"path": drive.path})
-    _recheck(api)
+    recheck_needs(api)
     return answer(drive)
 
 
-def _recheck(api: Api) -> None:
-    """A drive was made or deleted: every cluster's runs ask again what they wait for (a drive
-    is its workspace's on every cluster of the server), and the schedulers wake."""
+def recheck_needs(api: Api) -> None:
+    """A drive or a secret was made or deleted: every cluster's runs ask again what they wait for
+    (each is its workspace's on every cluster of the server), and the schedulers wake."""
     for engine in api.app.clusters.values():
         engine.recheck()
     api.on_change()

@@ -12,7 +12,8 @@ cluster of the server; another workspace's is a 404 by name, as one that does no
 set and delete is in the audit trail with the secret's name and who (``Scoped.audit``), never
 its value, its size or a hash; a value set again unchanged writes nothing.
 
-A run that names a secret not set yet is accepted and waits (``scheduler.secrets.secret_wait``):
+A run that names a secret not set yet is accepted and waits (``controlplane.needs``, asked again
+at each set and delete):
 secrets and the repo that uses them can be set up in either order.
 
 Must not touch: SQL and the key (the store's ``KeptSecrets``, ``secretbox``), processes.
@@ -37,6 +38,7 @@ from ..scopes import scope_of, shown
 from ..store import NotFound
 from ..store.secrets import secret_missing
 from .context import Api, ApiError, ApiRoute, Responses, answer
+from .drives import recheck_needs
 
 __all__ = ["router", "secret_users", "set_value"]
 
@@ -140,7 +142,7 @@ def set_value(api: Api, name: str, value: bytes) -> tuple[dict[str, Any], int]:
     who = api.caller.name if api.caller is not None else "-"
     row, created = api.engine.store.set_secret(name, value, who, api.clock.now(), workspace)
     api.audit("create" if created else "update", "secret", name)
-    api.on_change()  # a run waiting for it may start
+    recheck_needs(api)  # a run waiting for it may start
     return row, 201 if created else 200
 
 
@@ -193,6 +195,7 @@ def delete_secret(
     except NotFound as exc:
         raise ApiError(404, wire.Detail(detail=str(exc))) from exc
     api.audit("delete", "secret", name)
+    recheck_needs(api)  # a run not started that reads it waits again
     return answer(secret)
 
 

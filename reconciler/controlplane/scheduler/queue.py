@@ -1,15 +1,14 @@
 """The queue: which run is served next, and placing what of it can be placed now.
 
 Owns: the placement phase of a tick: runs served by priority, then submission; admission of new
-runs; a run whose shape is chosen now; a Gang's (or MinAvailable's first) workers placed together;
-other workers one by one, within an array's cap, a group's ``start_after`` and the run's network
-constraint; and the reason a run (and its next waiting worker) waits (a run with drives, where
-no sandbox can mount them, waits with ``ClusterState.no_sandbox``; one that names something
-that does not exist yet, with ``ClusterState.waiting``'s words, on every waiting worker; one
-that reads a secret its workspace lacks, with ``secrets.secret_wait``'s words). Backfill and
-preemption are ``priorities``'; where workers fit is ``placement``'s; which waiting runs a tick
-may pass over, and why, is ``quiet``'s (the queue says what each visit found: ``Room``,
-``quiet.Wait``).
+runs; a run whose shape is chosen now; a Gang's (or MinAvailable's first) workers placed
+together; other workers one by one, within an array's cap, a group's ``start_after`` and the
+run's network constraint; and the reason a run (and its next waiting worker) waits (a run with
+drives, where no sandbox can mount them, waits with ``ClusterState.no_sandbox``; one that names
+something that does not exist yet (a drive, a secret), with ``ClusterState.waiting``'s words, on
+every waiting worker). Backfill and preemption are ``priorities``'; where workers fit is
+``placement``'s; which waiting runs a tick may pass over, and why, is ``quiet``'s (the queue
+says what each visit found: ``Room``, ``quiet.Wait``).
 
 Must not touch: the records (decisions go through ``Tick.emit``), clocks, I/O.
 """
@@ -35,7 +34,6 @@ from .priorities import backfill_limit, may_backfill, preempt_for
 from .quiet import Wait, Why
 from .quotas import held_by_quota, run_named
 from .records import Ask, MarkRun, MarkWorker, NewWorker, RunRecord, ask_of
-from .secrets import secret_wait
 
 if TYPE_CHECKING:
     from .tick import Tick
@@ -137,11 +135,6 @@ def serve(t: Tick, r: RunRecord) -> Wait | Room | None:
     if s.no_sandbox is not None and has_drives(r):
         set_run_reason(t, r, s.no_sandbox)
         return Wait.NO_SANDBOX
-    if s.secrets is not None:
-        missing = secret_wait(r.run, s.ws_of[rname], s.secrets.get(s.ws_of[rname], frozenset()))
-        if missing is not None:
-            set_run_reason(t, r, missing)
-            return Wait.NO_SECRET
     if t.blocker is not None and not may_backfill(t, r):
         set_run_reason(t, r, f"Waiting behind {run_named(t.blocker.name, rname)}, queued ahead of it")
         return Wait.BEHIND
@@ -161,10 +154,6 @@ def _why(t: Tick, r: RunRecord, found: Wait | Room | None) -> Why:
     """What the memo keeps of a visit of ``r`` that emitted nothing and found ``found``."""
     if found is Wait.NO_SANDBOX:
         return Why(found, reason=t.s.no_sandbox)
-    if found is Wait.NO_SECRET:
-        ws = t.s.ws_of[r.name]
-        have = t.s.secrets.get(ws, frozenset()) if t.s.secrets is not None else frozenset()
-        return Why(found, ws, reason=secret_wait(r.run, ws, have))
     ws, limit = t.s.ws_of[r.name], backfill_limit(r)
     if found is Wait.BEHIND:
         assert t.blocker is not None

@@ -23,7 +23,6 @@ room        fewer GPUs are free now, over the usable machines, than its least ne
             nothing of lower priority holds a machine (no preemption); and either no run is
             blocked yet (this one is, again: ``Tick.blocker``) or it may backfill
 no sandbox  the same ``ClusterState.no_sandbox``
-no secret   the same secret still missing from its workspace (``secrets.secret_wait``)
 ==========  ===============================================================================
 
 Every other run is visited as before, and a run passed over emits nothing and leaves the tick as
@@ -46,8 +45,6 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from .secrets import secret_wait
-
 if TYPE_CHECKING:
     from .state import ClusterState
     from .tick import Tick
@@ -61,7 +58,6 @@ class Wait(Enum):
     BEHIND = "behind"
     ROOM = "room"
     NO_SANDBOX = "no sandbox"
-    NO_SECRET = "no secret"
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,10 +117,6 @@ class Quiet:
         s = t.s
         if wait is Wait.NO_SANDBOX:
             return why.reason == s.no_sandbox
-        if wait is Wait.NO_SECRET:
-            ws = s.ws_of[name]
-            have = s.secrets.get(ws, frozenset()) if s.secrets is not None else None
-            return have is not None and why.reason == secret_wait(s.runs[name].run, ws, have)
         b = t.blocker
         limit = why.limit
         # may it backfill (``priorities.may_backfill``; the shadow is estimated at the same run)

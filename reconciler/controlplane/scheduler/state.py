@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,9 +91,6 @@ class ClusterState:
     #: Runs that wait for something the scheduler does not keep and that does not exist yet (a
     #: drive, a secret: ``controlplane.needs`` finds them), with why in words (``set_waiting``).
     waiting: dict[str, str] = field(default_factory=dict)
-    #: Each workspace's secrets' names (``ORG/WORKSPACE``), or ``None``: a run that reads one
-    #: its workspace lacks then waits (``secrets.secret_wait``). Values never come here.
-    secrets: Mapping[str, frozenset[str]] | None = None
     #: Workspaces whose GPU-hour budget is spent, and the words their new runs wait with (the
     #: engine's ``budgets`` sets it before each tick): a run holding nothing does not start.
     spent: dict[str, str] = field(default_factory=dict)
