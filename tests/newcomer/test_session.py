@@ -36,7 +36,8 @@ def test_a_newcomers_first_hour_as_the_readme_prints_it(user, tmp_path):
     started = f"astra: started the local astra server at {info.url} (home {user.state}, "
     assert done.stderr.count(started) == 1 and "'astra server stop' stops it" in done.stderr
     assert "Apply complete: 2 created" in done.stdout
-    assert sorted(p.name for p in (clone / "results").iterdir()) == [f"sweep-{i}.json" for i in range(8)]
+    results = user.state / "work" / "laptop-sweep" / "results"  # the run's own folder, in astra's home
+    assert sorted(p.name for p in results.iterdir()) == [f"sweep-{i}.json" for i in range(8)]
 
     own = user.sh(block_after("## Your own runs"), cwd=clone)
     assert own.returncode == 0, own.stdout + own.stderr
