@@ -5,11 +5,15 @@ Owns the shapes; the figures are ``controlplane.usage``'s. Must not touch: how t
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
-from .models import EPOCH, Answer, RequestBody
+from .models import EPOCH, Answer, RequestBody, _integral
+
+#: A budget's GPU-hours: an integer (``3.0`` is one, as JSON Schema has it), its bounds before the
+#: validator so the schema carries them (as ``teams.QuotaCount``).
+BudgetHours = Annotated[int, Field(ge=0, le=1_000_000_000), BeforeValidator(_integral)]
 
 __all__ = ["Budget", "BudgetWrite", "UsageLine", "UsagePeriod", "UsageReport"]
 
@@ -43,7 +47,7 @@ class UsageReport(Answer):
 class BudgetWrite(RequestBody):
     """A workspace's GPU-hour budget on this cluster (``gpu_hours`` null: lifted)."""
 
-    gpu_hours: int | None = Field(None, ge=0, le=1_000_000_000, description="GPU-hours per period.")
+    gpu_hours: BudgetHours | None = Field(None, description="GPU-hours per period.")
     per: Literal["month", "week"] = Field("month", description="A calendar month or an ISO week (UTC).")
 
 
