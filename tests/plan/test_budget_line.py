@@ -79,6 +79,8 @@ def test_the_budget_is_in_the_plan_s_json_and_a_saved_plan_reads_it_back(astra):
     data = json.loads(out)
     assert data["budget"] == {"workspace": "default", "gpu_hours": 40, "per": "week", "left_gpu_hours": 40.0}
     assert plan_from_json(data).budget == data["budget"]
+    _, md, _ = astra("plan", "-f", "runs", "--source", "s", "-o", "markdown")
+    assert "| 8 GPUs × 12h = 96 GPU-hours, 240% of default's 40 left of 40 this week |" in md
 
 
 def test_without_a_budget_a_create_has_no_cost_line(astra):
