@@ -90,3 +90,27 @@ def test_without_a_budget_a_create_has_no_cost_line(astra):
     assert "cost:" not in out and "GPU-hours" not in out
     _, js, _ = astra("plan", "-f", "runs", "--source", "s", "-o", "json")
     assert "budget" not in json.loads(js)
+
+
+def test_a_spent_budget_says_the_create_waits_and_a_cluster_without_budgets_gives_none():
+    from reconciler.plan import describe_spend
+    from reconciler.reconcile import budget_of
+
+    spent = {"workspace": "team-a", "gpu_hours": 5000, "per": "month", "left_gpu_hours": 0.0}
+    doc = {
+        "spec": {
+            "task_template": {
+                "time_limit_seconds": 7200,
+                "requested_resources": {"gpu_requests": {"count": 4}},
+            }
+        }
+    }
+    assert describe_spend(doc, spent) == (
+        "4 GPUs × 2h = 8 GPU-hours; "
+        "team-a has used its 5000 GPU-hours this month: it waits until the next month"
+    )
+
+    class Slurmish:  # the protocol alone: no ``budget``
+        address = "slurm://"
+
+    assert budget_of(Slurmish(), creates=True) is None  # type: ignore[arg-type]
