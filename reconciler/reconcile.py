@@ -163,7 +163,8 @@ class Observed:
     runs the source is concerned with as the cluster has them (a ``RunSummary`` where no
     document is needed); ``unchanged``: runs whose three digests are one; ``workers``: those of
     the runs the plan might stop; ``needed``: the desired runs the plan reads in full;
-    ``by_digest``: whether the fast path was taken."""
+    ``by_digest``: whether the fast path was taken; ``budget``: the GPU-hour budget of the
+    workspace the runs would be created in (``budget_of``), when the cluster has one."""
 
     inventory: Mapping[str, InventoryEntry]
     live: dict[str, LiveRun | RunSummary]
@@ -171,6 +172,15 @@ class Observed:
     workers: dict[str, list[WorkerInfo]] = field(default_factory=dict)
     needed: set[str] = field(default_factory=set)
     by_digest: bool = False
+    budget: dict[str, Any] | None = None
+
+
+def budget_of(cluster: Cluster, creates: bool) -> dict[str, Any] | None:
+    """The cluster's budget for its workspace (an optional method, ``budget``: the http
+    cluster's ``GET /workspaces/{name}/budget``), asked only when the plan may create a run; no
+    other cluster has one: ``None``."""
+    ask = getattr(cluster, "budget", None)
+    return ask() if creates and ask is not None else None
 
 
 def observe_source(
@@ -219,7 +229,8 @@ def observe_source(
     # in full: every desired run but the unchanged ones, and an unchanged one whose file moved
     # (its noop records the new file: ``build._unchanged``)
     needed = changed | moved
-    return Observed(inventory, live, unchanged, workers, needed, by_digest)
+    budget = budget_of(cluster, any(n not in live for n in changed))
+    return Observed(inventory, live, unchanged, workers, needed, by_digest, budget)
 
 
 def make_plan(
@@ -261,6 +272,8 @@ def make_plan(
         scope=scope,
         unchanged=seen.unchanged,
     )
+    if seen.budget is not None:
+        made = replace(made, budget=seen.budget)
     made = held_elsewhere(made, seen.live, seen.inventory, store)  # a run is one source's
     return hold_replaces(made, exempt=source.replace)
 

@@ -289,6 +289,12 @@ class HttpCluster:
         gpus = [g for g in found if isinstance(g, int) and not isinstance(g, bool)]
         return Capacity(max(gpus), sum(gpus), len(gpus)) if gpus else None
 
+    def budget(self) -> dict[str, Any] | None:
+        """The GPU-hour budget of this path's workspace (``clusters.budget``), or ``None``."""
+        from .budget import budget_of
+
+        return budget_of(self)
+
     def placement(self, documents: list[dict[str, Any]]) -> dict[str, dict[str, str]] | None:
         """``POST /runs:placement``: where each run would start now (``clusters.placement``)."""
         from .placement import placement_of

@@ -40,8 +40,11 @@ from prometheus_client.registry import Collector
 
 from reconciler.runspec.vocabulary import RunState, WorkerState
 
+from .metrics_fast import Row, RowGauge, row_labels
+
 if TYPE_CHECKING:
     from .engine import Engine
+    from .inventory import Inventory
     from .store import Store
 
 __all__ = ["REASON_CLASSES", "ClusterCollector", "Metrics", "reason_class", "route_label"]
@@ -133,6 +136,7 @@ class Metrics:
         #: collectors every org's registry holds besides these (issue 34: alert deliveries)
         self.extra: list[Collector] = []
         self._registries: dict[str, CollectorRegistry] = {}
+        self._machine_rows: dict[str, tuple[Inventory, list[Row]]] = {}
 
     def record_request(self, route: str, method: str, status: int, seconds: float) -> None:
         self.requests.labels(route, method, str(status)).inc()
@@ -159,6 +163,20 @@ class Metrics:
                 found.register(c)
             self._registries[org] = found
         return found
+
+    def machine_rows(self, cluster: str, inventory: Inventory) -> list[Row]:
+        """Each machine's labels (``cluster``, ``machine``, ``rack``, ``gpu_model``) as a
+        ``RowGauge`` row, in the inventory's order: made once per inventory of a cluster (a
+        state's inventory is never changed in place; a new one is a new object)."""
+        kept = self._machine_rows.get(cluster)
+        if kept is None or kept[0] is not inventory:
+            made = [
+                row_labels({"cluster": cluster, "machine": m.name, "rack": m.rack or "", "gpu_model": model})
+                for m in inventory
+                for model in (m.gpu_model,)
+            ]
+            kept = self._machine_rows[cluster] = (inventory, made)
+        return kept[1]
 
     def exposition(self, org: str) -> bytes:
         """The text format of org ``org``'s metrics, computed now (``metrics_fast``: the gauges
@@ -255,24 +273,32 @@ class ClusterCollector(Collector):
             waiting_workers.add_metric([ws, cluster, c], n)
 
     def _machines(self) -> Iterator[Metric]:
-        """Every cluster's machines: GPUs allocated, free and unhealthy; whether each takes work."""
-        labels = ["cluster", "machine", "rack", "gpu_model"]
-        allocated = _gauge("astra_machine_gpus_allocated", "GPUs of the machine workers hold", labels)
-        free = _gauge("astra_machine_gpus_free", "Healthy GPUs of the machine nothing holds", labels)
-        unhealthy = _gauge("astra_machine_gpus_unhealthy", "GPUs of the machine failing their checks", labels)
-        total = _gauge("astra_machine_gpus", "GPUs of the machine", labels)
-        up = _gauge("astra_machine_up", "1 when the machine takes work (reporting, not lost)", labels)
+        """Every cluster's machines: GPUs allocated, free and unhealthy; whether each takes work.
+        Five lines a machine (62,500 at 100,000 GPUs): ``RowGauge``s, whose rows' label text is
+        made once per inventory (``Metrics.machine_rows``), so a scrape formats one number a line."""
+        rows: list[Row] = []
+        allocated: list[int] = []
+        free: list[int] = []
+        unhealthy: list[int] = []
+        total: list[int] = []
+        up: list[int] = []
         for cluster, engine in sorted(self.metrics.clusters().items()):
             s = engine.state
+            rows += self.metrics.machine_rows(cluster, s.inventory)
+            room, unusable = s.free, s.unusable
             for m in s.inventory:
-                f = s.free[m.name]
-                values = [cluster, m.name, m.rack or "", m.gpu_model]
-                allocated.add_metric(values, m.gpus - f[0] - f[1])
-                free.add_metric(values, f[0] if m.name not in s.unusable else 0)
-                unhealthy.add_metric(values, m.gpus - m.healthy)
-                total.add_metric(values, m.gpus)
-                up.add_metric(values, 0 if m.name in s.unusable else 1)
-        yield from (allocated, free, unhealthy, total, up)
+                f, out = room[m.name], m.name in unusable
+                allocated.append(m.gpus - f[0] - f[1])
+                free.append(0 if out else f[0])
+                unhealthy.append(m.gpus - m.healthy)
+                total.append(m.gpus)
+                up.append(0 if out else 1)
+        yield RowGauge("astra_machine_gpus_allocated", "GPUs of the machine workers hold", rows, allocated)
+        yield RowGauge("astra_machine_gpus_free", "Healthy GPUs of the machine nothing holds", rows, free)
+        failing = "GPUs of the machine failing their checks"
+        yield RowGauge("astra_machine_gpus_unhealthy", failing, rows, unhealthy)
+        yield RowGauge("astra_machine_gpus", "GPUs of the machine", rows, total)
+        yield RowGauge("astra_machine_up", "1 when the machine takes work (reporting, not lost)", rows, up)
 
     def _store(self, now: float) -> Iterator[Metric]:
         """The store's size, and each source of this org: its status and its last apply."""

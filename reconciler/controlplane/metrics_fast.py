@@ -7,20 +7,27 @@ bytes (``tests/controlplane_api/test_metrics.py`` compares the two on a scrape o
 family): a gauge family whose samples carry no timestamp or exemplar, and whose label names are
 plain (``[a-zA-Z_][a-zA-Z0-9_]*``, as every label of ours is), is written here, its label names
 sorted once per family; every other family (counters, histograms) by ``generate_latest`` itself.
-Called from one place: ``metrics.Metrics.exposition``.
+``RowGauge`` is a gauge whose rows share one label set whose text is made once (a machine's:
+``row_labels``): a scrape writes one ``NAME{LABELS} VALUE`` line per row, with no sample made
+(the machines' five gauges, 62,500 lines at 100,000 GPUs); ``generate_latest`` reads its samples,
+made only when it asks. Called from one place: ``metrics.Metrics.exposition``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from prometheus_client import generate_latest
 from prometheus_client.core import Metric
+from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
-__all__ = ["exposition"]
+__all__ = ["Row", "RowGauge", "exposition", "row_labels"]
+
+#: A ``RowGauge``'s row: its label text (``a="x",b="y"``) and its labels.
+Row = tuple[str, Mapping[str, str]]
 
 _PLAIN = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 
@@ -44,6 +51,39 @@ def _value(v: float) -> str:
 
 def _escape(v: str) -> str:
     return v.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+
+
+def row_labels(labels: Mapping[str, str]) -> Row:
+    """A row's label text (``a="x",b="y"``: names sorted, values escaped, as the text format
+    writes them) and its labels, for ``RowGauge``; the names must be plain (``[a-zA-Z_]…``)."""
+    return ",".join(f'{k}="{_escape(labels[k])}"' for k in sorted(labels)), labels
+
+
+class RowGauge(Metric):
+    """A gauge of rows (``row_labels``: each row's label text and labels) and their values."""
+
+    def __init__(self, name: str, documentation: str, rows: Sequence[Row], values: Sequence[float]) -> None:
+        self._rows, self._values = rows, values
+        super().__init__(name, documentation, "gauge")
+
+    @property  # type: ignore[override]
+    def samples(self) -> list[Sample]:
+        """The samples, made now (``generate_latest``'s path only)."""
+        rows = zip(self._rows, self._values, strict=True)
+        return [Sample(self.name, dict(labels), v, None, None) for (_, labels), v in rows]
+
+    @samples.setter
+    def samples(self, given: list[Sample]) -> None:
+        if given:  # ``Metric.__init__`` sets none; nothing else may
+            raise TypeError("a RowGauge's samples are its rows")
+
+    def text(self) -> str:
+        """The family in the text format: ``generate_latest``'s bytes, one format per row."""
+        name = self.name
+        doc = self.documentation.replace("\\", r"\\").replace("\n", r"\n")
+        lines = [f"# HELP {name} {doc}\n# TYPE {name} gauge\n"]
+        lines += [f"{name}{{{t}}} {_value(v)}\n" for (t, _), v in zip(self._rows, self._values, strict=True)]
+        return "".join(lines)
 
 
 def _gauge(family: Metric) -> str | None:
@@ -76,6 +116,9 @@ def exposition(registry: Any) -> bytes:
     """``generate_latest(registry)``, its gauges written here."""
     out: list[bytes] = []
     for family in registry.collect():
-        text = _gauge(family) if family.type == "gauge" else None
+        if isinstance(family, RowGauge):
+            text: str | None = family.text()
+        else:
+            text = _gauge(family) if family.type == "gauge" else None
         out.append(text.encode("utf-8") if text is not None else generate_latest(_One(family)))
     return b"".join(out)

@@ -15,7 +15,7 @@ Nothing here reads a file, a clock or a cluster: time and inventory come in as a
 from __future__ import annotations
 
 from .build import Applied, DesiredItem, build_plan, in_scope, stopping
-from .cost import cost_of, describe_ask, describe_cost, duration_words, impossible_ask
+from .cost import cost_of, describe_ask, describe_cost, describe_spend, duration_words, impossible_ask
 from .diff import compare, pair
 from .model import (
     ABSENT,
@@ -55,6 +55,7 @@ __all__ = [
     "cost_of",
     "describe_ask",
     "describe_cost",
+    "describe_spend",
     "digest",
     "duration_words",
     "forces_replace",

@@ -6,7 +6,9 @@ as the cluster reported them; ``now`` is passed in. ``describe_cost`` puts a cos
 plan's text (with ``duration_words``, which lives with the other durations in
 ``runspec.quantities``; re-exported here). ``describe_ask`` says what a run document asks for
 (``asks: 100 copies of 1 GPU, at most 8 at once``), and ``impossible_ask`` why no machine of a
-cluster (its ``Capacity``) could ever hold it. Pure: no I/O, no clock.
+cluster (its ``Capacity``) could ever hold it. ``describe_spend`` says what a create would spend
+of its workspace's GPU-hour budget (as the cluster said it: ``Plan.budget``) if every worker ran
+to its time limit. Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from ..runspec.quantities import duration_words
 from ..runspec.vocabulary import FINAL_RUN_STATES
 from .model import Cost
 
-__all__ = ["cost_of", "describe_ask", "describe_cost", "duration_words", "impossible_ask"]
+__all__ = ["cost_of", "describe_ask", "describe_cost", "describe_spend", "duration_words", "impossible_ask"]
 
 #: Worker states in which a worker holds no machine.
 _IDLE_WORKER_STATES = frozenset({"Pending", "Queued", *FINAL_RUN_STATES})
@@ -152,3 +154,59 @@ def impossible_ask(document: Any, capacity: Capacity) -> str | None:
             f"and all {capacity.machines} together have {capacity.total_gpus}"
         )
     return None
+
+
+def _limit(template: Any) -> float | None:
+    """A worker template's time limit in seconds (``None``: it states none)."""
+    limit = template.get("time_limit_seconds") if isinstance(template, dict) else None
+    return float(limit) if isinstance(limit, int | float) and not isinstance(limit, bool) else None
+
+
+def _to_limit(document: Any) -> tuple[str, float] | None:
+    """``("8 GPUs × 12h", GPU-hours)`` a run would spend if each worker ran to its time limit;
+    ``None`` when a worker asking for GPUs states none (then nothing bounds it)."""
+    spec = document["spec"]
+    array, groups = spec.get("array"), spec.get("task_groups")
+    if isinstance(groups, list):
+        hours = 0.0
+        for g in (g for g in groups if isinstance(g, dict)):
+            n, replicas = _count(g.get("task_template")), g.get("replicas")
+            limit = _limit(g.get("task_template"))
+            if n and limit is None:
+                return None
+            hours += n * (replicas if isinstance(replicas, int) else 1) * (limit or 0.0) / 3600
+        return "each group's workers to their time limits", hours
+    template = spec.get("task_template")
+    limit, n = _limit(template), _count(template)
+    if limit is None:
+        return None
+    if isinstance(array, dict) and isinstance(array.get("size"), int):
+        size = array["size"]
+        copies = "1 copy" if size == 1 else f"{size} copies"
+        return f"{copies} × {_plural(n, 'GPU')} × {duration_words(limit)}", size * n * limit / 3600
+    return f"{_plural(n, 'GPU')} × {duration_words(limit)}", n * limit / 3600
+
+
+def _hours(h: float) -> str:
+    return f"{h:.1f}".removesuffix(".0") if h < 10 else f"{round(h)}"
+
+
+def describe_spend(document: Any, budget: dict[str, Any]) -> str | None:
+    """What a create would spend of its workspace's budget if it ran to its time limit
+    (``8 GPUs × 12h = 96 GPU-hours, 4% of team-a's 2500 left of 5000 this month``); ``None``
+    when it asks for no GPU."""
+    if describe_ask(document) is None:
+        return None
+    ws, per, whole = budget["workspace"], budget["per"], _hours(budget["gpu_hours"])
+    left = budget["left_gpu_hours"]
+    spent = _to_limit(document)
+    if spent is None:
+        of = f"{ws}'s {_hours(left)} GPU-hours left of {whole} this {per}"
+        return f"no time limit: nothing bounds what it spends of {of}"
+    how, hours = spent
+    head = f"{how} = {_hours(hours)} GPU-hours"
+    if left <= 0:
+        return f"{head}; {ws} has used its {whole} GPU-hours this {per}: it waits until the next {per}"
+    share = 100 * hours / left
+    said = "<1%" if 0 < share < 1 else f"{round(share)}%"
+    return f"{head}, {said} of {ws}'s {_hours(left)} left of {whole} this {per}"

@@ -204,6 +204,10 @@ class Plan:
     #: Replaces held until their run ends (``plan.held``): each a ``replace`` change whose
     #: ``reason`` says why it waits. Their runs are noops in ``changes``: apply never sees these.
     held: tuple[Change, ...] = ()
+    #: The GPU-hour budget of the workspace the plan's creates go to, as the cluster said it
+    #: (``{"workspace", "gpu_hours", "per", "left_gpu_hours"}``); ``None``: it has none, or did
+    #: not say. Display only (a create's cost line). In the JSON form only when known.
+    budget: dict[str, Any] | None = None
 
     def count(self, action: Action) -> int:
         return sum(1 for c in self.changes if c.action is action)
@@ -269,6 +273,7 @@ def plan_to_json(plan: Plan) -> dict[str, Any]:
         "summary": plan.summary,
         **({"revision": plan.revision} if plan.revision is not None else {}),
         **({"held": [_change_json(c) for c in sorted(plan.held, key=_ADDRESS)]} if plan.held else {}),
+        **({"budget": plan.budget} if plan.budget is not None else {}),
     }
 
 
@@ -295,6 +300,7 @@ def plan_from_json(data: Any) -> Plan:
             forget=tuple(data["forget"]),
             revision=data.get("revision"),
             held=tuple(_change_from(c) for c in data.get("held", ())),
+            budget=data.get("budget"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise PlanError(f"the saved plan is damaged: {type(exc).__name__}: {exc}") from exc

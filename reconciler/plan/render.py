@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .cost import describe_ask, describe_cost
+from .cost import describe_ask, describe_cost, describe_spend
 
 __all__ = ["ACTION_WORDS", "SYMBOLS", "outlook_line", "render_apply", "render_plan", "summary_line"]
 
@@ -90,6 +90,10 @@ def render_plan(data: dict[str, Any], *, verbose: bool = False) -> str:
                 lines.append(f"    {_field_line(f)}")
         if change["cost"] is not None and action in ("replace", "delete"):
             lines.append(f"    cost: {describe_cost(change['cost'], action)}")
+        budget = data.get("budget")
+        spends = describe_spend(change["after"], budget) if action == "create" and budget else None
+        if spends:
+            lines.append(f"    cost: {spends}")
         asks = describe_ask(change.get("after")) if action == "create" else None
         if asks:
             lines.append(f"    asks: {asks}")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .cost import describe_cost
+from .cost import describe_cost, describe_spend
 from .render import ACTION_WORDS, SYMBOLS, outlook_line, summary_line
 
 __all__ = ["render_markdown", "revision_lines"]
@@ -86,6 +86,8 @@ def render_markdown(data: dict[str, Any]) -> str:
                 if c["cost"] and c["action"] in ("replace", "delete")
                 else ""
             )
+            if c["action"] == "create" and data.get("budget"):  # its share of the workspace's budget
+                cost = describe_spend(c["after"], data["budget"]) or ""
             cells = [
                 f"`{SYMBOLS[c['action']]}`",
                 f"`{c['address']}`",
