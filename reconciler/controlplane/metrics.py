@@ -18,8 +18,9 @@ run's or a worker's name: ``workspace``, ``cluster``, ``state`` (the vocabulary'
 one per folder or repository), ``route`` (the route's template, ``/runs/{name}``, never the path
 a client sent), ``method`` and ``status``. docs/metrics.md says the rule.
 
-**Where issue 34 plugs in** (alert deliveries): ``Metrics.extra`` is a list of collectors added
-to every org's registry; a sink's ``astra_alert_deliveries_total`` goes there.
+The alerts' deliveries: ``astra_alert_deliveries_total{sink, result}``, counted by the delivery
+thread as each try ends (``record_delivery``; server-wide, as the requests are). ``Metrics.extra``
+holds any other collector every org's registry should add.
 
 Must not touch: the scheduler's records (read only, under the API's gate), SQL (the store's
 ``usage`` part answers), HTTP (``api.metrics`` serves it).
@@ -133,7 +134,13 @@ class Metrics:
             ["workspace", "source", "result"],
             registry=None,
         )
-        #: collectors every org's registry holds besides these (issue 34: alert deliveries)
+        self.deliveries = PromCounter(
+            "astra_alert_deliveries",
+            "Tries of the alerts' messages, by the sink's kind and how each ended (sent, retried, gave_up)",
+            ["sink", "result"],
+            registry=None,
+        )
+        #: collectors every org's registry holds besides these
         self.extra: list[Collector] = []
         self._registries: dict[str, CollectorRegistry] = {}
         self._machine_rows: dict[str, tuple[Inventory, list[Row]]] = {}
@@ -141,6 +148,9 @@ class Metrics:
     def record_request(self, route: str, method: str, status: int, seconds: float) -> None:
         self.requests.labels(route, method, str(status)).inc()
         self.request_seconds.labels(route, method).observe(seconds)
+
+    def record_delivery(self, sink: str, result: str) -> None:
+        self.deliveries.labels(sink, result).inc()
 
     def record_tick(self, seconds: float) -> None:
         self.tick_seconds.observe(seconds)
@@ -158,7 +168,7 @@ class Metrics:
         if found is None:
             found = CollectorRegistry(auto_describe=False)
             made: list[Collector] = [self.requests, self.request_seconds, self.tick_seconds]
-            made += [self.reconciles, self.applies, ClusterCollector(self, org), *self.extra]
+            made += [self.reconciles, self.applies, self.deliveries, ClusterCollector(self, org), *self.extra]
             for c in made:
                 found.register(c)
             self._registries[org] = found

@@ -365,7 +365,7 @@ async def _main(
     # out of the collector's full passes, which pause every thread, the event loop's too
     # (/healthz waited 0.4 s for one while a step made 10,000 workers)
     gc.freeze()
-    alerts = _alerts(store, clock, info.url)
+    alerts = _alerts(store, clock, info.url, app.state.astra.metrics.record_delivery)
     app.state.alerts, app.state.alerts_wake = alerts.delivery, alerts.wake
     loop_task = asyncio.create_task(_schedule(runner[0], runner[1], clock, wake, app.state.astra))
     write_info(home, info)
@@ -383,12 +383,13 @@ async def _main(
         forget_info(home, info.pid)
 
 
-def _alerts(store: Any, clock: Any, root: str) -> Any:
-    """The alerts' delivery task (``alerts.delivery``): its own thread, started."""
+def _alerts(store: Any, clock: Any, root: str, counted: Any) -> Any:
+    """The alerts' delivery task (``alerts.delivery``): its own thread, started; each try's end
+    ``counted`` (``/metrics``)."""
     from .alerts import Delivery, DeliveryTask
     from .alerts.wiring import run_link, store_secrets
 
-    delivery = Delivery(store, store_secrets(store), clock=clock.now, link=run_link(root))
+    delivery = Delivery(store, store_secrets(store), clock=clock.now, link=run_link(root), counted=counted)
     return DeliveryTask(delivery).start()
 
 

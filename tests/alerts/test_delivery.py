@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import random
 
+from prometheus_client import generate_latest
+
 from reconciler.controlplane.alerts import sinks
 from reconciler.controlplane.alerts.delivery import BACKOFF_BASE, MAX_ATTEMPTS, Delivery
 from reconciler.controlplane.alerts.rules import Alert, Event
+from reconciler.controlplane.metrics import Metrics
 from reconciler.controlplane.store import Store
 from tests.controlplane_api.conftest import Plane, until
 from tests.controlplane_api.test_api import tiny
@@ -44,7 +47,8 @@ def test_a_sink_that_fails_four_times_gets_the_message_once_with_the_same_text(t
     store = Store(f"sqlite:///{tmp_path / 'astra.db'}")
     slack(store, receiver)
     clock = Clock()
-    d = delivery(store, receiver, clock)
+    metrics = Metrics(lambda: {}, lambda: store, clock)
+    d = delivery(store, receiver, clock, counted=metrics.record_delivery)
     answers = iter([500, 500, 503, 500, 200])
     receiver.answer = lambda r: (next(answers), {}, b"")
     assert d.notice([event()]) == 1
@@ -61,6 +65,9 @@ def test_a_sink_that_fails_four_times_gets_the_message_once_with_the_same_text(t
     assert [round(w / BACKOFF_BASE) for w in waits] == [1, 2, 4, 8]  # doubling (±10%)
     (sent,) = store.alert_history(WS)
     assert sent["state"] == "sent" and sent["attempts"] == 5 and "200" in sent["answer"]
+    scraped = generate_latest(metrics.registry("default")).decode()  # what /metrics says of it
+    assert 'astra_alert_deliveries_total{result="retried",sink="slack"} 4.0' in scraped
+    assert 'astra_alert_deliveries_total{result="sent",sink="slack"} 1.0' in scraped
 
 
 def test_a_429_is_waited_for_as_long_as_its_retry_after_says(tmp_path, receiver):

@@ -69,11 +69,15 @@ class Delivery:
         rng: random.Random | None = None,
         send: Callable[[sinks.Outgoing], sinks.Answer] = sinks.send,
         link: Callable[[Event], str | None] = lambda event: None,
+        counted: Callable[[str, str], None] = lambda sink, result: None,
     ):
+        """``counted(sink kind, result)``: told of each try's end (``sent``, ``retried``,
+        ``gave_up``): what ``/metrics`` counts (``astra_alert_deliveries_total``)."""
         self.store, self.secrets, self.clock = store, secrets, clock
         self.rng = rng or random.Random()
         self.send = send
         self.link = link
+        self.counted = counted
 
     def delay(self, attempts: int) -> float:
         base = min(BACKOFF_MAX, BACKOFF_BASE * 2 ** (attempts - 1))
@@ -152,17 +156,20 @@ class Delivery:
         now = self.clock()
         if answer.sent:
             self.store.message_done(message["id"], "sent", attempts, now, answer.words, now)
+            self.counted(str(alert.sink.get("kind")), "sent")
         elif answer.retry and attempts < MAX_ATTEMPTS:
             wait = self.delay(attempts)
             if answer.after is not None:
                 wait = max(wait, min(answer.after, RETRY_AFTER_MAX))
             self.store.message_done(message["id"], "queued", attempts, now + wait, answer.words, now)
+            self.counted(str(alert.sink.get("kind")), "retried")
         else:
             self._give_up(message, alert, event, attempts, answer.words)
 
     def _give_up(self, message: dict[str, Any], alert: Alert, event: Event, attempts: int, why: str) -> None:
         now = self.clock()
         self.store.message_done(message["id"], "gave_up", attempts, now, why, now)
+        self.counted(str(alert.sink.get("kind")), "gave_up")
         log.warning("alert %s gave up on %s: %s", alert.name, event.key, why)
         if event.kind != "alert.gave_up":
             self.notice([gave_up_event(alert, event, why, now)])
