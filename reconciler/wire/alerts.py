@@ -27,6 +27,8 @@ __all__ = [
     "AlertRule",
     "AlertWrite",
     "EventKind",
+    "PlanStatus",
+    "PlanStatusQueued",
     "Sink",
 ]
 
@@ -44,6 +46,8 @@ EventKind = Literal[
     "source.suspended",
     "source.resumed",
     "alert.gave_up",
+    "plan.success",
+    "plan.failure",
 ]
 
 #: A sink's fields that name a secret (the value is the secret store's, never the alert's).
@@ -109,3 +113,24 @@ class AlertMessage(Answer):
 
 class AlertHistory(Answer):
     items: list[AlertMessage]
+
+
+class PlanStatus(RequestBody):
+    """A plan's verdict made in CI (``astra plan --status-context CTX``), posted as a commit status
+    by the workspace's commit-status alerts that select its source."""
+
+    source: str = Field(min_length=1, max_length=400, description="The source the plan is of.")
+    revision: str = Field(
+        pattern=r"^([^@\s]+@)?sha1:[0-9a-f]{40}(\+dirty)?$", description="The commit: REF@sha1:SHA."
+    )
+    state: Literal["success", "failure"]
+    description: str = Field(
+        min_length=1, max_length=2000, description="One line: the plan, or its first error."
+    )
+    context: str = Field(min_length=1, max_length=255, description="The status's context (name).")
+
+
+class PlanStatusQueued(Answer):
+    """The alerts that will post the plan's status (none: no commit-status alert selects it)."""
+
+    alerts: list[str] = Field(default_factory=list)

@@ -25,6 +25,9 @@ kind                       severity  when
 ``source.suspended``       warning   a source was suspended (``astra source suspend``)
 ``source.resumed``         info      a suspended source was resumed
 ``alert.gave_up``          error     an alert's delivery gave up (never sent of itself)
+``plan.success``           info      ``astra plan --status-context CTX`` made a plan (sent only
+                                     to a commit-status sink, or an alert that names it)
+``plan.failure``           error     ``astra plan --status-context CTX`` failed (the same)
 =========================  ========  ============================================================
 
 Must not touch: I/O of any kind (no store, no network, no clock: ``now`` is given).
@@ -40,10 +43,12 @@ __all__ = [
     "COMMIT_STATUS_SINKS",
     "KINDS",
     "SEVERITIES",
+    "STATUS_ONLY",
     "Alert",
     "Event",
     "gave_up_event",
     "matches",
+    "plan_event",
     "run_event",
     "source_event",
     "suspend_event",
@@ -62,7 +67,11 @@ KINDS: dict[str, str] = {
     "source.suspended": "warning",
     "source.resumed": "info",
     "alert.gave_up": "error",
+    "plan.success": "info",
+    "plan.failure": "error",
 }
+#: The kinds a commit-status sink takes unasked, and any other alert only when it names them.
+STATUS_ONLY = ("source.pending", "plan.success", "plan.failure")
 SEVERITIES = ("info", "warning", "error")
 #: The sinks that post a commit's status (they take ``source.pending`` unasked).
 COMMIT_STATUS_SINKS = ("github", "gitlab")
@@ -86,6 +95,7 @@ class Event:
     link: str | None = None
     alert: str | None = None  # alert.gave_up: the alert that gave up
     cluster: str = "default"
+    context: str | None = None  # a commit status's context, when not astra/<cluster>/<source>
 
     @property
     def severity(self) -> str:
@@ -106,6 +116,7 @@ class Event:
             "link": self.link,
             "alert": self.alert,
             "cluster": self.cluster,
+            **({"context": self.context} if self.context else {}),
         }
 
     @classmethod
@@ -123,6 +134,7 @@ class Event:
             data.get("link"),
             data.get("alert"),
             str(data.get("cluster") or "default"),
+            data.get("context"),
         )
 
 
@@ -168,7 +180,7 @@ def matches(alert: Alert, event: Event) -> bool:
         return False
     if event.kind == "alert.gave_up" and event.alert == alert.name:
         return False  # an alert's own failure is never sent through it (it would fail again)
-    if event.kind == "source.pending" and event.kind not in alert.events:
+    if event.kind in STATUS_ONLY and event.kind not in alert.events:
         return str(alert.sink.get("kind")) in COMMIT_STATUS_SINKS and _selected(alert, event)
     if alert.events and event.kind not in alert.events:
         return False
@@ -260,4 +272,26 @@ def gave_up_event(alert: Alert, event: Event, why: str, at: float) -> Event:
     text = f"alert {alert.name} gave up on {event.kind} ({event.key}): {why}"
     return Event(
         "alert.gave_up", f"gave_up/{alert.name}/{event.key}", alert.workspace, text, at, alert=alert.name
+    )
+
+
+def plan_event(
+    scope: tuple[str, str, str], source: str, revision: str, verdict: tuple[str, str, str], at: float
+) -> Event:
+    """The event of a plan made in CI (``astra plan --status-context CTX``): ``verdict`` is
+    (``success`` or ``failure``, its one line, the status's context). Each plan is one message
+    (its key holds ``at``): a CI job run again posts again, as Atlantis does."""
+    state, line, context = verdict
+    workspace = f"{scope[0]}/{scope[1]}"
+    key = f"plan/{workspace}/{source}/{context}/{revision}/{at}"
+    return Event(
+        f"plan.{state}",
+        key,
+        workspace,
+        f"plan of {source} at {revision}: {line}",
+        at,
+        source=source,
+        revision=revision,
+        cluster=scope[2],
+        context=context,
     )
