@@ -38,6 +38,7 @@ EventKind = Literal[
     "run.failed",
     "run.cancelled",
     "run.completed",
+    "run.worker_restarted",
     "source.stalled",
     "source.load_failed",
     "source.fetch_failed",
@@ -81,6 +82,7 @@ class AlertWrite(RequestBody):
     sources: list[str] = Field(default_factory=list, description="The sources selected (none: all).")
     labels: dict[str, str] = Field(default_factory=dict, description="Run labels a run event must have.")
     severity: Literal["info", "warning", "error"] = "info"
+    restarts: int = Field(3, ge=1, le=10000, description="run.worker_restarted: after this many restarts.")
 
 
 class AlertRule(Answer):
@@ -91,6 +93,7 @@ class AlertRule(Answer):
     sources: list[str]
     labels: dict[str, str]
     severity: str
+    restarts: int = 3
 
 
 class AlertList(Answer):

@@ -16,6 +16,8 @@ kind                       severity  when
 ``run.failed``             error     a run reached Failed
 ``run.cancelled``          warning   a run reached Cancelled
 ``run.completed``          info      a run reached Completed
+``run.worker_restarted``   warning   a worker of a run restarted N times (the alert's
+                                     ``restarts``, 3 unless it says: told once, at the Nth)
 ``source.stalled``         error     a source became Stalled (ValidationFailed, RenderFailed, …)
 ``source.load_failed``     error     a source's files could not be read (LoadFailed)
 ``source.fetch_failed``    warning   a source's remote could not be fetched (SourceFetchFailed)
@@ -49,6 +51,7 @@ __all__ = [
     "gave_up_event",
     "matches",
     "plan_event",
+    "restart_event",
     "run_event",
     "source_event",
     "suspend_event",
@@ -59,6 +62,7 @@ KINDS: dict[str, str] = {
     "run.failed": "error",
     "run.cancelled": "warning",
     "run.completed": "info",
+    "run.worker_restarted": "warning",
     "source.stalled": "error",
     "source.load_failed": "error",
     "source.fetch_failed": "warning",
@@ -96,6 +100,7 @@ class Event:
     alert: str | None = None  # alert.gave_up: the alert that gave up
     cluster: str = "default"
     context: str | None = None  # a commit status's context, when not astra/<cluster>/<source>
+    count: int | None = None  # run.worker_restarted: the worker's restarts so far
 
     @property
     def severity(self) -> str:
@@ -117,6 +122,7 @@ class Event:
             "alert": self.alert,
             "cluster": self.cluster,
             **({"context": self.context} if self.context else {}),
+            **({"count": self.count} if self.count is not None else {}),
         }
 
     @classmethod
@@ -135,6 +141,7 @@ class Event:
             data.get("alert"),
             str(data.get("cluster") or "default"),
             data.get("context"),
+            data.get("count"),
         )
 
 
@@ -149,6 +156,7 @@ class Alert:
     sources: tuple[str, ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)
     severity: str = "info"  # the least severity selected
+    restarts: int = 3  # run.worker_restarted: told when a worker has restarted this many times
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -159,6 +167,7 @@ class Alert:
             "sources": list(self.sources),
             "labels": dict(self.labels),
             "severity": self.severity,
+            "restarts": self.restarts,
         }
 
     @classmethod
@@ -171,6 +180,7 @@ class Alert:
             tuple(data.get("sources") or ()),
             dict(data.get("labels") or {}),
             str(data.get("severity") or "info"),
+            int(data.get("restarts") or 3),
         )
 
 
@@ -184,6 +194,8 @@ def matches(alert: Alert, event: Event) -> bool:
         return str(alert.sink.get("kind")) in COMMIT_STATUS_SINKS and _selected(alert, event)
     if alert.events and event.kind not in alert.events:
         return False
+    if event.kind == "run.worker_restarted" and event.count != alert.restarts:
+        return False  # told once: at the alert's Nth restart
     return _selected(alert, event)
 
 
@@ -206,6 +218,18 @@ def run_event(
     return Event(
         kind, f"run/{workspace}/{run}/{state}", workspace, text, at, run=run, labels=labels, link=link
     )
+
+
+def restart_event(
+    workspace: str, worker: tuple[str, str, int], reason: str, labels: Mapping[str, str], at: float
+) -> Event:
+    """The event of a worker (``(run, worker, restarts so far)``) that was restarted again."""
+    run, name, count = worker
+    text = f"run {run}: worker {name} restarted {count} time{'s' if count != 1 else ''}" + (
+        f": {reason}" if reason else ""
+    )
+    key = f"restart/{workspace}/{name}/{count}"
+    return Event("run.worker_restarted", key, workspace, text, at, run=run, labels=labels, count=count)
 
 
 def source_event(
