@@ -73,6 +73,9 @@ def create(
     severity: Annotated[
         str, typer.Option("--severity", help="The least severity: info, warning, error.")
     ] = "info",
+    restarts: Annotated[
+        int, typer.Option("--restarts", min=1, help="run.worker_restarted: tell at this many restarts.")
+    ] = 3,
     server: ServerOpt = None,
     token: TokenOpt = None,
 ) -> None:
@@ -98,6 +101,7 @@ def create(
         "sources": sources or [],
         "labels": {k: v for k, _, v in pairs},
         "severity": severity,
+        "restarts": restarts,
     }
     made = _call("PUT", f"/alerts/{name}", server=server, token=token, json=body).json()
     echo(f"alert {made['name']} saved in workspace {made['workspace']}: {sink}")

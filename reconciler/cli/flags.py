@@ -159,6 +159,14 @@ class PlanOptions:
     revision: str | None = _opt(REVISION)
     strict: bool = _opt(STRICT)
     replace: tuple[str, ...] = _opt(REPLACE)
+    status_context: str | None = _opt(
+        Flag(
+            ("--status-context",),
+            "Post the plan's verdict on its commit as a status with this context (in CI), "
+            "through the workspace's github/gitlab alerts.",
+            metavar="CTX",
+        )
+    )
 
 
 @dataclass(frozen=True)

@@ -309,8 +309,11 @@ def plan_command(options: Any) -> int:
 
     given = git_of(options)
     specs = require_files(options.files, given, options.paths)
-    with failures():
+    from .plan_status import finished, verdict
+
+    with failures(), verdict(options, specs) as seen:
         s, made = plan_files(specs, options)
+        seen.planned(made, s)
         made = with_outlook(made, s.cluster)
         impossible = impossible_asks(made, s.cluster)
     data = plan_to_json(made)
@@ -332,12 +335,15 @@ def plan_command(options: Any) -> int:
         warned = plan_warnings(made)
         for line in warned:
             echo(line, err=True)
+    strict = f"{len(warned)} warning{'s' if len(warned) != 1 else ''}, and --strict: they are errors"
+    refused = impossible[0] if impossible else (strict if options.strict and warned else None)
+    finished(options, specs, seen, made, refused)
     if impossible:
         for line in impossible:
             error(line)
         return 1
     if options.strict and warned:
-        error(f"{len(warned)} warning{'s' if len(warned) != 1 else ''}, and --strict: they are errors")
+        error(strict)
         return 1
     return 2 if options.detailed_exitcode and made.has_changes else 0
 

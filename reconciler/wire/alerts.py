@@ -27,6 +27,8 @@ __all__ = [
     "AlertRule",
     "AlertWrite",
     "EventKind",
+    "PlanStatus",
+    "PlanStatusQueued",
     "Sink",
 ]
 
@@ -36,6 +38,7 @@ EventKind = Literal[
     "run.failed",
     "run.cancelled",
     "run.completed",
+    "run.worker_restarted",
     "source.stalled",
     "source.load_failed",
     "source.fetch_failed",
@@ -44,6 +47,8 @@ EventKind = Literal[
     "source.suspended",
     "source.resumed",
     "alert.gave_up",
+    "plan.success",
+    "plan.failure",
 ]
 
 #: A sink's fields that name a secret (the value is the secret store's, never the alert's).
@@ -77,6 +82,7 @@ class AlertWrite(RequestBody):
     sources: list[str] = Field(default_factory=list, description="The sources selected (none: all).")
     labels: dict[str, str] = Field(default_factory=dict, description="Run labels a run event must have.")
     severity: Literal["info", "warning", "error"] = "info"
+    restarts: int = Field(3, ge=1, le=10000, description="run.worker_restarted: after this many restarts.")
 
 
 class AlertRule(Answer):
@@ -87,6 +93,7 @@ class AlertRule(Answer):
     sources: list[str]
     labels: dict[str, str]
     severity: str
+    restarts: int = 3
 
 
 class AlertList(Answer):
@@ -109,3 +116,24 @@ class AlertMessage(Answer):
 
 class AlertHistory(Answer):
     items: list[AlertMessage]
+
+
+class PlanStatus(RequestBody):
+    """A plan's verdict made in CI (``astra plan --status-context CTX``), posted as a commit status
+    by the workspace's commit-status alerts that select its source."""
+
+    source: str = Field(min_length=1, max_length=400, description="The source the plan is of.")
+    revision: str = Field(
+        pattern=r"^([^@\s]+@)?sha1:[0-9a-f]{40}(\+dirty)?$", description="The commit: REF@sha1:SHA."
+    )
+    state: Literal["success", "failure"]
+    description: str = Field(
+        min_length=1, max_length=2000, description="One line: the plan, or its first error."
+    )
+    context: str = Field(min_length=1, max_length=255, description="The status's context (name).")
+
+
+class PlanStatusQueued(Answer):
+    """The alerts that will post the plan's status (none: no commit-status alert selects it)."""
+
+    alerts: list[str] = Field(default_factory=list)

@@ -186,3 +186,32 @@ def test_a_sink_that_hangs_is_given_up_after_its_limit_with_an_event(tmp_path):
     (gave_up,) = store.alert_history(WS)
     assert gave_up["state"] == "gave_up" and gave_up["attempts"] == MAX_ATTEMPTS
     assert "Timeout" in gave_up["answer"]
+
+
+def test_a_worker_restarted_n_times_is_told_once_at_the_nth_restart(tmp_path, receiver):
+    """On the engine's simulated clock (its restart backoff waited there): a worker that fails
+    under OnFailure restarts again and again; the alert with ``restarts=2`` tells once."""
+    plane = Plane(tmp_path)
+    try:
+        slack(plane.store, receiver, events=("run.worker_restarted",), restarts=2)
+        d = delivery(plane.store, receiver, plane.clock.now)
+        d.step()
+        doc = tiny("flaky", command="exit 1")
+        doc["spec"]["task_template"]["restart_policy"] = "OnFailure"
+        plane.engine.submit(doc, plane.clock.now())
+
+        def step() -> None:
+            plane.clock.advance(11)  # past each restart's backoff (10 s, then more)
+            plane.step()
+
+        until(
+            lambda: plane.store.worker_restarts("flaky-0", 10**9) >= 3,
+            step=step,
+            what="the worker restarted three times",
+        )
+        d.step()
+        d.step()
+        (got,) = receiver.got
+        assert got.json()["text"].startswith("[warning] run flaky: worker flaky-0 restarted 2 times")
+    finally:
+        plane.close()

@@ -42,7 +42,7 @@ from typing import Any
 
 from ..scopes import scope_of, shown
 from . import sinks
-from .rules import Alert, Event, gave_up_event, matches, run_event
+from .rules import Alert, Event, gave_up_event, matches, restart_event, run_event
 
 __all__ = ["BACKOFF_BASE", "BACKOFF_MAX", "JITTER", "MAX_ATTEMPTS", "Delivery", "DeliveryTask"]
 
@@ -101,18 +101,37 @@ class Delivery:
                 event = self._run_event(row)
                 if event is not None:
                     found.append(event)
+            elif row.get("kind") == "RequeueWorker":
+                found.append(self._restart_event(row))
         queued = self.notice(found)
         if rows:
             self.store.move_cursor(cursor)
         return queued
 
+    def _labels(self, key: str) -> dict[str, str]:
+        stored = self.store.run_row(key)
+        if stored is None:
+            return {}
+        return dict(json.loads(stored["document"]).get("metadata", {}).get("labels") or {})
+
+    def _restart_event(self, row: dict[str, Any]) -> Event:
+        key, worker = str(row["run"]), str(row["worker"])
+        scope = scope_of(key)
+        count = self.store.worker_restarts(worker, int(row["id"]))
+        event = restart_event(
+            scope.workspace_key,
+            (shown(key), shown(worker), count),
+            str(row.get("reason") or ""),
+            self._labels(key),
+            float(row["at"]),
+        )
+        event = replace(event, cluster=scope.cluster)
+        return replace(event, link=self.link(event))
+
     def _run_event(self, row: dict[str, Any]) -> Event | None:
         key = str(row["run"])
         scope = scope_of(key)
-        labels: dict[str, str] = {}
-        stored = self.store.run_row(key)
-        if stored is not None:
-            labels = dict(json.loads(stored["document"]).get("metadata", {}).get("labels") or {})
+        labels = self._labels(key)
         event = run_event(
             scope.workspace_key,
             shown(key),

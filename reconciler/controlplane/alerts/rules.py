@@ -16,6 +16,8 @@ kind                       severity  when
 ``run.failed``             error     a run reached Failed
 ``run.cancelled``          warning   a run reached Cancelled
 ``run.completed``          info      a run reached Completed
+``run.worker_restarted``   warning   a worker of a run restarted N times (the alert's
+                                     ``restarts``, 3 unless it says: told once, at the Nth)
 ``source.stalled``         error     a source became Stalled (ValidationFailed, RenderFailed, …)
 ``source.load_failed``     error     a source's files could not be read (LoadFailed)
 ``source.fetch_failed``    warning   a source's remote could not be fetched (SourceFetchFailed)
@@ -25,6 +27,9 @@ kind                       severity  when
 ``source.suspended``       warning   a source was suspended (``astra source suspend``)
 ``source.resumed``         info      a suspended source was resumed
 ``alert.gave_up``          error     an alert's delivery gave up (never sent of itself)
+``plan.success``           info      ``astra plan --status-context CTX`` made a plan (sent only
+                                     to a commit-status sink, or an alert that names it)
+``plan.failure``           error     ``astra plan --status-context CTX`` failed (the same)
 =========================  ========  ============================================================
 
 Must not touch: I/O of any kind (no store, no network, no clock: ``now`` is given).
@@ -40,10 +45,13 @@ __all__ = [
     "COMMIT_STATUS_SINKS",
     "KINDS",
     "SEVERITIES",
+    "STATUS_ONLY",
     "Alert",
     "Event",
     "gave_up_event",
     "matches",
+    "plan_event",
+    "restart_event",
     "run_event",
     "source_event",
     "suspend_event",
@@ -54,6 +62,7 @@ KINDS: dict[str, str] = {
     "run.failed": "error",
     "run.cancelled": "warning",
     "run.completed": "info",
+    "run.worker_restarted": "warning",
     "source.stalled": "error",
     "source.load_failed": "error",
     "source.fetch_failed": "warning",
@@ -62,7 +71,11 @@ KINDS: dict[str, str] = {
     "source.suspended": "warning",
     "source.resumed": "info",
     "alert.gave_up": "error",
+    "plan.success": "info",
+    "plan.failure": "error",
 }
+#: The kinds a commit-status sink takes unasked, and any other alert only when it names them.
+STATUS_ONLY = ("source.pending", "plan.success", "plan.failure")
 SEVERITIES = ("info", "warning", "error")
 #: The sinks that post a commit's status (they take ``source.pending`` unasked).
 COMMIT_STATUS_SINKS = ("github", "gitlab")
@@ -86,6 +99,8 @@ class Event:
     link: str | None = None
     alert: str | None = None  # alert.gave_up: the alert that gave up
     cluster: str = "default"
+    context: str | None = None  # a commit status's context, when not astra/<cluster>/<source>
+    count: int | None = None  # run.worker_restarted: the worker's restarts so far
 
     @property
     def severity(self) -> str:
@@ -106,6 +121,8 @@ class Event:
             "link": self.link,
             "alert": self.alert,
             "cluster": self.cluster,
+            **({"context": self.context} if self.context else {}),
+            **({"count": self.count} if self.count is not None else {}),
         }
 
     @classmethod
@@ -123,6 +140,8 @@ class Event:
             data.get("link"),
             data.get("alert"),
             str(data.get("cluster") or "default"),
+            data.get("context"),
+            data.get("count"),
         )
 
 
@@ -137,6 +156,7 @@ class Alert:
     sources: tuple[str, ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)
     severity: str = "info"  # the least severity selected
+    restarts: int = 3  # run.worker_restarted: told when a worker has restarted this many times
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -147,6 +167,7 @@ class Alert:
             "sources": list(self.sources),
             "labels": dict(self.labels),
             "severity": self.severity,
+            "restarts": self.restarts,
         }
 
     @classmethod
@@ -159,6 +180,7 @@ class Alert:
             tuple(data.get("sources") or ()),
             dict(data.get("labels") or {}),
             str(data.get("severity") or "info"),
+            int(data.get("restarts") or 3),
         )
 
 
@@ -168,10 +190,12 @@ def matches(alert: Alert, event: Event) -> bool:
         return False
     if event.kind == "alert.gave_up" and event.alert == alert.name:
         return False  # an alert's own failure is never sent through it (it would fail again)
-    if event.kind == "source.pending" and event.kind not in alert.events:
+    if event.kind in STATUS_ONLY and event.kind not in alert.events:
         return str(alert.sink.get("kind")) in COMMIT_STATUS_SINKS and _selected(alert, event)
     if alert.events and event.kind not in alert.events:
         return False
+    if event.kind == "run.worker_restarted" and event.count != alert.restarts:
+        return False  # told once: at the alert's Nth restart
     return _selected(alert, event)
 
 
@@ -194,6 +218,18 @@ def run_event(
     return Event(
         kind, f"run/{workspace}/{run}/{state}", workspace, text, at, run=run, labels=labels, link=link
     )
+
+
+def restart_event(
+    workspace: str, worker: tuple[str, str, int], reason: str, labels: Mapping[str, str], at: float
+) -> Event:
+    """The event of a worker (``(run, worker, restarts so far)``) that was restarted again."""
+    run, name, count = worker
+    text = f"run {run}: worker {name} restarted {count} time{'s' if count != 1 else ''}" + (
+        f": {reason}" if reason else ""
+    )
+    key = f"restart/{workspace}/{name}/{count}"
+    return Event("run.worker_restarted", key, workspace, text, at, run=run, labels=labels, count=count)
 
 
 def source_event(
@@ -260,4 +296,26 @@ def gave_up_event(alert: Alert, event: Event, why: str, at: float) -> Event:
     text = f"alert {alert.name} gave up on {event.kind} ({event.key}): {why}"
     return Event(
         "alert.gave_up", f"gave_up/{alert.name}/{event.key}", alert.workspace, text, at, alert=alert.name
+    )
+
+
+def plan_event(
+    scope: tuple[str, str, str], source: str, revision: str, verdict: tuple[str, str, str], at: float
+) -> Event:
+    """The event of a plan made in CI (``astra plan --status-context CTX``): ``verdict`` is
+    (``success`` or ``failure``, its one line, the status's context). Each plan is one message
+    (its key holds ``at``): a CI job run again posts again, as Atlantis does."""
+    state, line, context = verdict
+    workspace = f"{scope[0]}/{scope[1]}"
+    key = f"plan/{workspace}/{source}/{context}/{revision}/{at}"
+    return Event(
+        f"plan.{state}",
+        key,
+        workspace,
+        f"plan of {source} at {revision}: {line}",
+        at,
+        source=source,
+        revision=revision,
+        cluster=scope[2],
+        context=context,
     )

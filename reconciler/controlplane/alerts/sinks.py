@@ -66,6 +66,8 @@ _COMMIT_STATE = {
     "source.stalled": ("failure", "failed"),
     "source.load_failed": ("failure", "failed"),
     "source.fetch_failed": ("error", "failed"),
+    "plan.success": ("success", "success"),
+    "plan.failure": ("failure", "failed"),
 }
 
 
@@ -177,7 +179,7 @@ def _status(kind: str, sink: dict[str, Any], event: Event, secrets: Secrets) -> 
     if sha is None or states is None or event.source is None:
         return None
     token = _secret(secrets, event.workspace, sink, "token")
-    context = f"astra/{event.cluster}/{event.source}"
+    context = event.context or f"astra/{event.cluster}/{event.source}"
     description = _line(event.text.split(": ", 1)[-1] if ": " in event.text else event.text)
     if kind == "github":
         repo = str(sink.get("repo") or "")

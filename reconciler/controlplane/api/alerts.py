@@ -18,8 +18,16 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import Response
 
 from ...wire import models as wire
-from ...wire.alerts import AlertHistory, AlertList, AlertMessage, AlertRule, AlertWrite
-from ..alerts.rules import Alert, Event, source_event
+from ...wire.alerts import (
+    AlertHistory,
+    AlertList,
+    AlertMessage,
+    AlertRule,
+    AlertWrite,
+    PlanStatus,
+    PlanStatusQueued,
+)
+from ..alerts.rules import Alert, Event, matches, plan_event, source_event
 from ..store import NotFound
 from .context import Api, ApiError, ApiRoute, answer
 
@@ -86,6 +94,7 @@ async def put_alert(api: Api, name: AlertName, body: AlertWrite) -> Response:
         tuple(body.sources),
         body.labels,
         body.severity,
+        body.restarts,
     )
     new = api.engine.store.put_alert(api.scope.workspace_key, name, alert.to_json(), api.clock.now())
     api.audit("create" if new else "update", "alert", name, {"sink": sink["kind"]})
@@ -157,3 +166,26 @@ def alert_history(
     """What the workspace's alerts sent (or are sending, or gave up on), newest first."""
     rows = api.engine.store.alert_history(api.scope.workspace_key, alert, limit)
     return answer(AlertHistory(items=[_message(r) for r in rows]))
+
+
+@router.post(
+    "/alerts:status",
+    operation_id="post_plan_status",
+    status_code=202,
+    response_model=PlanStatusQueued,
+    responses={422: {"model": wire.Detail}},
+)
+async def post_plan_status(api: Api, body: PlanStatus, request: Request) -> Response:
+    """Queue a plan's verdict (``astra plan --status-context``) for the workspace's commit-status
+    alerts that select its source; which alerts will post it (the tokens stay in the server)."""
+    store, ws, now = api.engine.store, api.scope.workspace_key, api.clock.now()
+    scope = (api.scope.org, api.scope.workspace, api.scope.cluster)
+    event = plan_event(scope, body.source, body.revision, (body.state, body.description, body.context), now)
+    rules = [Alert.from_json(r) for r in store.alert_rules(ws)]
+    chosen = [a for a in rules if matches(a, event)]
+    if chosen:
+        store.enqueue([(ws, a.name, event.key, event.to_json()) for a in chosen], now)
+        wake = getattr(request.app.state, "alerts_wake", None)
+        if wake is not None:
+            wake()
+    return answer(PlanStatusQueued(alerts=[a.name for a in chosen]), 202)

@@ -159,6 +159,13 @@ class KeptAlerts:
             ]
         return rows, rows[-1]["id"] if rows else at
 
+    def worker_restarts(self, worker: str, upto: int) -> int:
+        """How many times ``worker`` was requeued (restarted) in the events up to id ``upto``."""
+        e = EVENTS
+        q = select(func.count()).where(e.c.worker == worker, e.c.kind == "RequeueWorker", e.c.id <= upto)
+        with self.engine.connect() as conn:
+            return int(conn.execute(q).scalar() or 0)
+
     def move_cursor(self, event_id: int) -> None:
         """The events up to ``event_id`` are read (their messages queued)."""
         c = ALERT_CURSOR
