@@ -37,6 +37,8 @@ from .lifecycle import (
     StopSignal,
 )
 from .quantities import BYTES_PATTERN, POSITIVE_DURATION_PATTERN, parse_bytes, parse_duration
+from .schedules import KEEP_DEFAULT as SCHEDULE_KEEP_DEFAULT
+from .schedules import Concurrency as ScheduleConcurrency
 from .secrets import SecretFile, SecretRef, env_value_schema
 
 #: ``Run.model_validate(doc, context=RULES_CHECKED)``: the caller ran ``validate_data`` on ``doc``
@@ -529,6 +531,49 @@ class Dependency(_Strict):
     )
 
 
+class ScheduleSpec(_Strict):
+    """When the run is made again and again: a run ``<name>-<YYYYMMDD-HHMM>`` at each time."""
+
+    cron: str = Field(
+        title="Cron",
+        description='Five fields, minute hour day-of-month month day-of-week: "0 2 * * *" is 02:00 daily.',
+    )
+    timezone: str = Field("UTC", title="Timezone", description="An IANA timezone: Europe/Paris, UTC.")
+    concurrency: ScheduleConcurrency = Field(
+        "Forbid",
+        title="Concurrency",
+        description=(
+            "When a run it made is still going at the next time. Forbid (the default): that time is "
+            "skipped. Allow: both run. Replace: the going one is stopped."
+        ),
+    )
+    keep: int = Field(
+        SCHEDULE_KEEP_DEFAULT,
+        title="Keep",
+        description="How many finished runs it made are kept.",
+        ge=0,
+        le=100,
+    )
+
+    @field_validator("cron")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        from .schedules import cron_problem
+
+        if problem := cron_problem(value):
+            raise ValueError(problem)
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, value: str) -> str:
+        from .schedules import timezone_problem
+
+        if problem := timezone_problem(value):
+            raise ValueError(problem)
+        return value
+
+
 class Spec(_Strict):
     """What the run does and how the scheduler treats it."""
 
@@ -591,6 +636,14 @@ class Spec(_Strict):
         description=(
             "Runs this run waits for: [{run: preprocess, when: Completed}]. It stays Pending with "
             "'Waiting for run preprocess (Running)' until each has ended as asked."
+        ),
+    )
+    schedule: ScheduleSpec | None = Field(
+        None,
+        title="Schedule",
+        description=(
+            "Made at each time of a cron schedule, as a run <name>-<YYYYMMDD-HHMM> (a time missed "
+            "while the server was down: once). Not on Slurm."
         ),
     )
     array: Array | None = Field(None, title="Array")
