@@ -22,6 +22,7 @@ __all__ = [
     "BAD_CRON",
     "BAD_TIMEZONE",
     "KEEP_DEFAULT",
+    "NOT_SERVED",
     "Concurrency",
     "cron_problem",
     "last_due",
@@ -38,6 +39,12 @@ KEEP_MAX = 100
 BAD_CRON = (
     "{cron!r} is not a cron schedule: give five fields, minute hour day-of-month month "
     'day-of-week ("0 2 * * *" is every day at 02:00)'
+)
+#: The server's words while it makes no scheduled run yet: a run with a schedule is refused rather
+#: than run once, now, as if it had none.
+NOT_SERVED = (
+    "this server does not make scheduled runs yet: remove spec.schedule and run it with a cron "
+    "job of your own (astra apply), or wait for a server that keeps schedules"
 )
 BAD_TIMEZONE = "{tz!r} is not a timezone: give an IANA name such as Europe/Paris or UTC"
 
