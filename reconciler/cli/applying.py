@@ -218,18 +218,13 @@ def _outcome(done: Any, cluster: Any, *, verbose: bool, wait: bool, settle: floa
 
 def _confirm(source: str, cluster: str) -> bool:
     """Whether the user types 'yes' (said why not, when not)."""
-    if not sys.stdin.isatty():
-        error("no terminal to ask on: give --yes to apply without asking")
-        return False
-    echo(f"Apply these changes to source {source} on {cluster}? Only 'yes' goes on.")
-    try:
-        answer = input("Enter a value: ").strip().lower()
-    except EOFError:
-        answer = ""
-    if answer != "yes":
-        error("not applied: the answer was not 'yes'")
-        return False
-    return True
+    from .confirming import confirmed
+
+    return confirmed(
+        f"Apply these changes to source {source} on {cluster}?",
+        no_terminal="no terminal to ask on: give --yes to apply without asking",
+        declined="not applied: the answer was not 'yes'",
+    )
 
 
 class _Progress:

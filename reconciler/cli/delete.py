@@ -16,13 +16,12 @@ Must not touch: the clusters' insides; of the sources' state, only the deleted r
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
 
 from .day2 import ServerOpt, TokenOpt, failing, open_cluster
-from .output import echo, error
+from .output import echo
 
 __all__ = ["delete"]
 
@@ -91,16 +90,11 @@ def _forget(cluster: object, run: str, source: str | None) -> None:
 
 def _confirm(count: int, address: str) -> bool:
     """Whether the user types 'yes' (said why not, when not)."""
-    if not sys.stdin.isatty():
-        error("no terminal to ask on: give --yes to delete without asking")
-        return False
+    from .confirming import confirmed
+
     what = "this run" if count == 1 else f"these {count} runs"
-    echo(f"Delete {what} from {address}? Only 'yes' goes on.")
-    try:
-        answer = input("Enter a value: ").strip().lower()
-    except EOFError:
-        answer = ""
-    if answer != "yes":
-        error("nothing was deleted: the answer was not 'yes'")
-        return False
-    return True
+    return confirmed(
+        f"Delete {what} from {address}?",
+        no_terminal="no terminal to ask on: give --yes to delete without asking",
+        declined="nothing was deleted: the answer was not 'yes'",
+    )

@@ -5,12 +5,17 @@ Whole: the same run, under its name. ``--failed`` (an array): a new array ``<run
 only the copies that did not complete, each seeing its original index and the original size
 (``reconciler.runspec.rerun``); ``astra describe run`` links the two.
 
+It asks first, as ``astra apply`` and ``astra delete`` do (a rerun costs GPUs): it says what it
+will create and how many GPUs, and only ``yes`` goes on (``--yes`` skips the question; without a
+terminal to ask on, ``--yes`` is needed). A run that cannot run again (not finished, ``--failed``
+of a run that is no array, every copy completed) is not asked about: the cluster says why not.
+
 Must not touch: the rules (the cluster's), the clusters' insides.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -26,6 +31,7 @@ def rerun(
         bool,
         typer.Option("--failed", help="An array: only the copies that did not complete, in a new array."),
     ] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Rerun without asking.")] = False,
     server: ServerOpt = None,
     token: TokenOpt = None,
 ) -> None:
@@ -38,7 +44,10 @@ def rerun(
 
         astra rerun train
 
-        astra rerun sweep --failed
+        astra rerun sweep --failed --yes
+
+    Shows what it will create and how many GPUs, and asks (type 'yes'), unless --yes; with no
+    terminal to ask on it refuses without --yes.
     """
     from ..runspec.rerun import RERUN_INDICES
     from .runviews import CommandFailed, run_annotations
@@ -48,6 +57,11 @@ def rerun(
         again = getattr(cluster, "rerun", None)
         if not callable(again):
             raise CommandFailed(f"{cluster.address} cannot rerun a run: delete it and apply it again")
+        shown = _what_it_makes(cluster, name, failed)
+        if shown is not None:
+            echo(shown)
+            if not yes and not _confirm(cluster.address):
+                raise typer.Exit(1)
         run = again(name, failed=failed)
         if run.name == name:
             echo(f"{name}: runs again (whole)")
@@ -56,3 +70,39 @@ def rerun(
         count = len(indices.split(",")) if indices else 0
         echo(f"{run.name}: reruns {count} failed {'copy' if count == 1 else 'copies'} of {name} ({indices})")
         echo(f"Follow it: astra get runs {run.name} --watch")
+
+
+def _what_it_makes(cluster: Any, name: str, failed: bool) -> str | None:
+    """What the rerun of ``name`` will create, with its GPUs, in one line; ``None`` when the
+    cluster will refuse it (it says why)."""
+    from ..plan.cost import describe_ask
+    from ..runspec.rerun import next_rerun_name, rerun_document
+    from .runviews import CommandFailed
+
+    run = cluster.get_run(name)
+    if run is None:
+        raise CommandFailed(f"no run {name} on {cluster.address}: nothing was rerun")
+    if not run.final:
+        return None
+    if not failed:
+        gpus = describe_ask(run.document) or "no GPU"
+        return f"+ {name}  runs again whole ({run.state} now): {gpus}"
+    if not (run.document.get("spec") or {}).get("array"):
+        return None
+    left = sorted(w.rank for w in cluster.workers(name) if w.state != "Completed")
+    if not left:
+        return None
+    new = next_rerun_name(name, [r.name for r in cluster.list_runs()])
+    gpus = describe_ask(rerun_document(run.document, new, left)) or "no GPU"
+    copies = "copy" if len(left) == 1 else "copies"
+    return f"+ {new}  a new array of the {len(left)} {copies} of {name} that did not complete: {gpus}"
+
+
+def _confirm(address: str) -> bool:
+    from .confirming import confirmed
+
+    return confirmed(
+        f"Rerun it on {address}?",
+        no_terminal="no terminal to ask on: give --yes to rerun without asking",
+        declined="nothing was rerun: the answer was not 'yes'",
+    )

@@ -34,6 +34,7 @@ from .lifecycle import (
     ReplacePolicy,
     StopSignal,
 )
+from .schedule_spec import ScheduleSpec
 from .secrets import SecretFile, SecretRef, env_value_schema
 
 #: ``Run.model_validate(doc, context=RULES_CHECKED)``: the caller ran ``validate_data`` on ``doc``
@@ -468,6 +469,14 @@ class Spec(_Strict):
         description=(
             "Runs this run waits for: [{run: preprocess, when: Completed}]. It stays Pending with "
             "'Waiting for run preprocess (Running)' until each has ended as asked."
+        ),
+    )
+    schedule: ScheduleSpec | None = Field(
+        None,
+        title="Schedule",
+        description=(
+            "Made at each time of a cron schedule, as a run <name>-<YYYYMMDD-HHMM> (a time missed "
+            "while the server was down: once). Not on Slurm."
         ),
     )
     array: Array | None = Field(None, title="Array")

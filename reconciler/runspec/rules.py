@@ -117,6 +117,11 @@ def check_rules(doc: Any, *, partial: bool = False, combinations: bool = True) -
         _min_available(spec, partial, errors)
     if not partial and "task_template" not in spec and "task_groups" not in spec:
         errors.append(FieldError.required(_TEMPLATE, msg.NO_TEMPLATE))
+    schedule = spec.get("schedule")
+    if isinstance(schedule, dict):
+        from .schedules import schedule_errors
+
+        errors += schedule_errors(schedule, SPEC.child("schedule"))
     template = spec.get("task_template")
     if isinstance(template, dict):
         _task_template(template, _TEMPLATE, False, errors)

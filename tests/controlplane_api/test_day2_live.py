@@ -35,7 +35,7 @@ def test_a_session_of_looking_after_runs(live):
     assert (followed.returncode, followed.stdout) == (0, "1 1 1 4 4\n")
     assert live.astra("logs", "sw-3", "--attempt", "1").stdout == "3 3 3 4 4\n"
 
-    rerun = live.astra("rerun", "sw", "--failed")
+    rerun = live.astra("rerun", "sw", "--failed", "--yes")
     assert rerun.stdout.splitlines()[0] == "sw-rerun-1: reruns 2 failed copies of sw (1,3)", rerun.stderr
     until(lambda: live.api("GET", "/runs/sw-rerun-1").json()["status"]["state"] == "Failed", what="the rerun")
     assert (

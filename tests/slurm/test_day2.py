@@ -54,7 +54,7 @@ def test_logs_and_rerun_failed_on_slurm(slurm):
         "leave out --since (--tail N shows the last lines)\n",
     )
 
-    code, out, err = cli("rerun", "d2sweep", "--failed")
+    code, out, err = cli("rerun", "d2sweep", "--failed", "--yes")
     assert code == 0, err
     assert out.splitlines()[0] == "d2sweep-rerun-1: reruns 2 failed copies of d2sweep (1,3)"
     rerun = final(cluster, "d2sweep-rerun-1", 120)

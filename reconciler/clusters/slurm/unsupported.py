@@ -37,12 +37,17 @@ __all__ = [
     "NO_MIN_MEMORY",
     "NO_PRIORITY",
     "NO_PYXIS_PATH",
+    "NO_SCHEDULE",
     "NO_SECRETS",
     "NO_SHAPE",
     "NO_TOPOLOGY",
     "unsupported",
 ]
 
+NO_SCHEDULE = (
+    "a Slurm cluster does not make runs on a schedule: remove spec.schedule (or run it on an "
+    "Astraeus cluster, whose server keeps the schedule)"
+)
 NO_INTERCONNECT = (
     "Slurm cannot choose machines by interconnect: remove network.interconnect "
     "(or run on an Astraeus cluster)"
@@ -119,6 +124,8 @@ def unsupported(run: Run, drives: SlurmDrives | None = None, images: Images = "h
         errors.append(FieldError.not_supported(root.child("model", "engine"), NO_ENGINE))
     if spec.priority is not None:
         errors.append(FieldError.not_supported(root.child("priority"), NO_PRIORITY))
+    if spec.schedule is not None:
+        errors.append(FieldError.not_supported(root.child("schedule"), NO_SCHEDULE))
     for i, g in enumerate(spec.task_groups or ()):
         gpath = root.child("task_groups").index(i).child("task_template")
         errors.extend(_template_unsupported(g.task_template, gpath, known, images))

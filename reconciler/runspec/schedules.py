@@ -1,0 +1,100 @@
+"""A run on a schedule (``spec.schedule``): the words of a bad cron or timezone, the names of
+the runs a schedule makes, and the times it fires, read by ``croniter`` (no cron of our own).
+
+``spec.schedule: {cron: "0 2 * * *", timezone: Europe/Paris, concurrency: Forbid, keep: 5}``
+makes a run ``<name>-<YYYYMMDD-HHMM>`` (the time in the schedule's timezone) at each time.
+
+Pure: no I/O, no clock (every time is given, in seconds since the epoch).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from .errors import FieldError
+from .paths import FieldPath
+
+__all__ = [
+    "BAD_CRON",
+    "BAD_TIMEZONE",
+    "KEEP_DEFAULT",
+    "NOT_SERVED",
+    "Concurrency",
+    "cron_problem",
+    "last_due",
+    "next_time",
+    "schedule_errors",
+    "scheduled_name",
+    "timezone_problem",
+]
+
+Concurrency = Literal["Forbid", "Allow", "Replace"]
+KEEP_DEFAULT = 3  # Kubernetes CronJob's successfulJobsHistoryLimit
+KEEP_MAX = 100
+
+BAD_CRON = (
+    "{cron!r} is not a cron schedule: give five fields, minute hour day-of-month month "
+    'day-of-week ("0 2 * * *" is every day at 02:00)'
+)
+#: The server's words while it makes no scheduled run yet: a run with a schedule is refused rather
+#: than run once, now, as if it had none.
+NOT_SERVED = (
+    "this server does not make scheduled runs yet: remove spec.schedule and run it with a cron "
+    "job of your own (astra apply), or wait for a server that keeps schedules"
+)
+BAD_TIMEZONE = "{tz!r} is not a timezone: give an IANA name such as Europe/Paris or UTC"
+
+
+def cron_problem(cron: str) -> str | None:
+    """Why ``cron`` is no five-field cron schedule, or ``None``."""
+    from croniter import croniter  # a spec without a schedule never pays its import
+
+    if len(cron.split()) != 5 or not croniter.is_valid(cron):
+        return BAD_CRON.format(cron=cron)
+    return None
+
+
+def timezone_problem(tz: str) -> str | None:
+    """Why ``tz`` names no timezone, or ``None``."""
+    try:
+        ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        return BAD_TIMEZONE.format(tz=tz)
+    return None
+
+
+def schedule_errors(schedule: dict, path: FieldPath) -> list[FieldError]:
+    """A bad ``cron`` or ``timezone`` of a ``spec.schedule`` (its strings: the schema checks the
+    rest), each at its field."""
+    errors = []
+    cron, tz = schedule.get("cron"), schedule.get("timezone")
+    if isinstance(cron, str) and (problem := cron_problem(cron)):
+        errors.append(FieldError.invalid(path.child("cron"), problem))
+    if isinstance(tz, str) and (problem := timezone_problem(tz)):
+        errors.append(FieldError.invalid(path.child("timezone"), problem))
+    return errors
+
+
+def next_time(cron: str, tz: str, after: float) -> float:
+    """The first time strictly after ``after`` the schedule fires."""
+    start = datetime.fromtimestamp(after, ZoneInfo(tz))
+    from croniter import croniter
+
+    return float(croniter(cron, start).get_next(float))
+
+
+def last_due(cron: str, tz: str, after: float, now: float) -> float | None:
+    """The latest time in ``(after, now]`` the schedule fires, or ``None``: however many times
+    were missed (the server was down), one (Kubernetes CronJob: the most recent missed time
+    starts, once)."""
+    from croniter import croniter
+
+    latest = float(croniter(cron, datetime.fromtimestamp(now + 1, ZoneInfo(tz))).get_prev(float))
+    return latest if after < latest <= now else None
+
+
+def scheduled_name(name: str, tz: str, when: float) -> str:
+    """``<name>-<YYYYMMDD-HHMM>``, the time in the schedule's timezone."""
+    return f"{name}-{datetime.fromtimestamp(when, ZoneInfo(tz)):%Y%m%d-%H%M}"
