@@ -24,8 +24,11 @@ __all__ = ["Verdict", "finished", "post", "summary", "verdict"]
 
 @dataclass
 class Verdict:
-    """What the plan made known as it ran: its source's name and its commit (``REF@sha1:SHA``)."""
+    """What the plan made known as it ran: its source's name and its commit (``REF@sha1:SHA``);
+    ``named``: the source's name before the plan knew it (the options' ``--source``, or the one
+    the files or ``--git`` give: the caller's ``planning.source_name``)."""
 
+    named: str
     source: str | None = None
     revision: str | None = None
 
@@ -53,10 +56,10 @@ def first_error(exc: BaseException) -> str:
 
 
 @contextmanager
-def verdict(options: Any, specs: list[str]) -> Iterator[Verdict]:
+def verdict(options: Any, specs: list[str], named: str) -> Iterator[Verdict]:
     """Around a plan: its verdict known, post it (``failure`` with the first error when the
-    plan raises; the error goes on as it was)."""
-    seen = Verdict()
+    plan raises; the error goes on as it was); ``named``: as ``Verdict.named``."""
+    seen = Verdict(named)
     if not options.status_context:
         yield seen
         return
@@ -78,7 +81,7 @@ def post(options: Any, specs: list[str], seen: Verdict, state: tuple[str, str]) 
     """Send the verdict to the server; a warning on stderr when it cannot be."""
     from .remote import CommandError, call
 
-    source = seen.source or options.source or _default_source(options, specs)
+    source = seen.source or seen.named
     revision = seen.revision or _commit_of(specs)
     if revision is None:
         error("--status-context: the files are in no git commit: no status posted")
@@ -105,14 +108,6 @@ def post(options: Any, specs: list[str], seen: Verdict, state: tuple[str, str]) 
     echo(
         f"{options.status_context}: {state[0]} queued for {revision} (alerts: {', '.join(alerts)})", err=True
     )
-
-
-def _default_source(options: Any, specs: list[str]) -> str:
-    from ..state import default_source_name
-    from .planning import git_of
-
-    given = git_of(options)
-    return given.default_name() if given.url else default_source_name(specs)
 
 
 def _commit_of(specs: list[str]) -> str | None:

@@ -281,6 +281,14 @@ def require_files(
     return [str(f) for f in given]
 
 
+def source_name(options: Any, given: Git, specs: list[str]) -> str:
+    """The source a command's options name before it plans: ``--source``, else ``--git``'s, else
+    the files' (``state.default_source_name``)."""
+    from ..state import default_source_name
+
+    return options.source or (given.default_name() if given.url else default_source_name(specs))
+
+
 def git_of(options: Any) -> Git:
     """The git options of a command's options (``PlanOptions``, ``ApplyOptions``)."""
     return Git(options.git, options.ref, options.path, options.git_token_file, options.revision)
@@ -311,7 +319,7 @@ def plan_command(options: Any) -> int:
     specs = require_files(options.files, given, options.paths)
     from .plan_status import finished, verdict
 
-    with failures(), verdict(options, specs) as seen:
+    with failures(), verdict(options, specs, source_name(options, given, specs)) as seen:
         s, made = plan_files(specs, options)
         seen.planned(made, s)
         made = with_outlook(made, s.cluster)

@@ -36,7 +36,9 @@ def test_a_session_of_looking_after_runs(live):
     assert live.astra("logs", "sw-3", "--attempt", "1").stdout == "3 3 3 4 4\n"
 
     rerun = live.astra("rerun", "sw", "--failed", "--yes")
-    assert rerun.stdout.splitlines()[0] == "sw-rerun-1: reruns 2 failed copies of sw (1,3)", rerun.stderr
+    shown, done = rerun.stdout.splitlines()[:2]  # what it will create, then what it did
+    assert shown == "+ sw-rerun-1  a new array of the 2 copies of sw that did not complete: no GPU"
+    assert done == "sw-rerun-1: reruns 2 failed copies of sw (1,3)", rerun.stderr
     until(lambda: live.api("GET", "/runs/sw-rerun-1").json()["status"]["state"] == "Failed", what="the rerun")
     assert (
         live.astra("logs", "sw-rerun-1", "--all").stdout
