@@ -56,7 +56,9 @@ def test_logs_and_rerun_failed_on_slurm(slurm):
 
     code, out, err = cli("rerun", "d2sweep", "--failed", "--yes")
     assert code == 0, err
-    assert out.splitlines()[0] == "d2sweep-rerun-1: reruns 2 failed copies of d2sweep (1,3)"
+    shown, done = out.splitlines()[:2]  # what it will create, then what it did
+    assert shown == "+ d2sweep-rerun-1  a new array of the 2 copies of d2sweep that did not complete: no GPU"
+    assert done == "d2sweep-rerun-1: reruns 2 failed copies of d2sweep (1,3)"
     rerun = final(cluster, "d2sweep-rerun-1", 120)
     assert rerun.document["spec"]["array"]["size"] == 2
     assert [cluster.logs(f"d2sweep-rerun-1-{i}") for i in range(2)] == ["1 1 1 4 4\n", "3 3 3 4 4\n"]
