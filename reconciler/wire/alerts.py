@@ -13,11 +13,11 @@ named, never given: ``url``, ``key`` and ``token`` are secret names (``astra sec
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
-from .models import EPOCH, Answer, RequestBody
+from .models import EPOCH, Answer, RequestBody, _integral
 
 __all__ = [
     "SECRET_FIELDS",
@@ -82,7 +82,9 @@ class AlertWrite(RequestBody):
     sources: list[str] = Field(default_factory=list, description="The sources selected (none: all).")
     labels: dict[str, str] = Field(default_factory=dict, description="Run labels a run event must have.")
     severity: Literal["info", "warning", "error"] = "info"
-    restarts: int = Field(3, ge=1, le=10000, description="run.worker_restarted: after this many restarts.")
+    restarts: Annotated[int, Field(ge=1, le=10000), BeforeValidator(_integral)] = Field(
+        3, description="run.worker_restarted: after this many restarts."
+    )
 
 
 class AlertRule(Answer):

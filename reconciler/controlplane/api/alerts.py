@@ -173,7 +173,7 @@ def alert_history(
     operation_id="post_plan_status",
     status_code=202,
     response_model=PlanStatusQueued,
-    responses={422: {"model": wire.Detail}},
+    responses={422: {"model": wire.Problems | wire.Detail}},
 )
 async def post_plan_status(api: Api, body: PlanStatus, request: Request) -> Response:
     """Queue a plan's verdict (``astra plan --status-context``) for the workspace's commit-status
