@@ -71,7 +71,9 @@ class Sink(RequestBody):
     )
     to: list[str] | None = Field(None, description="E-mail: the addresses.")
     from_: str | None = Field(None, alias="from", description="E-mail: the sender.")
-    repo: str | None = Field(None, pattern=r"^[^/\s]+/[^/\s]+$", description="GitHub: OWNER/NAME.")
+    repo: str | None = Field(  # no ``\s``: see ``PlanStatus.revision``
+        None, pattern=r"^[^/\x00-\x20\x7f-\x9f]+/[^/\x00-\x20\x7f-\x9f]+$", description="GitHub: OWNER/NAME."
+    )
     project: str | None = Field(None, description="GitLab: the project's id or GROUP/NAME.")
     api: str | None = Field(None, description="GitHub or GitLab: the API's root (a self-hosted one).")
 
@@ -126,7 +128,9 @@ class PlanStatus(RequestBody):
 
     source: str = Field(min_length=1, max_length=400, description="The source the plan is of.")
     revision: str = Field(
-        pattern=r"^([^@\s]+@)?sha1:[0-9a-f]{40}(\+dirty)?$", description="The commit: REF@sha1:SHA."
+        # no ``\s``: JSON Schema's (ECMA-262) and Python's differ on it (U+0085 is one in Python)
+        pattern=r"^([^@\x00-\x20\x7f-\x9f]+@)?sha1:[0-9a-f]{40}(\+dirty)?$",
+        description="The commit: REF@sha1:SHA.",
     )
     state: Literal["success", "failure"]
     description: str = Field(
