@@ -235,13 +235,16 @@ def _retry_after(value: str | None) -> float | None:
     try:
         return max(0.0, float(value))
     except ValueError:
-        pass
+        return _seconds_until(value)
+
+
+def _seconds_until(http_date: str) -> float | None:
+    """The seconds from now to an HTTP date (``Retry-After``'s other form), or ``None``."""
+    import time
     from email.utils import parsedate_to_datetime
 
     try:
-        import time
-
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+        return max(0.0, parsedate_to_datetime(http_date).timestamp() - time.time())
     except (TypeError, ValueError):
         return None
 
