@@ -18,7 +18,8 @@ from .test_integration import UP_HINT, _cluster_up, wait_for
 
 def _sbatch(nonce: str, *args: str) -> int:
     out = subprocess.run(
-        ["sbatch", "--parsable", f"--comment=astra/v1,spec=t,sub={nonce}", *args],
+        # Slurm writes a job's output where it was submitted from: not into the checkout.
+        ["sbatch", "--parsable", "--output=/dev/null", f"--comment=astra/v1,spec=t,sub={nonce}", *args],
         capture_output=True,
         text=True,
         check=True,
