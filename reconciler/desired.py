@@ -221,6 +221,8 @@ class _State:
         return self._templated(doc)
 
     def _templated(self, doc: Document) -> tuple[DesiredRun | None, list[FieldError]]:
+        """A run that names a template (in its file or by ``--template``): its parameters
+        gathered, the template found, rendered and merged under the run's own ``spec``."""
         from .templates import Origin, merge, render, resolve_parameters
 
         data = doc.data
@@ -238,40 +240,12 @@ class _State:
             at = here.child("template").child("name")
             return None, [at.error(FieldError.invalid(_TEMPLATE.child("name"), text))]
         name = name or self.template or ""  # one of them is there: validate_data saw to it
-        from_file = ref.get("parameters") or {}
-        given: dict[str, tuple[Any, Origin]] = {
-            k: (v, here.child("template").child("parameters").child(k)) for k, v in from_file.items()
-        }
-        for k, (value, origin) in self.given.items():
-            if k in from_file and not same(from_file[k], value):
-                text = (
-                    f"{origin.note} disagrees with this run's {k}: {json.dumps(from_file[k])}: "
-                    "give the value in one place"
-                )
-                path = _TEMPLATE.child("parameters", k)
-                errors.append(given[k][1].error(FieldError.invalid(path, text)))
-            given[k] = (value, origin)
+        given, errors = self._parameters(ref, here)
         if errors:
             return None, errors
-        template, template_errors, missing = self.library(source.name).get(name)
+        template, errors = self._template(name, source.name, here if ref.get("name") else None)
         if template is None:
-            if missing:
-                at = (
-                    here.child("template").child("name")
-                    if ref.get("name")
-                    else Origin.command_line("--template")
-                )
-                return None, [at.error(FieldError.not_supported(_TEMPLATE.child("name"), missing))]
-            fresh = name not in self._reported
-            self._reported.add(name)
-            if fresh:
-                return None, template_errors
-            # this run can not be checked either; say so once, where it names the template
-            at = (
-                here.child("template").child("name") if ref.get("name") else Origin.command_line("--template")
-            )
-            text = f"template '{name}' has problems: see {template_errors[0].file}"
-            return None, [at.error(FieldError.invalid(_TEMPLATE.child("name"), text))]
+            return None, errors
         missing_at = (
             here.child("template").child("parameters")
             if "template" in data
@@ -283,19 +257,54 @@ class _State:
         rendered, origins, errors = render(template, values, value_origins)
         if errors or rendered is None:
             return None, errors
-        final: dict[str, Any] = {}
-        for k, v in data.items():
-            if k == "template":
-                continue
-            if k == "spec":
-                continue
-            final[k] = v
+        final: dict[str, Any] = {k: v for k, v in data.items() if k not in ("template", "spec")}
         run_spec = data.get("spec") if isinstance(data.get("spec"), dict) else {}
         final["spec"] = merge(rendered, run_spec)
         final = canonical(final)
         run = DesiredRun(doc, final, template, _origins(final, run_spec, origins, doc))
         errors = [run.position(e) for e in self.validate(final)]
         return (None if errors else run), errors
+
+    def _parameters(
+        self, ref: dict[str, Any], here: Origin
+    ) -> tuple[dict[str, tuple[Any, Origin]], list[FieldError]]:
+        """The template's parameters given to this run, each with where it was given: the file's
+        ``template.parameters`` and the command line's ``--set``; the two may not disagree."""
+        from_file = ref.get("parameters") or {}
+        given: dict[str, tuple[Any, Origin]] = {
+            k: (v, here.child("template").child("parameters").child(k)) for k, v in from_file.items()
+        }
+        errors: list[FieldError] = []
+        for k, (value, origin) in self.given.items():
+            if k in from_file and not same(from_file[k], value):
+                text = (
+                    f"{origin.note} disagrees with this run's {k}: {json.dumps(from_file[k])}: "
+                    "give the value in one place"
+                )
+                path = _TEMPLATE.child("parameters", k)
+                errors.append(given[k][1].error(FieldError.invalid(path, text)))
+            given[k] = (value, origin)
+        return given, errors
+
+    def _template(
+        self, name: str, file: str, here: Origin | None
+    ) -> tuple[Template | None, list[FieldError]]:
+        """The template ``name`` from the library, or the errors that say why not: where the run
+        names it (``here``, or ``--template`` when the name came from the command line). A
+        template with problems has them said once; the other runs that use it point there."""
+        from .templates import Origin
+
+        template, template_errors, missing = self.library(file).get(name)
+        if template is not None:
+            return template, []
+        at = here.child("template").child("name") if here is not None else Origin.command_line("--template")
+        if missing:
+            return None, [at.error(FieldError.not_supported(_TEMPLATE.child("name"), missing))]
+        if name not in self._reported:
+            self._reported.add(name)
+            return None, template_errors
+        text = f"template '{name}' has problems: see {template_errors[0].file}"
+        return None, [at.error(FieldError.invalid(_TEMPLATE.child("name"), text))]
 
 
 #: What a required parameter without a default stands for while its template is checked alone.

@@ -27,6 +27,8 @@ def _text(name: str, nullable: bool = False) -> sa.Column:
 
 
 def upgrade() -> None:
+    """The tables of this revision, each written out whole (over 60 lines: a migration is a record
+    of the schema as it was, and reads best as one list of its tables, not split by a helper)."""
     op.create_table(
         "cluster_machines",
         _text("cluster"),
