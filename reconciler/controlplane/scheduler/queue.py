@@ -19,7 +19,7 @@ import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from reconciler.runspec.vocabulary import FINAL_RUN_STATES, RunState, WorkerState
 
@@ -29,14 +29,13 @@ from .arrays import at_cap, parallel_cap
 from .dependencies import blocked_by
 from .gangs import group_wait, groups_running
 from .netgroups import NetGroup, containing, region, union
+from .passover import holds
 from .placement import Net, View, fixed, label, place_decision, search
 from .priorities import backfill_limit, may_backfill, preempt_for
 from .quiet import Wait, Why
 from .quotas import held_by_quota, run_named
 from .records import Ask, MarkRun, MarkWorker, NewWorker, RunRecord, ask_of
-
-if TYPE_CHECKING:
-    from .tick import Tick
+from .ticking import Tick
 
 __all__ = [
     "Held",
@@ -86,7 +85,7 @@ def placement(t: Tick) -> None:
             serve(t, s.runs[rname])
         return
     out, moved, touched = t.out, quiet.moved, t.touched
-    order = quiet.order(s)
+    order = quiet.order(s.runs, s.active, s.order_version)
     slots = quiet.slots
     known = None  # a reason found to hold: it holds for the next runs alike, until one is served
     for at, rname in enumerate(order):  # (a run finished since it was sorted: served, it does nothing)
@@ -95,7 +94,7 @@ def placement(t: Tick) -> None:
             if why is known:
                 continue
             blocker = t.blocker
-            if quiet.holds(t, why, rname):
+            if holds(t, why, rname):
                 known = why if t.blocker is blocker else None
                 continue
         known = None
