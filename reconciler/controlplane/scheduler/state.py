@@ -136,7 +136,7 @@ class ClusterState:
         self.fits_alone: dict[Ask, bool] = {}
         #: Moves when the order runs are served in may have: a run added, a priority changed.
         self.order_version = 0
-        #: Runs a user asked to cancel that are not finished yet (``tick.cancellations``).
+        #: Runs a user asked to cancel that are not finished yet (``runstates.cancellations``).
         self.cancelling: dict[str, None] = {}
         #: What ticks learned of the runs whose last visit changed nothing, kept across ticks
         #: (``quiet.Quiet``): it changes no decision, only how much a tick visits.
