@@ -50,6 +50,7 @@ PARTS = (
     "plan",
     "apply",
     "workers",
+    "ticks",
     "metrics",
     "git",
     "slurm",
@@ -138,6 +139,11 @@ def main() -> int:
 
             print("\nthe control plane holding workers (10 arrays on a cluster too small to run them):")
             report["workers"] = workers.main(sorted(set(ladder.values())))
+        if "ticks" in only and args.only:  # measured by "workers" too: asked for by name
+            from . import workers
+
+            print("\nthe scheduler's ticks, in process (the workers part without its server):")
+            report["ticks"] = workers.ticks(sorted(set(ladder.values())), cpu=args.cpu_time)
         if "metrics" in only:
             from . import metrics as scrape
 
@@ -193,6 +199,11 @@ def _arguments() -> argparse.Namespace:
     )
     parser.add_argument(
         "--big-n", type=int, default=100_000, help="the big size, with --big (default 100000; smaller to try)"
+    )
+    parser.add_argument(
+        "--cpu-time",
+        action="store_true",
+        help="ticks part: the CPU time of the process, not wall time (to compare versions on a busy machine)",
     )
     parser.add_argument("--seed", type=int, default=20261129)
     parser.add_argument("--dir", help="generate into this folder (kept) instead of a temporary one")

@@ -23,6 +23,10 @@ arrays of N/10 copies of one GPU each),
   run blocked for room changes, every run behind it gets a new reason (it names that run): the
   busy figure grows with the queue, one decision a waiting run.
 
+``ticks(sizes)`` (``python -m bench --only ticks``; ``--n 100000`` for 10,000 and 100,000):
+the in-process figures alone, without the server; ``--cpu-time`` times them in the process's
+CPU time, to compare two versions of the scheduler on a machine others load.
+
 Targets (issue 19, at 100,000 workers): server RSS at most 1 GiB, ``GET /runs?view=summary`` p50
 at most 50 ms, a tick with 100,000 pending copies at most 200 ms (p50). The growth of each figure
 from one size to the next (×10 workers) is printed against n log n (×10·log(10n)/log(n)).
@@ -38,13 +42,14 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from . import served, targets
 from .measure import grid
 
-__all__ = ["TARGETS", "main"]
+__all__ = ["TARGETS", "main", "ticks"]
 
 ARRAYS = 10
 STEPS = 40
@@ -143,8 +148,9 @@ def _pcts(walls: list[float]) -> dict[str, float]:
     }
 
 
-def engine_ticks(n: int) -> dict[str, Any]:
-    """The engine with ``n`` copies in 10 arrays: the admitting step, then ``STEPS`` steps."""
+def engine_ticks(n: int, timer: Callable[[], float] = time.perf_counter) -> dict[str, Any]:
+    """The engine with ``n`` copies in 10 arrays: the admitting step, then ``STEPS`` steps, timed
+    by ``timer`` (wall time; ``time.process_time``: this process's CPU time)."""
     from reconciler.controlplane.clock import ManualClock
     from reconciler.controlplane.engine import Engine
     from reconciler.controlplane.scheduler import WorkerState
@@ -159,26 +165,26 @@ def engine_ticks(n: int) -> dict[str, Any]:
             executor.run_defaults[f"sweep-{i}"] = Outcome(after=50.0 + 5 * i)
         engine = Engine(store, _cluster(), executor, clock.now())
         engine.submit_batch(_arrays(n, ["true"]), clock.now())
-        t0 = time.perf_counter()
+        t0 = timer()
         engine.step(clock.now())
-        admit = time.perf_counter() - t0
+        admit = timer() - t0
         walls, made = [], 0
         for _ in range(STEPS):
             now = clock.now()
             nxt = min(t for t in (engine.next_wakeup(now), executor.next_time(), now + 60) if t is not None)
             clock.set(max(nxt, now))
-            t0 = time.perf_counter()
+            t0 = timer()
             made += engine.step(clock.now())
-            walls.append(time.perf_counter() - t0)
+            walls.append(timer() - t0)
         pending = sum(1 for w in engine.state.workers.values() if w.state is WorkerState.PENDING)
         store.close()
     return {"admit_s": round(admit, 2), **_pcts(walls), "decisions": made, "pending": pending}
 
 
-def waiting_runs(n: int, busy: bool) -> dict[str, Any]:
+def waiting_runs(n: int, busy: bool, timer: Callable[[], float] = time.perf_counter) -> dict[str, Any]:
     """The scheduler alone with ``n`` waiting runs of one GPU: the admitting tick, ``STEPS`` idle
     ticks (nothing changed: time passes), then (``busy``) ``STEPS`` instants as runs end and
-    others start, each settled (every tick until nothing more happens)."""
+    others start, each settled (every tick until nothing more happens); timed by ``timer``."""
     from reconciler.controlplane.scheduler import ClusterState, plan_tick
     from reconciler.controlplane.simulation import Outcome, SimulatedExecutor
     from reconciler.runspec.parse import parse_run
@@ -190,18 +196,18 @@ def waiting_runs(n: int, busy: bool) -> dict[str, Any]:
         meta = one.metadata.model_copy(update={"name": f"run-{i}"})
         state.submit(one.model_copy(update={"metadata": meta}), 1.0)
         executor.run_defaults[f"run-{i}"] = Outcome(after=50.0 + (i % 10) * 5)
-    t0 = time.perf_counter()
+    t0 = timer()
     _settle(state, executor, 1.0)
-    admit = time.perf_counter() - t0
+    admit = timer() - t0
     # a second later the runs queued cannot end before the first blocked one could start: they
     # wait behind it; then, until the first runs end (at 51), nothing changes
     _settle(state, executor, 2.0)
     idle = []
     for k in range(STEPS):
-        t0 = time.perf_counter()
+        t0 = timer()
         if plan_tick(state, 3.0 + k):
             raise SystemExit("bench workers: an idle tick decided something")
-        idle.append(time.perf_counter() - t0)
+        idle.append(timer() - t0)
     out = {"admit_s": round(admit, 2), "idle": _pcts(idle)}
     waiting = sum(1 for r in state.runs.values() if r.state == "Pending")
     if busy:
@@ -210,9 +216,9 @@ def waiting_runs(n: int, busy: bool) -> dict[str, Any]:
             now = max(
                 min(t for t in (state.next_wakeup(now), executor.next_time(), now + 60) if t is not None), now
             )
-            t0 = time.perf_counter()
+            t0 = timer()
             made.append(_settle(state, executor, now))
-            walls.append(time.perf_counter() - t0)
+            walls.append(timer() - t0)
         out["busy"] = {**_pcts(walls), "decisions_p50": statistics.median(made)}
     return {**out, "waiting_runs": waiting}
 
@@ -271,6 +277,31 @@ def main(sizes: list[int]) -> dict[str, Any]:
     print(_table(rows, growth, verdicts))
     figures = {r["n"]: _figures(r) for r in rows}
     return {"targets": TARGETS, "sizes": rows, "growth": growth, "verdicts": verdicts, "figures": figures}
+
+
+def ticks(sizes: list[int], cpu: bool = False) -> dict[str, Any]:
+    """The scheduler's ticks alone, in process, at each size (``python -m bench --only ticks``):
+    the engine's ticks with the copies pending and the ticks over waiting runs, as ``main``
+    measures them, without the server. ``cpu``: timed in this process's CPU time, which other
+    processes on a loaded machine change less than the wall time (for comparing two versions)."""
+    timer = time.process_time if cpu else time.perf_counter
+    rows = []
+    for n in sizes:
+        row: dict[str, Any] = {
+            "n": n,
+            "engine": engine_ticks(n, timer),
+            "runs": waiting_runs(n, n <= BUSY_MAX, timer),
+        }
+        busy = row["runs"].get("busy")
+        print(
+            f"  {n:>7,} workers: tick p50 (copies) {row['engine']['p50_ms']} ms (p95 "
+            f"{row['engine']['p95_ms']}), idle tick p50 (runs) {row['runs']['idle']['p50_ms']} ms"
+            + (f", busy tick p50 {busy['p50_ms']} ms" if busy else "")
+            + (" [CPU time]" if cpu else ""),
+            flush=True,
+        )
+        rows.append(row)
+    return {"clock": "cpu" if cpu else "wall", "sizes": rows}
 
 
 def _figures(row: dict[str, Any]) -> dict[str, float]:

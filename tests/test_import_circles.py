@@ -17,10 +17,6 @@ import reconciler
 ROOT = Path(reconciler.__file__).parent
 #: Packages whose modules point back to each other through imports for type checking only.
 KNOWN = {
-    # its phases name each other's types (gangs, priorities → tick's Tick; queue ↔ admission …): it
-    # is being reordered so that each imports only what is below it, in a session of its own, as
-    # other changes to the scheduler are under way
-    "reconciler.controlplane.scheduler": "to be reordered next",
     # the parts of a client name the client they serve (batch, placement → HttpCluster)
     "reconciler.clusters": "a part's signature names its client",
     "reconciler.clusters.slurm": "a part's signature names its client (outlook, rerun → SlurmCluster)",

@@ -298,8 +298,8 @@ class ClusterCollector(Collector):
             room, unusable = s.free, s.unusable
             for m in s.inventory:
                 f, out = room[m.name], m.name in unusable
-                allocated.append(m.gpus - f[0] - f[1])
-                free.append(0 if out else f[0])
+                allocated.append(m.gpus - f.gpus)
+                free.append(0 if out else f.healthy_gpus)
                 unhealthy.append(m.gpus - m.healthy)
                 total.append(m.gpus)
                 up.append(0 if out else 1)

@@ -19,7 +19,7 @@ from reconciler.runspec.rerun import RERUN_INDICES, RERUN_SIZE, ArrayMap, array_
 
 from ...wire import models as wire
 from ..engine import Engine
-from ..scheduler import HOLDING, WorkerRecord, WorkerState, readout
+from ..scheduler import HOLDING, Free, WorkerRecord, WorkerState, readout
 from ..scopes import shown
 
 __all__ = [
@@ -179,11 +179,11 @@ def machine_views(engine: Engine) -> list[wire.Machine]:
     s = engine.state
     items = []
     for m in engine.store.machine_rows(engine.cluster):
-        free = s.free.get(m["name"], [0, 0, 0, 0])
+        free = s.free.get(m["name"]) or Free(0, 0, 0, 0)  # a machine the inventory does not know
         state = "Down" if m["name"] in s.down else m["state"]
         items.append(
             wire.Machine.model_validate(
-                {**m, "state": state, "free_gpus": free[0] + free[1], "free_cpu_cores": free[2]}
+                {**m, "state": state, "free_gpus": free.gpus, "free_cpu_cores": free.cpu_cores}
             )
         )
     return items

@@ -11,25 +11,28 @@ and ``schedule`` only read the records (a tick keeps what it learned in the stat
 change no decision: ``quiet``); ``ClusterState.apply`` / ``observe`` are the one place records
 change, written so a store can do the same with rows (the simulation and the engine call them).
 
-The modules, by concern (each says what it owns and must not touch):
+The modules, in layers: each imports only the layers below it, imports for type checking too
+(import-linter's contract "the scheduler reads downward", ``pyproject.toml``); modules of one
+row know nothing of each other. Each says what it owns and must not touch:
 
-============  ===============================================================================
-records       ``RunRecord``, ``WorkerRecord``, ``Ask``, ``StopCause``; the closed ``Decision`` and
-              ``Observation`` sets
-state         ``ClusterState``: the records with the indexes that keep a tick cheap; ``apply``
-placement     free capacity as a tick sees it, network levels, shapes, fitting workers together
-netgroups     the group a run with ``interconnect`` or ``keep_within`` keeps within, chosen whole
-admission     a run's first look: start policy, on_failure, its workers, or why it never fits
-restarts      settling ended workers, job-level restarts, backoff, time limits
-arrays        an array's copies, ``max_parallel``, the ``K of N`` failure reason
-gangs         the gang barrier, starting prepared workers, task groups' ``start_after``
-priorities    backfill behind the first blocked run, preemption of lower priorities
-quotas        a workspace's quota (GPUs, running runs) held at every placement, and its reason
-queue         the placement phase: runs served by priority, then submission
-quiet         the memo a state keeps across ticks: the waiting runs a tick may pass over
-tick          ``plan_tick`` (the phases in order) and ``schedule``
-env           ``worker_env``: the environment of a worker
-============  ===============================================================================
+==============================  ===================================================================
+outlook                         ``outlook``: what a copy of the state, ticked, says of new runs
+tick                            ``plan_tick`` (the phases in order) and ``schedule``
+queue                           the placement phase: runs served by priority, then submission
+passover                        whether a run the memo kept may be passed over this tick
+priorities | runstates          backfill and preemption | cancellations, the runs' states
+admission | gangs               a run's first look | the gang barrier, starts, ``start_after``
+restarts | quotas               ended workers, job restarts, backoff, time limits | quotas
+ticking                         ``Tick``: one tick's working state, which the phases share
+netgroups | exceeds             a constrained run's network group | cores or memory past any machine
+placement                       the tick's view of free room, network levels, shapes, ``Memo``
+restarting | dependencies       a restarting run's reason | ``depends_on``
+arrays | env | exitcodes        an array's copies and cap | a worker's environment | exit rules
+state                           ``ClusterState``: the records, their indexes, ``apply``, ``observe``
+quiet                           ``Quiet``: the memo of quiet runs the state keeps across ticks
+records                         the records, ``Free``, ``Ask``, ``Quota``; ``Decision``,
+                                ``Observation``
+==============================  ===================================================================
 
 One tick::
 
@@ -128,6 +131,7 @@ from .records import (
     Ask,
     CancelRun,
     Decision,
+    Free,
     ImagePulling,
     LoseWorker,
     MachineBack,
@@ -170,6 +174,7 @@ __all__ = [
     "CancelRun",
     "ClusterState",
     "Decision",
+    "Free",
     "ImagePulling",
     "LoseWorker",
     "MachineBack",

@@ -12,16 +12,12 @@ Must not touch: the records (the queue emits), clocks, I/O.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from reconciler.runspec.lifecycle import WHEN_MET, dependency_unmet, waiting_for_run
 from reconciler.runspec.vocabulary import FINAL_RUN_STATES
 
 from ..scopes import run_key, scope_of, shown
 from .records import RunRecord
-
-if TYPE_CHECKING:
-    from .state import ClusterState
+from .state import ClusterState
 
 __all__ = ["Blocked", "blocked_by"]
 

@@ -11,17 +11,13 @@ Must not touch: the records (decisions go through ``Tick.emit``), placement, clo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from reconciler.runspec.messages import GANG_BARRIER_SECONDS
 from reconciler.runspec.models import Spec
 from reconciler.runspec.vocabulary import FINAL_RUN_STATES, WorkerState
 
 from .records import RunRecord, StartWorker, StopCause, WorkerRecord
 from .restarts import restart_run
-
-if TYPE_CHECKING:
-    from .tick import Tick
+from .ticking import Tick
 
 __all__ = ["barriers", "group_wait", "groups_running", "starts"]
 

@@ -72,7 +72,7 @@ def shape_words(state: ClusterState, places: dict[str, int]) -> str:
 
 
 def _free_gpus(state: ClusterState) -> int:
-    return sum(f[0] + f[1] for m, f in state.free.items() if m not in state.unusable and m not in state.down)
+    return sum(f.gpus for m, f in state.free.items() if m not in state.unusable and m not in state.down)
 
 
 def outlook(state: ClusterState, runs: Sequence[tuple[str, Run]], now: float) -> list[Outlook]:

@@ -20,7 +20,7 @@ from typing import Any
 from reconciler.runspec.models import Run
 
 from ..inventory import Machine
-from .records import Ask, NewWorker, PlaceWorker, WorkerRecord
+from .records import Ask, Free, NewWorker, PlaceWorker, WorkerRecord
 from .state import ClusterState
 
 __all__ = [
@@ -66,40 +66,42 @@ class View:
     room: a placement that failed stays failed while ``gives`` has not moved (see ``Memo``).
     """
 
-    __slots__ = ("_totals", "empty", "gives", "over", "s", "version")
+    __slots__ = ("_counted", "_healthy", "_unhealthy", "empty", "gives", "over", "s", "version")
 
     def __init__(self, state: ClusterState, empty: bool = False) -> None:
         self.s, self.empty = state, empty
-        self.over: dict[str, list[int]] = {}
+        self.over: dict[str, Free] = {}
         self.version = self.gives = 0
-        self._totals: list[int] | None = None
+        #: Free GPUs over the usable machines, healthy and not, once counted (``free_gpus``).
+        self._counted = False
+        self._healthy = self._unhealthy = 0
 
     def free_gpus(self, healthy_only: bool) -> int:
         """Free GPUs on every usable machine (healthy ones only, or all): a bound on any placement."""
-        if self._totals is None:
-            t = [0, 0]
+        if not self._counted:
+            healthy = unhealthy = 0
             for name in self.s.machines:
                 if self.usable(name):
                     f = self.free(name)
-                    t[0] += f[0]
-                    t[1] += f[1]
-            self._totals = t
-        t = self._totals
-        return t[0] if healthy_only else t[0] + t[1]
+                    healthy += f.healthy_gpus
+                    unhealthy += f.unhealthy_gpus
+            self._healthy, self._unhealthy, self._counted = healthy, unhealthy, True
+        return self._healthy if healthy_only else self._healthy + self._unhealthy
 
     def _count(self, name: str, gh: int, gu: int) -> None:
         self.version += 1
-        if self._totals is not None and self.usable(name):
-            self._totals[0] += gh
-            self._totals[1] += gu
+        if self._counted and self.usable(name):
+            self._healthy += gh
+            self._unhealthy += gu
 
-    def free(self, name: str) -> list[int]:
+    def free(self, name: str) -> Free:
+        """What ``name`` has free as the tick sees it (never changed in place: ``take`` and
+        ``give`` lay a changed copy over it)."""
         f = self.over.get(name)
         if f is not None:
             return f
         if self.empty:
-            m = self.s.machines[name]
-            return [m.healthy, m.gpus - m.healthy, m.cpu_cores, m.memory_bytes]
+            return Free.of(self.s.machines[name])
         return self.s.free[name]
 
     def usable(self, name: str) -> bool:
@@ -110,10 +112,10 @@ class View:
         """The most GPUs of this ask that fit on ``m`` now."""
         if not self.usable(m.name) or not ask.eligible(m):
             return 0
-        fh, fu, cores, mem = self.free(m.name)
-        g = fh if ask.healthy_only else fh + fu
-        cores -= ask.cpu_cores
-        mem -= ask.memory_bytes
+        f = self.free(m.name)
+        g = f.healthy_gpus if ask.healthy_only else f.healthy_gpus + f.unhealthy_gpus
+        cores = f.cpu_cores - ask.cpu_cores
+        mem = f.memory_bytes - ask.memory_bytes
         if cores < 0 or mem < 0:
             return 0
         if ask.cpu_per_gpu:
@@ -125,30 +127,24 @@ class View:
     def fits(self, m: Machine, ask: Ask, gpus: int) -> bool:
         if not self.usable(m.name) or not ask.eligible(m):
             return False
-        fh, fu, cores, mem = self.free(m.name)
-        g = fh if ask.healthy_only else fh + fu
-        return g >= gpus and cores >= ask.cores(gpus) and mem >= ask.memory(gpus)
+        f = self.free(m.name)
+        g = f.healthy_gpus if ask.healthy_only else f.healthy_gpus + f.unhealthy_gpus
+        return g >= gpus and f.cpu_cores >= ask.cores(gpus) and f.memory_bytes >= ask.memory(gpus)
 
     def take(self, name: str, ask: Ask, gpus: int) -> tuple[int, int, int, int]:
-        f = list(self.free(name))
-        gu = 0 if ask.healthy_only else min(f[1], gpus)
+        f = self.free(name).copy()
+        gu = 0 if ask.healthy_only else min(f.unhealthy_gpus, gpus)
         gh = gpus - gu
         cores, mem = ask.cores(gpus), ask.memory(gpus)
-        f[0] -= gh
-        f[1] -= gu
-        f[2] -= cores
-        f[3] -= mem
+        f.take(gh, gu, cores, mem)
         self.over[name] = f
         self._count(name, -gh, -gu)
         return gu, cores, mem, gh
 
     def give(self, w: WorkerRecord) -> None:
         assert w.machine is not None
-        f = list(self.free(w.machine))
-        f[0] += w.gpus - w.unhealthy_gpus
-        f[1] += w.unhealthy_gpus
-        f[2] += w.cpu_cores
-        f[3] += w.memory_bytes
+        f = self.free(w.machine).copy()
+        f.take(w.unhealthy_gpus - w.gpus, -w.unhealthy_gpus, -w.cpu_cores, -w.memory_bytes)
         self.over[w.machine] = f
         self.gives += 1
         self._count(w.machine, w.gpus - w.unhealthy_gpus, w.unhealthy_gpus)
@@ -164,7 +160,7 @@ class View:
                 yield s.machines[name]
         # machines this tick freed (preemption) may sit in lower buckets than their room
         for name in list(self.over):
-            if sum(self.over[name][:2]) > sum(s.free[name][:2]):
+            if self.over[name].gpus > s.free[name].gpus:
                 yield s.machines[name]
 
 
@@ -226,8 +222,7 @@ def shape(
         ms = view.s.inventory if view.empty else view.candidates(count)
         for m in ms:
             if view.fits(m, ask, count):
-                f = view.free(m.name)
-                key = (f[0] + f[1], m.name)
+                key = (view.free(m.name).gpus, m.name)
                 if best is None or key < best[0]:
                     best = (key, [(m, count)])
     if best:
@@ -368,8 +363,7 @@ def assign(
             if distinct and m.name in used:
                 continue
             if trial.fits(m, ask, ask.gpus):
-                f = trial.free(m.name)
-                key = (f[0] + f[1], m.name)
+                key = (trial.free(m.name).gpus, m.name)
                 if pick is None or key < pick[0]:
                     pick = (key, m)
         if pick is None:

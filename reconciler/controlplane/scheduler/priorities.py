@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from reconciler.runspec.vocabulary import WorkerState
 
@@ -22,9 +22,7 @@ from ..scopes import other_workspace, shown
 from .admission import templates_of
 from .placement import Net, View, machines_of, search
 from .records import HOLDING, RunRecord, StopCause, StopWorker, WorkerRecord, ask_of
-
-if TYPE_CHECKING:
-    from .tick import Tick
+from .ticking import Tick
 
 __all__ = ["INF", "backfill_limit", "fits_somehow", "may_backfill", "preempt_for", "shadow"]
 

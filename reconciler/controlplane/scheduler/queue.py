@@ -19,7 +19,7 @@ import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from reconciler.runspec.vocabulary import FINAL_RUN_STATES, RunState, WorkerState
 
@@ -29,14 +29,13 @@ from .arrays import at_cap, parallel_cap
 from .dependencies import blocked_by
 from .gangs import group_wait, groups_running
 from .netgroups import NetGroup, containing, region, union
+from .passover import holds
 from .placement import Net, View, fixed, label, place_decision, search
 from .priorities import backfill_limit, may_backfill, preempt_for
 from .quiet import Wait, Why
 from .quotas import held_by_quota, run_named
 from .records import Ask, MarkRun, MarkWorker, NewWorker, RunRecord, ask_of
-
-if TYPE_CHECKING:
-    from .tick import Tick
+from .ticking import Tick
 
 __all__ = [
     "Held",
@@ -86,7 +85,7 @@ def placement(t: Tick) -> None:
             serve(t, s.runs[rname])
         return
     out, moved, touched = t.out, quiet.moved, t.touched
-    order = quiet.order(s)
+    order = quiet.order(s.runs, s.active, s.order_version)
     slots = quiet.slots
     known = None  # a reason found to hold: it holds for the next runs alike, until one is served
     for at, rname in enumerate(order):  # (a run finished since it was sorted: served, it does nothing)
@@ -95,7 +94,7 @@ def placement(t: Tick) -> None:
             if why is known:
                 continue
             blocker = t.blocker
-            if quiet.holds(t, why, rname):
+            if holds(t, why, rname):
                 known = why if t.blocker is blocker else None
                 continue
         known = None
@@ -275,9 +274,7 @@ def place_each(
     distinct = spec.array is None and spec.task_groups is None
     within = union(groups) if groups is not None else None
     group_running = groups_running(t, r) if spec.task_groups else None
-    cand: Iterator[Machine] | None = None
-    current: Machine | None = None
-    last_ask: Ask | None = None
+    cursor = _Cursor(t, r, distinct)
     for wname in eligible:
         w = s.workers[wname]
         if cap is not None and holding >= cap:
@@ -297,21 +294,7 @@ def place_each(
             if w.reason != held:
                 t.emit(MarkWorker(wname, WorkerState.PENDING, held), rname)
             return Held(held, marked=True)
-        if ask != last_ask:
-            cand, current, last_ask = view.candidates(ask.gpus), None, ask
-        assert cand is not None
-        pick = None
-        while True:
-            if (
-                current is not None
-                and view.fits(current, ask, ask.gpus)
-                and allowed(t, current, r, within, distinct)
-            ):
-                pick = current
-                break
-            current = next(cand, None)
-            if current is None:
-                break
+        pick = cursor.fit(ask, within)
 
         def fit_in(v: View, a: Ask = ask, wi: Any = within) -> Any:
             return one_fit(t, v, a, r, wi, distinct)
@@ -328,9 +311,39 @@ def place_each(
             if len(kept) != len(groups):
                 groups, within = kept, union(kept)
         if distinct:
-            current = None
+            cursor.current = None  # one worker a machine: the next one tries the next machine
         holding += 1
     return None
+
+
+class _Cursor:
+    """Where ``place_each`` looks for room for a run's workers: the machines with room for an ask,
+    fullest first (``View.candidates``), kept from one worker to the next of the same ask, so
+    that alike workers are packed onto the machine that took the last one and every machine is
+    looked at once per run, not once per worker."""
+
+    __slots__ = ("ask", "current", "distinct", "machines", "r", "t")
+
+    def __init__(self, t: Tick, r: RunRecord, distinct: bool) -> None:
+        self.t, self.r, self.distinct = t, r, distinct
+        self.ask: Ask | None = None
+        self.machines: Iterator[Machine] = iter(())
+        #: The machine tried first for the next worker (the one that took the last).
+        self.current: Machine | None = None
+
+    def fit(self, ask: Ask, within: frozenset[str] | None) -> Machine | None:
+        """The first machine, from the current one on, where one worker of ``ask`` fits and is
+        allowed (``allowed``), or ``None``: none is left."""
+        t, view = self.t, self.t.view
+        if ask != self.ask:
+            self.machines, self.current, self.ask = view.candidates(ask.gpus), None, ask
+        while True:
+            m = self.current
+            if m is not None and view.fits(m, ask, ask.gpus) and allowed(t, m, self.r, within, self.distinct):
+                return m
+            self.current = next(self.machines, None)
+            if self.current is None:
+                return None
 
 
 def _eligible(t: Tick, rname: str) -> Iterator[str]:

@@ -21,15 +21,11 @@ Must not touch: the records (the queue emits the decisions), clocks, I/O.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from reconciler.runspec.vocabulary import quota_gpus, quota_runs
 
 from ..scopes import other_workspace, shown
 from .records import RunRecord
-
-if TYPE_CHECKING:
-    from .tick import Tick
+from .ticking import Tick
 
 __all__ = ["held_by_quota", "run_named"]
 

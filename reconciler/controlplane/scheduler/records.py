@@ -1,10 +1,11 @@
 """The scheduler's records and its closed sets of decisions and observations: plain data.
 
 Owns: ``RunRecord`` and ``WorkerRecord`` (the rows a store keeps), ``NewWorker`` (a worker as
-created), ``Quota`` (what a workspace may hold), ``Ask`` and ``ask_of`` (what one worker needs
-on its machine), ``StopCause``, which worker states hold a machine (``HOLDING``) and which
-have ended (``ENDED``), the decisions a tick returns (``Decision``: a closed union) and the
-observations an executor or a user reports (``Observation``: a closed union).
+created), ``Free`` (what a machine has free), ``Quota`` (what a workspace may hold), ``Ask``
+and ``ask_of`` (what one worker needs on its machine), ``StopCause``, which worker states hold
+a machine (``HOLDING``) and which have ended (``ENDED``), the decisions a tick returns
+(``Decision``: a closed union) and the observations an executor or a user reports
+(``Observation``: a closed union).
 
 Must not touch: the indexes over the records (``state``), placement, clocks, I/O. States, final
 states and reasons are the vocabulary's (``reconciler.runspec.vocabulary``), never restated here.
@@ -27,6 +28,7 @@ __all__ = [
     "Ask",
     "CancelRun",
     "Decision",
+    "Free",
     "ImagePulling",
     "LoseWorker",
     "MachineBack",
@@ -132,6 +134,45 @@ def ask_of(template: TaskTemplate, gpus: int | None = None) -> Ask:
         min_memory_gb=gr.min_memory_gb if gr else None,
         healthy_only=bool(gr and gr.healthy_only),
     )
+
+
+# ---- what one machine has free ---------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Free:
+    """What one machine has free: healthy GPUs, unhealthy ones (any GPU an ask that is not
+    ``healthy_only`` may take), CPU cores and memory.
+
+    Mutable: the state changes its own in place as workers take and give room
+    (``ClusterState.free``); a tick's view copies one before it lays a change over it
+    (``placement.View``). Compared by value.
+    """
+
+    healthy_gpus: int
+    unhealthy_gpus: int
+    cpu_cores: int
+    memory_bytes: int
+
+    @staticmethod
+    def of(m: Machine) -> Free:
+        """All of ``m`` free."""
+        return Free(m.healthy, m.gpus - m.healthy, m.cpu_cores, m.memory_bytes)
+
+    @property
+    def gpus(self) -> int:
+        """Free GPUs, healthy or not."""
+        return self.healthy_gpus + self.unhealthy_gpus
+
+    def copy(self) -> Free:
+        return Free(self.healthy_gpus, self.unhealthy_gpus, self.cpu_cores, self.memory_bytes)
+
+    def take(self, healthy_gpus: int, unhealthy_gpus: int, cpu_cores: int, memory_bytes: int) -> None:
+        """Less free by so much (negative amounts: more)."""
+        self.healthy_gpus -= healthy_gpus
+        self.unhealthy_gpus -= unhealthy_gpus
+        self.cpu_cores -= cpu_cores
+        self.memory_bytes -= memory_bytes
 
 
 # ---- a workspace's quota ---------------------------------------------------------------------

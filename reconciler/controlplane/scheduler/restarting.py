@@ -4,7 +4,7 @@ Owns: ``restarting(s, r, n)``: ``K of N workers restarting: Worker W: <W's reaso
 worker that has spent the most restarts (the lowest rank among equals), so a crash-looping run
 says at the run's level what its workers go through instead of ``Waiting in the queue``.
 
-Must not touch: the records, the decisions (``tick.run_state`` chooses the state), clocks, I/O.
+Must not touch: the records, the decisions (``runstates.run_state`` chooses the state), clocks, I/O.
 """
 
 from __future__ import annotations

@@ -13,8 +13,6 @@ clocks (``t.now`` is the tick's), I/O.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from reconciler.runspec.vocabulary import (
     BACKOFF_START_SECONDS,
     FINAL_RUN_STATES,
@@ -45,9 +43,7 @@ from .records import (
     StopWorker,
     WorkerRecord,
 )
-
-if TYPE_CHECKING:
-    from .tick import Tick
+from .ticking import Tick
 
 __all__ = ["next_restart", "restart_run", "settle", "stale_workers", "time_limits"]
 

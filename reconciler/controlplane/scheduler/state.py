@@ -49,6 +49,7 @@ from .records import (
     Ask,
     CancelRun,
     Decision,
+    Free,
     ImagePulling,
     LoseWorker,
     MachineBack,
@@ -98,10 +99,8 @@ class ClusterState:
     def __post_init__(self) -> None:
         self.machines = {m.name: m for m in self.inventory}
         self.max_gpus = self.inventory.largest_gpus
-        # free[name] = [healthy GPUs, other GPUs, cores, memory]
-        self.free: dict[str, list[int]] = {
-            m.name: [m.healthy, m.gpus - m.healthy, m.cpu_cores, m.memory_bytes] for m in self.inventory
-        }
+        #: What each machine has free, changed in place as workers take and give room.
+        self.free: dict[str, Free] = {m.name: Free.of(m) for m in self.inventory}
         self.buckets: list[dict[str, None]] = [{} for _ in range(self.max_gpus + 1)]
         for m in self.inventory:
             self.buckets[m.gpus][m.name] = None
@@ -137,7 +136,7 @@ class ClusterState:
         self.fits_alone: dict[Ask, bool] = {}
         #: Moves when the order runs are served in may have: a run added, a priority changed.
         self.order_version = 0
-        #: Runs a user asked to cancel that are not finished yet (``tick.cancellations``).
+        #: Runs a user asked to cancel that are not finished yet (``runstates.cancellations``).
         self.cancelling: dict[str, None] = {}
         #: What ticks learned of the runs whose last visit changed nothing, kept across ticks
         #: (``quiet.Quiet``): it changes no decision, only how much a tick visits.
@@ -236,8 +235,7 @@ class ClusterState:
     # -- capacity ----------------------------------------------------------------------------
 
     def _rebucket(self, name: str, before: int) -> None:
-        f = self.free[name]
-        after = f[0] + f[1]
+        after = self.free[name].gpus
         if name in self.down:
             self.buckets[before].pop(name, None)
             return
@@ -247,11 +245,8 @@ class ClusterState:
 
     def _take(self, name: str, gh: int, gu: int, cores: int, mem: int) -> None:
         f = self.free[name]
-        before = f[0] + f[1]
-        f[0] -= gh
-        f[1] -= gu
-        f[2] -= cores
-        f[3] -= mem
+        before = f.gpus
+        f.take(gh, gu, cores, mem)
         self._rebucket(name, before)
 
     def _give(self, name: str, gh: int, gu: int, cores: int, mem: int) -> None:
@@ -432,8 +427,7 @@ class ClusterState:
         self.unreachable.pop(machine, None)
         for name in list(self.on_machine[machine]):
             self._end(self.workers[name], WorkerState.DOWN, machine_lost(machine), now)
-        f = self.free[machine]
-        self.buckets[f[0] + f[1]].pop(machine, None)
+        self.buckets[self.free[machine].gpus].pop(machine, None)
         self.down.add(machine)
         self.unusable.add(machine)
 
@@ -449,8 +443,7 @@ class ClusterState:
                         self._deadline(w)
         if machine in self.down:
             self.down.discard(machine)
-            f = self.free[machine]
-            self.buckets[f[0] + f[1]][machine] = None
+            self.buckets[self.free[machine].gpus][machine] = None
         self.unusable.discard(machine)
 
     def carry_over(self, old: ClusterState) -> None:
