@@ -42,7 +42,8 @@ from typing import Any
 
 from ..scopes import scope_of, shown
 from . import sinks
-from .rules import Alert, Event, gave_up_event, matches, restart_event, run_event
+from .rules import Alert, Event, gave_up_event, matches, quota_event, restart_event, run_event
+from .waits import QUOTA_LIKE, QuotaWaits, Wait, is_quota_reason, rebuild
 
 __all__ = ["BACKOFF_BASE", "BACKOFF_MAX", "JITTER", "MAX_ATTEMPTS", "Delivery", "DeliveryTask"]
 
@@ -78,6 +79,8 @@ class Delivery:
         self.send = send
         self.link = link
         self.counted = counted
+        #: the runs waiting on their quota (``waits``), rebuilt from the store at the first step
+        self.waits: QuotaWaits | None = None
 
     def delay(self, attempts: int) -> float:
         base = min(BACKOFF_MAX, BACKOFF_BASE * 2 ** (attempts - 1))
@@ -95,6 +98,10 @@ class Delivery:
     def read_events(self) -> int:
         """Queue the messages of the run events recorded since the cursor; how many."""
         rows, cursor = self.store.events_after()
+        if self.waits is None:
+            waiting = self.store.runs_waiting("Pending", QUOTA_LIKE)
+            self.waits = rebuild(self.store.event_rows(run) for run in waiting)
+        self.waits.see(rows)
         found = []
         for row in rows:
             if row.get("worker") is None and row.get("state"):
@@ -106,7 +113,39 @@ class Delivery:
         queued = self.notice(found)
         if rows:
             self.store.move_cursor(cursor)
+        return queued + self._quota_waits()
+
+    def _quota_waits(self) -> int:
+        """Queue the messages of the quota waits that have lasted an alert's ``waited``; a wait
+        the store says is over (the run deleted, or no longer waiting on its quota) is dropped."""
+        assert self.waits is not None
+        if not self.waits.open:
+            return 0
+        rules = [Alert.from_json(r) for r in self.store.alert_rules()]
+        limits = {a.waited for a in rules if not a.events or "run.quota_wait" in a.events}
+        due = self.waits.due(self.clock(), limits)
+        events = []
+        for wait, seconds in due:
+            row = self.store.run_row(wait.run)
+            if row is None or row["state"] != "Pending" or not is_quota_reason(row["reason"]):
+                self.waits.drop(wait.run)
+                continue
+            events.append(self._quota_event(wait, seconds, str(row["reason"])))
+        queued = self.notice(events)
+        self.waits.told.update((w.key, t) for w, t in due)
         return queued
+
+    def _quota_event(self, wait: Wait, seconds: int, reason: str) -> Event:
+        scope = scope_of(wait.run)
+        event = quota_event(
+            scope.workspace_key,
+            (shown(wait.run), f"{shown(wait.run)}/{wait.first}", seconds),
+            reason,
+            self._labels(wait.run),
+            self.clock(),
+        )
+        event = replace(event, cluster=scope.cluster)
+        return replace(event, link=self.link(event))
 
     def _labels(self, key: str) -> dict[str, str]:
         stored = self.store.run_row(key)
