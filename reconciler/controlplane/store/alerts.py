@@ -131,6 +131,14 @@ class KeptAlerts:
                 .values(state=state, attempts=attempts, next_at=next_at, answer=answer[:500], done_at=done)
             )
 
+    def message_sending(self, id: int, attempts: int, answer: str) -> None:
+        """Record that a send of a queued message starts (its ``attempts``, and ``answer`` until
+        the sink's own): a server that dies before the answer leaves it so, for the next to
+        say and send again."""
+        o = ALERT_OUTBOX
+        with self.engine.begin() as conn:
+            conn.execute(update(o).where(o.c.id == id).values(attempts=attempts, answer=answer[:500]))
+
     def alert_history(
         self, workspace: str, alert: str | None = None, limit: int = 100
     ) -> list[dict[str, Any]]:
