@@ -105,3 +105,22 @@ def test_a_held_replace_is_told_once_per_revision_and_again_once_when_it_is_carr
         texts[1] == f"[info] source remote: the held replace of run train was carried out at main@sha1:{v2}"
     )
     assert live.api("GET", "/runs/train").json()["spec"]["task_template"]["args"][-1] == "v2"
+
+
+def test_a_held_replace_is_told_from_a_ready_status_only_and_carried_out_only_when_it_was_held():
+    from reconciler.controlplane.alerts.rules import replace_events
+
+    scope, rev = ("default", "default", "default"), "main@sha1:" + "a" * 40
+    held = [{"run": "train", "message": "train is Running (1h, 8 GPUs); it will be replaced when it ends"}]
+    carried = {"state": "Reconciling", "reason": "Progressing", "revision": rev, "held": held}
+    assert replace_events(scope, "s", {}, carried, 1.0, None) == []  # the last Ready's list, carried
+    (told,) = replace_events(scope, "s", carried, {**carried, "state": "Ready"}, 1.0, None)
+    assert (told.kind, told.severity, told.run) == ("run.replace_held", "warning", "train")
+    assert told.key == f"replace/default/default/s/train/{rev}/held"
+    ready = {"state": "Ready", "revision": rev, "replaced": ["train", "other"]}
+    (done,) = replace_events(scope, "s", carried, ready, 2.0, None)  # "other" was never held
+    assert (done.kind, done.severity, done.key) == (
+        "run.replaced",
+        "info",
+        f"replace/default/default/s/train/{rev}/replaced",
+    )
