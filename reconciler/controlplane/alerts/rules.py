@@ -148,16 +148,16 @@ class Event:
             str(data["workspace"]),
             str(data["text"]),
             float(data["at"]),
-            data.get("source"),
-            data.get("run"),
-            dict(data.get("labels") or {}),
-            data.get("revision"),
-            data.get("link"),
-            data.get("alert"),
-            str(data.get("cluster") or "default"),
-            data.get("context"),
-            data.get("count"),
-            data.get("waited"),
+            source=data.get("source"),
+            run=data.get("run"),
+            labels=dict(data.get("labels") or {}),
+            revision=data.get("revision"),
+            link=data.get("link"),
+            alert=data.get("alert"),
+            cluster=str(data.get("cluster") or "default"),
+            context=data.get("context"),
+            count=data.get("count"),
+            waited=data.get("waited"),
         )
 
 
@@ -194,12 +194,12 @@ class Alert:
             str(data["name"]),
             str(data["workspace"]),
             dict(data["sink"]),
-            tuple(data.get("events") or ()),
-            tuple(data.get("sources") or ()),
-            dict(data.get("labels") or {}),
-            str(data.get("severity") or "info"),
-            int(data.get("restarts") or 3),
-            int(data.get("waited") or 1800),
+            events=tuple(data.get("events") or ()),
+            sources=tuple(data.get("sources") or ()),
+            labels=dict(data.get("labels") or {}),
+            severity=str(data.get("severity") or "info"),
+            restarts=int(data.get("restarts") or 3),
+            waited=int(data.get("waited") or 1800),
         )
 
 
@@ -368,21 +368,31 @@ def replace_events(
     the caller's to fill in (the run's, from the store)."""
     workspace, cluster = f"{scope[0]}/{scope[1]}", scope[2]
     revision = after.get("revision") or "-"
+
+    def made(kind: str, key: str, text: str, run: str) -> Event:
+        return Event(
+            kind,
+            key,
+            workspace,
+            text,
+            at,
+            source=source,
+            run=run,
+            revision=revision,
+            link=link,
+            cluster=cluster,
+        )
+
     events = []
-    for held in after.get("held") or () if after.get("state") == "Ready" else ():
-        run, why = str(held.get("run")), str(held.get("message") or "")
+    held = after.get("held") or () if after.get("state") == "Ready" else ()
+    for h in held:
+        run, why = str(h.get("run")), str(h.get("message") or "")
         text = f"source {source}: the replace of run {run} at {revision} is held: {why}"
         key = f"replace/{workspace}/{source}/{run}/{revision}/held"
-        events.append(
-            Event(
-                "run.replace_held", key, workspace, text, at, source, run, {}, revision, link, cluster=cluster
-            )
-        )
+        events.append(made("run.replace_held", key, text, run))
     was_held = {str(h.get("run")) for h in before.get("held") or ()}
     for run in sorted(set(map(str, after.get("replaced") or ())) & was_held):
         text = f"source {source}: the held replace of run {run} was carried out at {revision}"
         key = f"replace/{workspace}/{source}/{run}/{revision}/replaced"
-        events.append(
-            Event("run.replaced", key, workspace, text, at, source, run, {}, revision, link, cluster=cluster)
-        )
+        events.append(made("run.replaced", key, text, run))
     return events

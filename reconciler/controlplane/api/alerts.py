@@ -100,12 +100,12 @@ async def put_alert(api: Api, name: AlertName, body: AlertWrite) -> Response:
         name,
         api.scope.workspace_key,
         sink,
-        tuple(body.events),
-        tuple(body.sources),
-        body.labels,
-        body.severity,
-        body.restarts,
-        body.waited,
+        events=tuple(body.events),
+        sources=tuple(body.sources),
+        labels=body.labels,
+        severity=body.severity,
+        restarts=body.restarts,
+        waited=body.waited,
     )
     new = api.engine.store.put_alert(api.scope.workspace_key, name, alert.to_json(), api.clock.now())
     api.audit("create" if new else "update", "alert", name, {"sink": sink["kind"]})
