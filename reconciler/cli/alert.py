@@ -76,6 +76,10 @@ def create(
     restarts: Annotated[
         int, typer.Option("--restarts", min=1, help="run.worker_restarted: tell at this many restarts.")
     ] = 3,
+    waited: Annotated[
+        str,
+        typer.Option("--waited", help="run.quota_wait: tell when a run waited on its quota this long (30m)."),
+    ] = "30m",
     server: ServerOpt = None,
     token: TokenOpt = None,
 ) -> None:
@@ -102,6 +106,7 @@ def create(
         "labels": {k: v for k, _, v in pairs},
         "severity": severity,
         "restarts": restarts,
+        "waited": waited,
     }
     made = _call("PUT", f"/alerts/{name}", server=server, token=token, json=body).json()
     echo(f"alert {made['name']} saved in workspace {made['workspace']}: {sink}")

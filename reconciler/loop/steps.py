@@ -36,6 +36,12 @@ Reconciling    StalePlan                  the cluster changed outside astra betw
 pass takes the source's lock, plans again from what the other apply left, and applies that
 (``_plan_again``); if the lock is held by then, the pass says ``Locked`` and is retried.
 
+**Held replaces.** A Ready status lists the replaces its plan holds until their runs end
+(``held``: each ``{run, message}``; another state carries the last Ready's list); a pass that
+carries out one that the status it follows held lists it in ``replaced`` (run names). The
+server's alerts tell each (``run.replace_held``, ``run.replaced``) once per source, run and
+revision.
+
 A terminal failure (``Stalled``) is not retried until the files change (their revision). A
 run that fails to apply is retried with its own jittered exponential backoff; one the cluster
 refused (``Rejected``) waits until its document changes.
@@ -202,6 +208,7 @@ class Reconciler:
         self.last_result: ApplyResult | None = None
         self._state: SourceState | None = None  # the source's state as this pass read it
         self._written: dict[str, Any] | None = None  # the status last written (or read)
+        self._replaced: frozenset[str] = frozenset()  # the runs this pass replaced
 
     # ---- status ------------------------------------------------------------------------------
 
@@ -228,6 +235,11 @@ class Reconciler:
             "updated_at": self.clock(),
         }
         held = held_status(self.last_plan) if state is State.ready else previous.get("held")
+        was_held = {h.get("run") for h in previous.get("held") or ()}
+        replaced = sorted(was_held & self._replaced)  # a held replace carried out by this pass
+        if replaced:
+            status["replaced"] = replaced
+            held = [h for h in held or () if h.get("run") not in self._replaced]
         if held:
             status["held"] = held
         if {**previous, "updated_at": None} != {**status, "updated_at": None}:
@@ -272,6 +284,7 @@ class Reconciler:
         status: dict[str, Any] | None = None
         step = "load"
         self._state = None
+        self._replaced = frozenset()
         try:
             previous = self.loaded
             self._load(changed)
@@ -466,6 +479,7 @@ class Reconciler:
             held=lock,
         )
         self.note = ""
+        self._replaced = frozenset(e.address for e in result.entries if e.outcome == "replaced")
         changes = {c.address: c for c in plan.changes}
         for entry in result.entries:
             if entry.outcome == "failed":

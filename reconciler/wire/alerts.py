@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, WithJsonSchema
 
+from ..runspec.quantities import POSITIVE_DURATION_PATTERN, parse_duration
 from .models import EPOCH, Answer, RequestBody, _integral
 
 __all__ = [
@@ -39,6 +40,9 @@ EventKind = Literal[
     "run.cancelled",
     "run.completed",
     "run.worker_restarted",
+    "run.quota_wait",
+    "run.replace_held",
+    "run.replaced",
     "source.stalled",
     "source.load_failed",
     "source.fetch_failed",
@@ -78,6 +82,16 @@ class Sink(RequestBody):
     api: str | None = Field(None, description="GitHub or GitLab: the API's root (a self-hosted one).")
 
 
+def _seconds(value: Any) -> Any:
+    """A duration (``30m``, ``1h30m``) as its seconds; anything else as it is (refused by type)."""
+    if isinstance(value, str):
+        try:
+            return parse_duration(value)
+        except ValueError:
+            return value
+    return _integral(value)
+
+
 class AlertWrite(RequestBody):
     sink: Sink
     events: list[EventKind] = Field(default_factory=list, description="The kinds selected (none: all).")
@@ -86,6 +100,21 @@ class AlertWrite(RequestBody):
     severity: Literal["info", "warning", "error"] = "info"
     restarts: Annotated[int, Field(ge=1, le=10000), BeforeValidator(_integral)] = Field(
         3, description="run.worker_restarted: after this many restarts."
+    )
+    waited: Annotated[
+        int,
+        Field(ge=1),
+        BeforeValidator(_seconds),
+        WithJsonSchema(
+            {
+                "anyOf": [
+                    {"type": "integer", "minimum": 1},
+                    {"type": "string", "pattern": POSITIVE_DURATION_PATTERN},
+                ]
+            }
+        ),
+    ] = Field(
+        1800, description="run.quota_wait: after a run waited on its quota this long (seconds, or 30m)."
     )
 
 
@@ -98,6 +127,7 @@ class AlertRule(Answer):
     labels: dict[str, str]
     severity: str
     restarts: int = 3
+    waited: int = Field(1800, description="run.quota_wait: seconds.")
 
 
 class AlertList(Answer):

@@ -98,12 +98,15 @@ def test_a_commit_that_fails_validation_gets_failure_then_success_and_the_webhoo
         rng=random.Random(1),
     )
     watch = Watch(reconciler, lambda timeout: set(), interval=60.0, clock=lambda: clock[0])
-    assert watch.act(set())["state"] == "Stalled"
+    stalled = watch.act(set())
+    assert stalled["state"] == "Stalled"
     delivery.step()
     assert [(sha, s["state"]) for sha, s in statuses] == [(bad, "pending"), (bad, "failure")]
     failure = statuses[-1][1]
     assert failure["context"] == "astra/default/remote"
-    assert "spec.array.size" in failure["description"] and len(failure["description"]) <= 140
+    first = stalled["message"].split("; ")[0]  # "1 problem: runs/a.yaml:3:…: the first error"
+    assert "spec.array.size" in first
+    assert failure["description"] == (first if len(first) <= 140 else first[:139] + "…")
     assert failure["target_url"].endswith("/o/default/w/default/sources")
     (signed,) = hooks  # the webhook takes errors only: the one failure
     stamp = signed.headers["x-astra-timestamp"]

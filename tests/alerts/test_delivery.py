@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from prometheus_client import generate_latest
 
 from reconciler.controlplane.alerts import sinks
@@ -70,15 +71,19 @@ def test_a_sink_that_fails_four_times_gets_the_message_once_with_the_same_text(t
     assert 'astra_alert_deliveries_total{result="sent",sink="slack"} 1.0' in scraped
 
 
-def test_a_429_is_waited_for_as_long_as_its_retry_after_says(tmp_path, receiver):
+@pytest.mark.parametrize("after", [2, 7])
+def test_a_429_is_waited_for_as_long_as_its_retry_after_says(tmp_path, receiver, after):
+    """``Retry-After: 2`` (the issue's) is longer than this first backoff (2 s less its jitter,
+    1.9 s with this seed), 7 than any first backoff: both are waited to the second."""
     store = Store(f"sqlite:///{tmp_path / 'astra.db'}")
     slack(store, receiver)
     clock = Clock()
+    assert delivery(store, receiver, clock).delay(1) < 2.0  # this seed's first backoff
     d = delivery(store, receiver, clock)
-    receiver.answer = lambda r: (429, {"Retry-After": "7"}, b"")
+    receiver.answer = lambda r: (429, {"Retry-After": str(after)}, b"")
     d.notice([event()])
     due = d.step()
-    assert due is not None and due - clock.t >= 7.0 and len(receiver.got) == 1
+    assert due is not None and due - clock.t == pytest.approx(after) and len(receiver.got) == 1
     clock.t = due - 0.5
     d.step()
     assert len(receiver.got) == 1  # not before
@@ -159,9 +164,10 @@ def test_a_run_that_fails_on_the_engine_is_told_once_with_its_labels(tmp_path, r
         plane.close()
 
 
-def test_a_sink_that_hangs_is_given_up_after_its_limit_with_an_event(tmp_path):
+def test_a_sink_that_hangs_is_given_up_after_its_limit_with_an_event(tmp_path, receiver):
     """The sink takes the connection and never answers: each send ends at its timeout (0.2 s
-    here, 10 s in the server), the retries wait on the simulated clock, and it gives up."""
+    here, 10 s in the server), the retries wait on the simulated clock, and it gives up; the
+    ``alert.gave_up`` event goes to the alert that selects it."""
     import socket
 
     store = Store(f"sqlite:///{tmp_path / 'astra.db'}")
@@ -170,22 +176,27 @@ def test_a_sink_that_hangs_is_given_up_after_its_limit_with_an_event(tmp_path):
         hanging.listen(16)  # never accepted, never answered
         url = f"http://127.0.0.1:{hanging.getsockname()[1]}/hook".encode()
         store.put_alert(WS, "chat", Alert("chat", WS, {"kind": "slack", "url": "slack"}).to_json(), NOW)
+        oncall = Alert("oncall", WS, {"kind": "slack", "url": "oncall"}, events=("alert.gave_up",))
+        store.put_alert(WS, "oncall", oncall.to_json(), NOW)
         clock = Clock()
+        urls = {"slack": url, "oncall": receiver.url.encode()}
         d = Delivery(
             store,
-            lambda ws, name: url,
+            lambda ws, name: urls[name],
             clock=clock,
             rng=random.Random(3),
             send=lambda out: sinks.send(out, timeout=0.2),
         )
         d.notice([event()])
-        for _ in range(MAX_ATTEMPTS):
+        for _ in range(MAX_ATTEMPTS + 1):
             due = d.step()
             if due is not None:
                 clock.t = max(clock.t, due)
-    (gave_up,) = store.alert_history(WS)
+    gave_up = next(m for m in store.alert_history(WS) if m["alert"] == "chat")
     assert gave_up["state"] == "gave_up" and gave_up["attempts"] == MAX_ATTEMPTS
     assert "Timeout" in gave_up["answer"]
+    (told,) = [r.json()["text"] for r in receiver.got]
+    assert told.startswith("[error] alert chat gave up on run.failed") and "Timeout" in told
 
 
 def test_a_worker_restarted_n_times_is_told_once_at_the_nth_restart(tmp_path, receiver):

@@ -23,9 +23,16 @@ noticed (sent by the other alerts that select it, never by the one that gave up)
 
 A message's event (its text) is kept as it was queued: every retry sends the same bytes but the
 webhook's timestamp and signature. Across a restart nothing queued is lost (it is in the store)
-and nothing recorded as sent is sent again; a server killed during one send's call may send
-that one message again after it starts (at most once more; the webhook's ``Idempotency-Key``
-lets a receiver tell).
+and nothing recorded as sent is sent again. Each send is recorded before it starts (its attempt,
+and ``SENDING`` as its answer): a server killed during one send's call leaves that message
+queued with no answer, and the next server sends it again, saying so in its answer
+(``CUT_OFF``). The receiver may then have seen it twice, but has accepted (answered 2xx to)
+only the one it answered, since the first sender never got an answer; the webhook's
+``Idempotency-Key`` lets a receiver tell the two apart.
+
+``step()`` also follows the runs waiting on their workspace's quota (``waits``: from the same
+events, rebuilt from the store at the first step) and queues ``run.quota_wait`` for each wait
+that has lasted an alert's ``waited``.
 
 Must not touch: the scheduler, the engine, HTTP routes.
 """
@@ -42,9 +49,19 @@ from typing import Any
 
 from ..scopes import scope_of, shown
 from . import sinks
-from .rules import Alert, Event, gave_up_event, matches, restart_event, run_event
+from .rules import Alert, Event, gave_up_event, matches, quota_event, restart_event, run_event
+from .waits import QUOTA_LIKE, QuotaWaits, Wait, is_quota_reason, rebuild
 
-__all__ = ["BACKOFF_BASE", "BACKOFF_MAX", "JITTER", "MAX_ATTEMPTS", "Delivery", "DeliveryTask"]
+__all__ = [
+    "BACKOFF_BASE",
+    "BACKOFF_MAX",
+    "CUT_OFF",
+    "JITTER",
+    "MAX_ATTEMPTS",
+    "SENDING",
+    "Delivery",
+    "DeliveryTask",
+]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +72,10 @@ JITTER = 0.1
 MAX_ATTEMPTS = 6
 #: The longest ``Retry-After`` waited (a longer one is waited this long).
 RETRY_AFTER_MAX = 3600.0
+#: A message's answer while a send of it is under way (recorded before the send).
+SENDING = "sending: no answer yet"
+#: Said with the answer of a send that follows one a server's end cut off.
+CUT_OFF = "attempt {n} got no answer: the server stopped during it"
 
 
 class Delivery:
@@ -78,6 +99,8 @@ class Delivery:
         self.send = send
         self.link = link
         self.counted = counted
+        #: the runs waiting on their quota (``waits``), rebuilt from the store at the first step
+        self.waits: QuotaWaits | None = None
 
     def delay(self, attempts: int) -> float:
         base = min(BACKOFF_MAX, BACKOFF_BASE * 2 ** (attempts - 1))
@@ -95,6 +118,10 @@ class Delivery:
     def read_events(self) -> int:
         """Queue the messages of the run events recorded since the cursor; how many."""
         rows, cursor = self.store.events_after()
+        if self.waits is None:
+            waiting = self.store.runs_waiting("Pending", QUOTA_LIKE)
+            self.waits = rebuild(self.store.event_rows(run) for run in waiting)
+        self.waits.see(rows)
         found = []
         for row in rows:
             if row.get("worker") is None and row.get("state"):
@@ -106,7 +133,39 @@ class Delivery:
         queued = self.notice(found)
         if rows:
             self.store.move_cursor(cursor)
+        return queued + self._quota_waits()
+
+    def _quota_waits(self) -> int:
+        """Queue the messages of the quota waits that have lasted an alert's ``waited``; a wait
+        the store says is over (the run deleted, or no longer waiting on its quota) is dropped."""
+        assert self.waits is not None
+        if not self.waits.open:
+            return 0
+        rules = [Alert.from_json(r) for r in self.store.alert_rules()]
+        limits = {a.waited for a in rules if not a.events or "run.quota_wait" in a.events}
+        due = self.waits.due(self.clock(), limits)
+        events = []
+        for wait, seconds in due:
+            row = self.store.run_row(wait.run)
+            if row is None or row["state"] != "Pending" or not is_quota_reason(row["reason"]):
+                self.waits.drop(wait.run)
+                continue
+            events.append(self._quota_event(wait, seconds, str(row["reason"])))
+        queued = self.notice(events)
+        self.waits.told.update((w.key, t) for w, t in due)
         return queued
+
+    def _quota_event(self, wait: Wait, seconds: int, reason: str) -> Event:
+        scope = scope_of(wait.run)
+        event = quota_event(
+            scope.workspace_key,
+            (shown(wait.run), f"{shown(wait.run)}/{wait.first}", seconds),
+            reason,
+            self._labels(wait.run),
+            self.clock(),
+        )
+        event = replace(event, cluster=scope.cluster)
+        return replace(event, link=self.link(event))
 
     def _labels(self, key: str) -> dict[str, str]:
         stored = self.store.run_row(key)
@@ -171,7 +230,10 @@ class Delivery:
         if out is None:  # nothing to send (a commit status of an event without a commit)
             self.store.message_done(message["id"], "sent", attempts, now, "nothing to send", now)
             return
+        self.store.message_sending(message["id"], attempts, SENDING)
         answer = self.send(out)
+        if str(message["answer"]).startswith(SENDING):  # the last send was cut off by a restart
+            answer = replace(answer, words=f"{answer.words} ({CUT_OFF.format(n=attempts - 1)})")
         now = self.clock()
         if answer.sent:
             self.store.message_done(message["id"], "sent", attempts, now, answer.words, now)

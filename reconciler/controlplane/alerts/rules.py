@@ -18,6 +18,12 @@ kind                       severity  when
 ``run.completed``          info      a run reached Completed
 ``run.worker_restarted``   warning   a worker of a run restarted N times (the alert's
                                      ``restarts``, 3 unless it says: told once, at the Nth)
+``run.quota_wait``         warning   a run waited on its workspace's quota longer than the
+                                     alert's ``waited`` (seconds, 30 min unless it says: told
+                                     once per run per wait; ``waits``)
+``run.replace_held``       warning   a pass held a replace of a running run until it ends
+                                     (told once per source, run and revision)
+``run.replaced``           info      a held replace was carried out (the same)
 ``source.stalled``         error     a source became Stalled (ValidationFailed, RenderFailed, …)
 ``source.load_failed``     error     a source's files could not be read (LoadFailed)
 ``source.fetch_failed``    warning   a source's remote could not be fetched (SourceFetchFailed)
@@ -41,6 +47,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconciler.runspec.quantities import format_duration
+
 __all__ = [
     "COMMIT_STATUS_SINKS",
     "KINDS",
@@ -51,6 +59,8 @@ __all__ = [
     "gave_up_event",
     "matches",
     "plan_event",
+    "quota_event",
+    "replace_events",
     "restart_event",
     "run_event",
     "source_event",
@@ -63,6 +73,9 @@ KINDS: dict[str, str] = {
     "run.cancelled": "warning",
     "run.completed": "info",
     "run.worker_restarted": "warning",
+    "run.quota_wait": "warning",
+    "run.replace_held": "warning",
+    "run.replaced": "info",
     "source.stalled": "error",
     "source.load_failed": "error",
     "source.fetch_failed": "warning",
@@ -101,6 +114,7 @@ class Event:
     cluster: str = "default"
     context: str | None = None  # a commit status's context, when not astra/<cluster>/<source>
     count: int | None = None  # run.worker_restarted: the worker's restarts so far
+    waited: int | None = None  # run.quota_wait: the alert's ``waited`` it is told to
 
     @property
     def severity(self) -> str:
@@ -123,6 +137,7 @@ class Event:
             "cluster": self.cluster,
             **({"context": self.context} if self.context else {}),
             **({"count": self.count} if self.count is not None else {}),
+            **({"waited": self.waited} if self.waited is not None else {}),
         }
 
     @classmethod
@@ -133,15 +148,16 @@ class Event:
             str(data["workspace"]),
             str(data["text"]),
             float(data["at"]),
-            data.get("source"),
-            data.get("run"),
-            dict(data.get("labels") or {}),
-            data.get("revision"),
-            data.get("link"),
-            data.get("alert"),
-            str(data.get("cluster") or "default"),
-            data.get("context"),
-            data.get("count"),
+            source=data.get("source"),
+            run=data.get("run"),
+            labels=dict(data.get("labels") or {}),
+            revision=data.get("revision"),
+            link=data.get("link"),
+            alert=data.get("alert"),
+            cluster=str(data.get("cluster") or "default"),
+            context=data.get("context"),
+            count=data.get("count"),
+            waited=data.get("waited"),
         )
 
 
@@ -157,6 +173,7 @@ class Alert:
     labels: Mapping[str, str] = field(default_factory=dict)
     severity: str = "info"  # the least severity selected
     restarts: int = 3  # run.worker_restarted: told when a worker has restarted this many times
+    waited: int = 1800  # run.quota_wait: told when a run has waited on its quota this many seconds
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -168,6 +185,7 @@ class Alert:
             "labels": dict(self.labels),
             "severity": self.severity,
             "restarts": self.restarts,
+            "waited": self.waited,
         }
 
     @classmethod
@@ -176,11 +194,12 @@ class Alert:
             str(data["name"]),
             str(data["workspace"]),
             dict(data["sink"]),
-            tuple(data.get("events") or ()),
-            tuple(data.get("sources") or ()),
-            dict(data.get("labels") or {}),
-            str(data.get("severity") or "info"),
-            int(data.get("restarts") or 3),
+            events=tuple(data.get("events") or ()),
+            sources=tuple(data.get("sources") or ()),
+            labels=dict(data.get("labels") or {}),
+            severity=str(data.get("severity") or "info"),
+            restarts=int(data.get("restarts") or 3),
+            waited=int(data.get("waited") or 1800),
         )
 
 
@@ -196,6 +215,8 @@ def matches(alert: Alert, event: Event) -> bool:
         return False
     if event.kind == "run.worker_restarted" and event.count != alert.restarts:
         return False  # told once: at the alert's Nth restart
+    if event.kind == "run.quota_wait" and event.waited != alert.waited:
+        return False  # told once: when the wait reached the alert's own limit
     return _selected(alert, event)
 
 
@@ -319,3 +340,59 @@ def plan_event(
         cluster=scope[2],
         context=context,
     )
+
+
+def quota_event(
+    workspace: str, run: tuple[str, str, int], reason: str, labels: Mapping[str, str], at: float
+) -> Event:
+    """The event of a run (``(shown name, its wait's key, the alert's seconds)``) that has waited
+    on its workspace's quota that long (``waits``): one per run, wait and limit."""
+    name, wait, seconds = run
+    text = f"run {name} has waited on its workspace's quota for {format_duration(seconds)}: {reason}"
+    key = f"quota/{workspace}/{wait}/{seconds}"
+    return Event("run.quota_wait", key, workspace, text, at, run=name, labels=labels, waited=seconds)
+
+
+def replace_events(
+    scope: tuple[str, str, str],
+    source: str,
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    at: float,
+    link: str | None,
+) -> list[Event]:
+    """The held replaces of a source's status write: each run a Ready ``after`` holds (``held``:
+    its plan's, at its revision; another state carries the last Ready's list, not yet planned
+    at a new revision), and each run ``before`` held that ``after`` says was replaced
+    (``replaced``, the pass's): one message per (source, run, revision) of each. ``labels`` are
+    the caller's to fill in (the run's, from the store)."""
+    workspace, cluster = f"{scope[0]}/{scope[1]}", scope[2]
+    revision = after.get("revision") or "-"
+
+    def made(kind: str, key: str, text: str, run: str) -> Event:
+        return Event(
+            kind,
+            key,
+            workspace,
+            text,
+            at,
+            source=source,
+            run=run,
+            revision=revision,
+            link=link,
+            cluster=cluster,
+        )
+
+    events = []
+    held = after.get("held") or () if after.get("state") == "Ready" else ()
+    for h in held:
+        run, why = str(h.get("run")), str(h.get("message") or "")
+        text = f"source {source}: the replace of run {run} at {revision} is held: {why}"
+        key = f"replace/{workspace}/{source}/{run}/{revision}/held"
+        events.append(made("run.replace_held", key, text, run))
+    was_held = {str(h.get("run")) for h in before.get("held") or ()}
+    for run in sorted(set(map(str, after.get("replaced") or ())) & was_held):
+        text = f"source {source}: the held replace of run {run} was carried out at {revision}"
+        key = f"replace/{workspace}/{source}/{run}/{revision}/replaced"
+        events.append(made("run.replaced", key, text, run))
+    return events

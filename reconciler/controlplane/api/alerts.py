@@ -12,6 +12,8 @@ Must not touch: how a message is sent (``alerts.sinks``), SQL (the ``Store``'s).
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Request
@@ -27,7 +29,7 @@ from ...wire.alerts import (
     PlanStatus,
     PlanStatusQueued,
 )
-from ..alerts.rules import Alert, Event, matches, plan_event, source_event
+from ..alerts.rules import Alert, Event, matches, plan_event, replace_events, source_event
 from ..store import NotFound
 from .context import Api, ApiError, ApiRoute, answer
 
@@ -52,22 +54,30 @@ def sources_link(request: Request, api: Api) -> str:
 def notice_status(
     request: Request, api: Api, name: str, before: dict[str, Any], after: dict[str, Any]
 ) -> None:
-    """Queue the event of a source's status write, if it is one to tell (``rules.source_event``)."""
+    """Queue the events of a source's status write, if there are some to tell
+    (``rules.source_event``; the held replaces it lists or says carried out, ``replace_events``,
+    with their runs' labels)."""
     delivery = _delivery(request)
     if delivery is None:
         return
-    event = source_event(
-        (api.scope.org, api.scope.workspace, api.scope.cluster),
-        name,
-        before,
-        after,
-        api.clock.now(),
-        sources_link(request, api),
-    )
-    if event is not None and delivery.notice([event]):
+    scope, now = (api.scope.org, api.scope.workspace, api.scope.cluster), api.clock.now()
+    link = sources_link(request, api)
+    event = source_event(scope, name, before, after, now, link)
+    events = [event] if event is not None else []
+    for held in replace_events(scope, name, before, after, now, link):
+        events.append(replace(held, labels=_labels(api, str(held.run))))
+    if events and delivery.notice(events):
         wake = getattr(request.app.state, "alerts_wake", None)
         if wake is not None:
             wake()
+
+
+def _labels(api: Api, run: str) -> dict[str, str]:
+    """A run's labels (``{}`` when it is not in the store: a run alerts select by label)."""
+    row = api.engine.store.run_row(api.key(run))
+    if row is None:
+        return {}
+    return dict(json.loads(row["document"]).get("metadata", {}).get("labels") or {})
 
 
 @router.get("/alerts", operation_id="list_alerts", response_model=AlertList)
@@ -90,11 +100,12 @@ async def put_alert(api: Api, name: AlertName, body: AlertWrite) -> Response:
         name,
         api.scope.workspace_key,
         sink,
-        tuple(body.events),
-        tuple(body.sources),
-        body.labels,
-        body.severity,
-        body.restarts,
+        events=tuple(body.events),
+        sources=tuple(body.sources),
+        labels=body.labels,
+        severity=body.severity,
+        restarts=body.restarts,
+        waited=body.waited,
     )
     new = api.engine.store.put_alert(api.scope.workspace_key, name, alert.to_json(), api.clock.now())
     api.audit("create" if new else "update", "alert", name, {"sink": sink["kind"]})

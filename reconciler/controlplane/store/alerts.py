@@ -18,13 +18,13 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import delete, func, insert, or_, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
 from .alert_tables import ALERT_CURSOR, ALERT_OUTBOX, ALERTS
 from .errors import NotFound
-from .tables import EVENTS
+from .tables import EVENTS, RUNS
 
 __all__ = ["OUTBOX_MAX", "KeptAlerts"]
 
@@ -131,6 +131,14 @@ class KeptAlerts:
                 .values(state=state, attempts=attempts, next_at=next_at, answer=answer[:500], done_at=done)
             )
 
+    def message_sending(self, id: int, attempts: int, answer: str) -> None:
+        """Record that a send of a queued message starts (its ``attempts``, and ``answer`` until
+        the sink's own): a server that dies before the answer leaves it so, for the next to
+        say and send again."""
+        o = ALERT_OUTBOX
+        with self.engine.begin() as conn:
+            conn.execute(update(o).where(o.c.id == id).values(attempts=attempts, answer=answer[:500]))
+
     def alert_history(
         self, workspace: str, alert: str | None = None, limit: int = 100
     ) -> list[dict[str, Any]]:
@@ -165,6 +173,14 @@ class KeptAlerts:
         q = select(func.count()).where(e.c.worker == worker, e.c.kind == "RequeueWorker", e.c.id <= upto)
         with self.engine.connect() as conn:
             return int(conn.execute(q).scalar() or 0)
+
+    def runs_waiting(self, state: str, reasons: Iterable[str]) -> list[str]:
+        """The runs in ``state`` whose reason is like one of ``reasons`` (SQL ``LIKE`` patterns):
+        read once when the delivery starts (the quota waits it follows, ``alerts.waits``)."""
+        r = RUNS
+        q = select(r.c.name).where(r.c.state == state, or_(*(r.c.reason.like(p) for p in reasons)))
+        with self.engine.connect() as conn:
+            return sorted(str(n) for n in conn.execute(q).scalars())
 
     def move_cursor(self, event_id: int) -> None:
         """The events up to ``event_id`` are read (their messages queued)."""
