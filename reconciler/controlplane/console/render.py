@@ -2,7 +2,7 @@
 
 Owns ``render`` (a template and its context as a response, with what every page shows: the
 console's paths, the viewer's CSRF token) and the filters the templates use (``age``, ``when``,
-``bytes``, ``yaml``). Autoescape is on for every template: a label, an env value or a log line
+``bytes``, ``yaml``, ``person``). Autoescape is on for every template: a label, an env value or a log line
 holding ``<script>`` is shown as text. Must not touch: the engine, access rules.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import time
 from typing import Any
 
@@ -55,6 +56,19 @@ def size(n: int | None) -> str:
     return str(n)
 
 
+#: ``user@host:pid``, as ``state.owner`` names who applied (or holds a lock).
+_OWNER = re.compile(r"^(?P<who>[^@\s]+@[^:\s]+):(?P<pid>\d+)$")
+
+
+def person(who: str | None) -> str:
+    """Who applied, as a person reads it: ``root@vm`` of ``root@vm:10748`` (the pid named the
+    process that held the lock while it applied: gone once it ended), any other name as it is."""
+    if not who:
+        return "-"
+    found = _OWNER.match(who)
+    return found["who"] if found else who
+
+
 def as_yaml(data: Any) -> str:
     """``data`` as block YAML, keys in their order (ruamel's round-trip dumper keeps it)."""
     import io
@@ -69,7 +83,9 @@ def as_yaml(data: Any) -> str:
     return out.getvalue()
 
 
-ENV.filters.update(age=age, when=when, bytes=size, yaml=as_yaml, json=lambda d: json.dumps(d, indent=2))
+ENV.filters.update(
+    age=age, when=when, bytes=size, yaml=as_yaml, person=person, json=lambda d: json.dumps(d, indent=2)
+)
 
 
 def render(request: Request, name: str, context: dict[str, Any], *, status: int = 200) -> HTMLResponse:
