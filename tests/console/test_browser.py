@@ -337,6 +337,7 @@ def test_a_wrong_token_then_the_right_one_lands_on_the_page_first_asked_for_and_
     page.fill("#token", "not-the-token")
     page.click("button[type=submit]")
     expect(page.locator("#login-error")).to_have_text("That is not a token of this server.")
+    expect(page.locator("#login-next")).to_have_text(f"Then back to {asked}.")
     shot(page, "login-wrong-token", tmp_path)
     page.fill("#token", TOKEN)
     page.click("button[type=submit]")
@@ -347,6 +348,7 @@ def test_a_wrong_token_then_the_right_one_lands_on_the_page_first_asked_for_and_
         page.fill("#token", "wrong")
         page.click("button[type=submit]")
         expect(page.locator("#login-error")).to_be_visible()
+        expect(page.locator("#login-next")).to_have_count(0)  # not kept: the start page it is
         page.fill("#token", TOKEN)
         page.click("button[type=submit]")
         expect(page).to_have_url(live.url + RUNS)  # the start page: never another site

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import re
 import time
 from typing import Any
 
@@ -18,6 +17,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from ...state.naming import person
 from ..scopes import DEFAULT_SCOPE
 
 __all__ = ["ENV", "render"]
@@ -54,19 +54,6 @@ def size(n: int | None) -> str:
         if (n >= step and n % step == 0) or n >= step * 10:
             return f"{n / step:g}{unit}"
     return str(n)
-
-
-#: ``user@host:pid``, as ``state.owner`` names who applied (or holds a lock).
-_OWNER = re.compile(r"^(?P<who>[^@\s]+@[^:\s]+):(?P<pid>\d+)$")
-
-
-def person(who: str | None) -> str:
-    """Who applied, as a person reads it: ``root@vm`` of ``root@vm:10748`` (the pid named the
-    process that held the lock while it applied: gone once it ended), any other name as it is."""
-    if not who:
-        return "-"
-    found = _OWNER.match(who)
-    return found["who"] if found else who
 
 
 def as_yaml(data: Any) -> str:
