@@ -465,6 +465,12 @@ def test_sources_latest_first_who_as_a_person_reads_it_and_held_replaces(signed_
     expect(page.locator("h1")).to_contain_text("zz-newer")
     expect(page.locator('[data-held="train-run"]')).to_contain_text("it will be replaced when it ends")
     shot(page, "source", tmp_path)
+    page.goto(RUNS + "/train-run")  # the run's own page says it too
+    expect(page.locator("#held-replace")).to_contain_text(
+        "Replace held by source zz-newer: train-run is Running"
+    )
+    expect(page.locator("#held-replace")).to_contain_text("astra apply --replace train-run replaces it now.")
+    shot(page, "run-held-replace", tmp_path)
     page.goto(RUNS)
     page.locator('tr[data-run="train-run"] a', has_text="zz-newer").click()
     expect(page).to_have_url(live.url + "/o/default/w/default/sources/zz-newer")

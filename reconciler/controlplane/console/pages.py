@@ -122,7 +122,8 @@ def new_context(values: dict[str, str], errors: dict[str, list[str]], above: lis
 
 @router.get(BASE + "/{name}")
 async def run_page(request: Request, _who: Who, name: str, page: int = 0) -> Response:
-    """A run: status and reason, spec, events, actions, and its Workers tab (one page)."""
+    """A run: status and reason (and a replace its source holds), spec, events, actions, and its
+    Workers tab (one page)."""
 
     def read(api: Scoped) -> dict[str, Any] | None:
         key = api.key(name)
@@ -130,8 +131,10 @@ async def run_page(request: Request, _who: Who, name: str, page: int = 0) -> Res
             return None
         run = run_view(api.engine, key, api.runs_url(request), api.scope.workspace)
         workers, shown, pages = reads.workers_tab(api.engine, key, page)
+        owner = (run.metadata.annotations or {}).get("astra.source")
         return {
             "run": run,
+            "held": reads.held_replace(api, owner, name) if owner else None,
             "workers": workers,
             "asked": reads.asked_gpus(api, workers.items),
             "wpage": shown,

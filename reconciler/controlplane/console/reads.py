@@ -35,6 +35,7 @@ __all__ = [
     "RunsPage",
     "asked_gpus",
     "gpu_map",
+    "held_replace",
     "last_active",
     "log_chunk",
     "log_facts",
@@ -213,6 +214,17 @@ def source(engine: Engine, key: str) -> wire.SourceState | None:
     """The source of key ``key`` as ``GET /sources/{name}`` answers it; ``None``: none."""
     found = engine.store.get_source_json(key)
     return wire.SourceState.model_validate_json(found[0]) if found is not None else None
+
+
+def held_replace(api: Scoped, source_name: str, run: str) -> str | None:
+    """The words of the replace of ``run`` its source ``source_name`` holds until the run ends
+    (the source's status lists them: ``applied.held_status``); ``None``: none held."""
+    found = source(api.engine, api.source_key(source_name))
+    held = getattr(found.status, "held", None) if found is not None else None
+    for h in held if isinstance(held, list) else []:
+        if isinstance(h, dict) and h.get("run") == run:
+            return str(h.get("message") or "")
+    return None
 
 
 def last_active(source: wire.SourceState) -> float | None:
