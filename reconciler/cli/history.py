@@ -38,7 +38,7 @@ def history(
     token: TokenOpt = None,
 ) -> None:
     """Each apply of a source, newest first: revision, commit subject and author, who, when, what changed."""
-    from ..state import default_source_name
+    from ..state import default_source_name, person
 
     with failures():
         name = source or default_source_name(["."])
@@ -63,7 +63,8 @@ def history(
         result = r["result"] + (f" ({r['note']})" if r.get("note") else "")
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["when"]))
         subject = str(revision.get("subject") or "-")[:50]
-        table.append([when, shown[:40], subject, str(revision.get("author") or "-"), r["who"], said, result])
+        author = str(revision.get("author") or "-")
+        table.append([when, shown[:40], subject, author, person(r["who"]), said, result])
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:
         echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())

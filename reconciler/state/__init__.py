@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from ..home import astra_home
 from ..runspec.vocabulary import HISTORY_KEEP
 from .memory import MemorySourceStore
-from .naming import default_source_name, default_state_url, git_commit, open_store, owner
+from .naming import default_source_name, default_state_url, git_commit, open_store, owner, person
 from .types import (
     HistoryEntry,
     InventoryEntry,
@@ -75,6 +75,7 @@ __all__ = [
     "git_commit",
     "open_store",
     "owner",
+    "person",
 ]
 
 

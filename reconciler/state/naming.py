@@ -4,13 +4,14 @@ Owns: ``open_store`` (``--state`` wins, else the cluster's own, else SQLite at
 ``$ASTRA_HOME/state.db``, ``reconciler.home``), ``default_source_name`` (the git remote URL and
 the folder's path in the repo, ``https://github.com/acme/runs.git//examples``; a remote that is a
 folder on this machine (a clone of a local checkout) is that folder's path, joined plainly:
-``/src/runs/examples``; else the folder's absolute path), ``git_commit`` and ``owner``. Must not
-touch: any store's storage.
+``/src/runs/examples``; else the folder's absolute path), ``git_commit``, ``owner`` and
+``person`` (an owner as a person reads it, without the pid). Must not touch: any store's storage.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 from ..home import astra_home
 from .types import KeepsSources, SourceStore
 
-__all__ = ["default_source_name", "default_state_url", "git_commit", "open_store", "owner"]
+__all__ = ["default_source_name", "default_state_url", "git_commit", "open_store", "owner", "person"]
 
 
 def default_state_url(environ: Mapping[str, str] | None = None) -> str:
@@ -101,3 +102,17 @@ def owner() -> str:
     except (ImportError, KeyError, OSError):  # no user name here (no pwd module, no passwd entry)
         user = "unknown"
     return f"{user}@{socket.gethostname()}:{os.getpid()}"
+
+
+#: ``user@host:pid``, as ``owner`` names who applied or holds a lock.
+_OWNER = re.compile(r"^(?P<who>[^@\s]+@[^:\s]+):(?P<pid>\d+)$")
+
+
+def person(who: str | None) -> str:
+    """Who applied, as a person reads it: ``root@vm`` of ``root@vm:10748`` (the pid named the
+    process that held the lock while it applied: gone once it ended), any other name as it is;
+    ``-`` for none. What is stored keeps the pid (the lock's owner is the same word)."""
+    if not who:
+        return "-"
+    found = _OWNER.match(who)
+    return found["who"] if found else who

@@ -13,12 +13,15 @@ Every wait is playwright's own (a condition polled until its deadline), never a 
 
 from __future__ import annotations
 
+import getpass
 import os
+import socket
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
-from tests.controlplane_api.conftest import TOKEN, LiveServer
+from tests.controlplane_api.conftest import TOKEN, LiveServer, until
 
 playwright_sync = pytest.importorskip(
     "playwright.sync_api", reason="a test dependency: pip install -e '.[test]'"
@@ -248,7 +251,7 @@ def test_the_sources_page_after_an_apply_and_a_stalled_one(signed_in, live, tmp_
     expect(source.locator(".reason")).to_contain_text("broken.yaml")
     expect(source.locator(".reason")).to_contain_text("unknown field '<b>x</b>'")  # a file's words are text
     (folder / "broken.yaml").unlink()
-    shot(page, "sources", tmp_path)
+    shot(page, "sources-stalled", tmp_path)
     page.goto(RUNS + "/etl")
     expect(page.locator("#owned")).to_contain_text("source prod applied it from")
     live.api("DELETE", "/runs/etl")
@@ -309,3 +312,171 @@ def test_the_truth_at_a_glance_no_command_refused_a_failed_run_s_words_and_the_i
     icon = page.request.get(live.url + "/favicon.ico")
     assert icon.status == 200 and icon.headers["content-type"].startswith("image/svg+xml")
     live.api("DELETE", "/runs/gpus-huge")
+
+
+def _doc(name: str, script: str, **spec) -> dict:
+    template = {"image": "busybox", "command": "sh", "args": ["-c", script]}
+    return {"metadata": {"name": name}, "spec": {"task_template": template, **spec}}
+
+
+def _lines(page, selector: str) -> int:
+    """How many lines the text of ``selector`` takes on the screen (its text's rectangles)."""
+    return page.locator(selector).evaluate(
+        "el => { const r = document.createRange(); r.selectNodeContents(el);"
+        " return new Set([...r.getClientRects()].map(x => Math.round(x.top))).size; }"
+    )
+
+
+def test_a_wrong_token_then_the_right_one_lands_on_the_page_first_asked_for_and_never_away(
+    page, live, tmp_path
+):
+    """Issue 32: ``?next=`` is kept through a wrong token; ``next`` is only ever a path here."""
+    asked = "/o/default/w/default/cluster/default"
+    page.goto(asked)
+    expect(page.locator("#token")).to_be_visible()
+    page.fill("#token", "not-the-token")
+    page.click("button[type=submit]")
+    expect(page.locator("#login-error")).to_have_text("That is not a token of this server.")
+    expect(page.locator("#login-next")).to_have_text(f"Then back to {asked}.")
+    shot(page, "login-wrong-token", tmp_path)
+    page.fill("#token", TOKEN)
+    page.click("button[type=submit]")
+    expect(page).to_have_url(live.url + asked)
+    expect(page.locator("h1")).to_have_text("Cluster default")
+    for away in ("https://evil.example/", "//evil.example/", "/\\evil.example/", "/\t/evil.example"):
+        page.goto("/login?next=" + quote(away, safe=""))
+        page.fill("#token", "wrong")
+        page.click("button[type=submit]")
+        expect(page.locator("#login-error")).to_be_visible()
+        expect(page.locator("#login-next")).to_have_count(0)  # not kept: the start page it is
+        page.fill("#token", TOKEN)
+        page.click("button[type=submit]")
+        expect(page).to_have_url(live.url + RUNS)  # the start page: never another site
+        expect(page.locator("h1")).to_have_text("Runs")
+
+
+def test_waiting_copies_show_the_gpus_they_ask_for_and_no_log_link(signed_in, live, tmp_path):
+    """Issue 32: in the queue and the Workers tab a waiting copy asks for 1 GPU (it holds none);
+    the readout once; names whole beside a long reason; no Log link for a copy never started."""
+    page = signed_in
+    name = "lr-sweep-with-a-long-hyphenated-name"
+    doc = _doc(name, "sleep 120", array={"size": 6, "max_parallel": 2})
+    doc["spec"]["task_template"]["requested_resources"] = {"gpu_requests": {"count": 1}}
+    assert live.api("POST", "/runs", json=doc).status_code == 201
+    page.goto(f"{RUNS}/{name}")
+    expect(page.locator("#readout")).to_have_text("Workers 2 running of 6")
+    expect(page.get_by_text("Workers 2 running of 6", exact=True)).to_have_count(1)  # the readout once
+    running, waiting = (
+        page.locator(f'tr[data-worker="{name}-0"]'),
+        page.locator(f'tr[data-worker="{name}-5"]'),
+    )
+    expect(running.locator("td.gpu-count")).to_have_text("1 / 1")
+    expect(waiting.locator("td.gpu-count")).to_have_text("0 / 1")
+    expect(waiting).to_contain_text("Pending")
+    expect(running.locator("a.log-link")).to_have_count(1)
+    expect(waiting.locator("a.log-link")).to_have_count(0)  # never started: no Log to show
+    assert _lines(page, f'tr[data-worker="{name}-5"] td.name') == 1  # whole, not cut at a hyphen
+    expect(page.locator("dt", has_text="Run restarts")).to_have_count(1)
+    shot(page, "workers-waiting", tmp_path)
+    page.goto("/o/default/w/default/cluster/default")
+    queue = page.locator("#queue tbody tr", has_text=f"{name}-5")
+    expect(queue.locator("td.gpu-count")).to_have_text("1")
+    expect(page.locator("#queue thead")).to_contain_text("GPUs asked")
+    expect(page.locator("#queue tbody tr", has_text=name)).to_have_count(4)
+    assert _lines(page, f'#queue tbody tr:has-text("{name}-5") td.name >> nth=1') == 1  # the worker
+    page.locator("#queue").scroll_into_view_if_needed()
+    shot(page, "queue", tmp_path)
+    live.api("DELETE", f"/runs/{name}")
+
+
+def test_a_log_says_the_worker_s_state_attempt_machine_and_masking(signed_in, live, tmp_path):
+    """Issue 32: the Log page shows the worker's state and reason, which start it is on
+    (``ASTRAEUS_ATTEMPT``, its restarts and why), its machine; issue 30: masking is on. The
+    worker fails its first start and runs on its second (one real backoff of the live server)."""
+    page = signed_in
+    put = live.astra("secret", "set", "hf-token", input="s3cr3t-canary-value")
+    assert put.returncode == 0, put.stderr
+    script = 'echo "attempt $ASTRAEUS_ATTEMPT token=$HF"; [ "$ASTRAEUS_ATTEMPT" = 0 ] && exit 3; sleep 120'
+    doc = _doc("resumer", script)
+    doc["spec"]["task_template"]["env"] = {"HF": {"secret": "hf-token"}}
+    assert live.api("POST", "/runs", json=doc).status_code == 201
+    page.goto(RUNS + "/resumer/log/resumer-0")
+    expect(page.locator("#masking")).to_contain_text(
+        "masking is on: the value of secret hf-token is shown as ***"
+    )
+    expect(page.locator("#attempt")).to_have_text("ASTRAEUS_ATTEMPT=1 (started 2 times)")  # followed live
+    expect(page.locator("#worker-state")).to_contain_text("Running")
+    expect(page.locator("#restarts")).to_have_text("1, last: Failed")
+    machine = live.api("GET", "/runs/resumer/workers").json()["items"][0]["machine"]
+    assert machine
+    expect(page.locator("#machine")).to_have_text(machine)
+    expect(page.locator("#log")).to_have_text("attempt 1 token=***\n")  # the start it is on, followed
+    assert "s3cr3t-canary-value" not in page.content()
+    shot(page, "log-attempt", tmp_path)
+    page.goto(RUNS + "/resumer")  # the worker's restart is its row's; the run's own restarts stay 0
+    expect(page.locator('tr[data-worker="resumer-0"] td').nth(6)).to_have_text("1")
+    expect(
+        page.locator("dt", has_text="Run restarts").locator("xpath=following-sibling::dd[1]")
+    ).to_have_text("0")
+    live.api("DELETE", "/runs/resumer")
+
+
+TRAIN = """\
+metadata: {{name: gf-train}}
+spec:
+  task_template:
+    image: busybox
+    command: sh
+    args: [-c, "sleep 300 # {word}"]
+    requested_resources: {{gpu_requests: {{count: 1}}}}
+"""
+
+
+def test_sources_latest_first_who_as_a_person_reads_it_and_held_replaces(signed_in, live, tmp_path):
+    """Issue 32: the source applied last comes first and its applier is ``user@host`` (no pid);
+    issue 31: a held replace is on the Sources page and on the source's own page."""
+    page = signed_in
+    for source, text in (("aa-older", "etl"), ("zz-newer", "train")):
+        folder = live.cwd / source
+        folder.mkdir(exist_ok=True)
+        (folder / "run.yaml").write_text(TRAIN.format(word="--lr=1e-4").replace("gf-train", f"{text}-run"))
+        applied = live.astra("apply", "-f", source, "--yes", "--source", source)
+        assert applied.returncode == 0, applied.stderr
+    until(lambda: _state(live, "train-run") == "Running", what="train-run to run")
+    (live.cwd / "zz-newer" / "run.yaml").write_text(
+        TRAIN.format(word="--lr=3e-4").replace("gf-train", "train-run")
+    )
+    held = live.astra("apply", "-f", "zz-newer", "--yes", "--source", "zz-newer")
+    assert held.returncode == 0, held.stderr
+    assert "held" in held.stdout, held.stdout
+    page.goto("/o/default/w/default/sources")
+    names = page.locator("section.source").evaluate_all("els => els.map(e => e.dataset.source)")
+    assert names[:2] == ["zz-newer", "aa-older"], names  # the latest activity first, not by name
+    newer = page.locator('[data-source="zz-newer"]')
+    person = f"{getpass.getuser()}@{socket.gethostname()}"
+    expect(newer.locator("dd.who")).to_have_text(person)
+    expect(newer.locator(".history td.who").first).to_have_text(person)
+    replace = newer.locator('[data-held="train-run"]')
+    expect(replace).to_contain_text("train-run is Running")
+    expect(replace).to_contain_text("it will be replaced when it ends")
+    shot(page, "sources", tmp_path)
+    newer.locator("h2 a").click()
+    expect(page).to_have_url(live.url + "/o/default/w/default/sources/zz-newer")
+    expect(page.locator("h1")).to_contain_text("zz-newer")
+    expect(page.locator('[data-held="train-run"]')).to_contain_text("it will be replaced when it ends")
+    shot(page, "source", tmp_path)
+    page.goto(RUNS + "/train-run")  # the run's own page says it too
+    expect(page.locator("#held-replace")).to_contain_text(
+        "Replace held by source zz-newer: train-run is Running"
+    )
+    expect(page.locator("#held-replace")).to_contain_text("astra apply --replace train-run replaces it now.")
+    shot(page, "run-held-replace", tmp_path)
+    page.goto(RUNS)
+    page.locator('tr[data-run="train-run"] a', has_text="zz-newer").click()
+    expect(page).to_have_url(live.url + "/o/default/w/default/sources/zz-newer")
+    for run in ("etl-run", "train-run"):
+        live.api("DELETE", f"/runs/{run}")
+
+
+def _state(live, run: str) -> str:
+    return live.api("GET", f"/runs/{run}").json()["status"]["state"]

@@ -59,8 +59,11 @@ def test_login_sets_a_strict_httponly_cookie_and_logout_ends_the_session(console
 def test_login_comes_back_only_to_a_page_of_this_server(console):
     away = console.http.post("/login", data={"token": TOKEN, "next": "https://evil.example/"})
     assert away.headers["location"] == "/"
-    away = console.http.post("/login", data={"token": TOKEN, "next": "//evil.example/"})
-    assert away.headers["location"] == "/"
+    for away in ("//evil.example/", "/\\evil.example/", "/\t/evil.example/", "/\n/evil.example/"):
+        answer = console.http.post("/login", data={"token": TOKEN, "next": away})
+        assert answer.headers["location"] == "/", away  # browsers read these as //evil.example
+    wrong = console.http.post("/login", data={"token": "nope", "next": RUNS + "/x?page=1"})
+    assert 'name="next" value="' + RUNS + '/x?page=1"' in wrong.text  # kept through a wrong token
 
 
 def test_a_one_time_link_logs_in_once(console):
@@ -164,7 +167,7 @@ def test_a_run_page_shows_the_workers_tab_with_its_readout(console, plane):
     events = console.http.get(RUNS + "/sweep/events").text
     assert "StartWorker" in events and "sweep-7" in events
     log = console.http.get(RUNS + "/sweep/log/sweep-0/text")
-    assert log.json()["live"] is True
+    assert log.json()["live"] is True and log.json()["attempt"] == 1  # its first start
 
 
 def test_a_source_owned_run_says_its_spec_is_read_only(console):
@@ -349,7 +352,7 @@ def test_the_sources_page_shows_a_source_s_status_revision_and_history(console):
                 "result": "applied",
             },
             {
-                "who": "bo",
+                "who": "bo@laptop:10748",
                 "when": 1_000_100.0,
                 "commit": "def",
                 "summary": {"update": 1},
@@ -363,6 +366,14 @@ def test_the_sources_page_shows_a_source_s_status_revision_and_history(console):
     assert 'data-source="prod"' in page and "Stalled" in page and "ApplyFailed" in page
     assert "main@sha1:abc" in page and "runs/train.yaml" in page and "failed: no" in page
     assert HOSTILE not in page
+    assert "bo@laptop" in page and "10748" not in page  # who applied, without the pid
+    newer = {"history": [{"who": "cy", "when": 2_000_000.0, "result": "applied"}]}
+    assert console.api("PUT", "/sources/zz-newer", json=newer).status_code == 200
+    page = console.http.get("/o/default/w/default/sources").text
+    assert page.index('data-source="zz-newer"') < page.index('data-source="prod"')  # the latest first
+    one = console.http.get("/o/default/w/default/sources/prod")
+    assert one.status_code == 200 and 'data-source="zz-newer"' not in one.text and "ApplyFailed" in one.text
+    assert console.http.get("/o/default/w/default/sources/nope").status_code == 404
 
 
 def test_the_cli_prints_the_run_s_console_url():

@@ -240,3 +240,18 @@ def test_every_listing_says_the_same_rows_in_json_and_yaml(world, cli, listing):
     rows = json.loads(as_json)
     assert isinstance(rows, list) and rows
     assert YAML(typ="safe", pure=True).load(as_yaml) == rows
+
+
+def test_history_says_who_applied_as_user_at_host_and_keeps_the_pid_in_its_json(world, cli):
+    import getpass
+    import os
+    import socket
+
+    world.run("a")
+    assert cli("apply", "-f", "runs", "--source", "s", "--yes")[0] == 0
+    code, table, err = cli("history", "s")
+    assert code == 0, err
+    person = f"{getpass.getuser()}@{socket.gethostname()}"
+    assert f" {person} " in table and f"{person}:{os.getpid()}" not in table
+    code, as_json, _ = cli("history", "s", "-o", "json")
+    assert json.loads(as_json)[0]["who"] == f"{person}:{os.getpid()}"  # what is stored: unchanged

@@ -186,8 +186,16 @@ def _detail(text: str):  # a wire.Detail, imported here only (the models import 
 
 
 def _local(where: str | None) -> str:
-    """``where`` if it is a path on this server, else the console's start page (no open redirect)."""
-    if where and where.startswith("/") and not where.startswith("//") and not urlsplit(where).netloc:
+    """``where`` if it is a path on this server, else the console's start page (no open redirect:
+    not ``//host``, nor ``/\\host`` or a control character, which browsers read as ``//host``)."""
+    if (
+        where
+        and where.startswith("/")
+        and not where.startswith("//")
+        and not urlsplit(where).netloc
+        and "\\" not in where
+        and where.isprintable()
+    ):
         return where
     return "/"
 

@@ -10,7 +10,8 @@ and renders a template with ``reads``'s ``wire`` models. The paths are the seeds
 ``/o/{org}/w/{ws}/jobs/{cluster}/{name}``   a run (``?page=``: of its Workers tab); ``…/events``
 ``…/{name}/log/{worker}``                   a worker's Log, following it (``…/text?offset=``)
 ``/o/{org}/w/{ws}/jobs/{cluster}/-/new``    New → Run ('-' is no run's name)
-``/o/{org}/w/{ws}/sources``                 Sources
+``/o/{org}/w/{ws}/sources``                 Sources (the latest active first)
+``/o/{org}/w/{ws}/sources/{source}``        a source: status, held replaces, runs, history
 ``/o/{org}/w/{ws}/alerts``                  Alerts: the rules and what they sent
 ``/o/{org}/w/{ws}/cluster/{cluster}``       Cluster: the GPU map and the queue
 ==========================================  ==========================================
@@ -28,7 +29,6 @@ from typing import Annotated, Any, TypeVar
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
-from ...runspec.secrets import masking_note, secret_refs
 from ...runspec.vocabulary import RunState
 from ..api.context import ApiContext, Scoped
 from ..api.views import run_view
@@ -122,7 +122,8 @@ def new_context(values: dict[str, str], errors: dict[str, list[str]], above: lis
 
 @router.get(BASE + "/{name}")
 async def run_page(request: Request, _who: Who, name: str, page: int = 0) -> Response:
-    """A run: status and reason, spec, events, actions, and its Workers tab (one page)."""
+    """A run: status and reason (and a replace its source holds), spec, events, actions, and its
+    Workers tab (one page)."""
 
     def read(api: Scoped) -> dict[str, Any] | None:
         key = api.key(name)
@@ -130,9 +131,12 @@ async def run_page(request: Request, _who: Who, name: str, page: int = 0) -> Res
             return None
         run = run_view(api.engine, key, api.runs_url(request), api.scope.workspace)
         workers, shown, pages = reads.workers_tab(api.engine, key, page)
+        owner = (run.metadata.annotations or {}).get("astra.source")
         return {
             "run": run,
+            "held": reads.held_replace(api, owner, name) if owner else None,
             "workers": workers,
+            "asked": reads.asked_gpus(api, workers.items),
             "wpage": shown,
             "wpages": pages,
             "annotations": run.metadata.annotations or {},
@@ -165,31 +169,40 @@ async def events_page(request: Request, _who: Who, name: str) -> Response:
 
 @router.get(BASE + "/{name}/log/{worker}")
 async def log_page(request: Request, _who: Who, name: str, worker: str) -> Response:
-    """A worker's Log: its output, followed while it runs (``console.js`` polls ``…/text``)."""
-    found = await engine_call(request, lambda api: api.engine.state.workers.get(api.key(worker)))
-    if found is None or found.run != request.state.scoped.key(name):
+    """A worker's Log: its state, attempt and machine (followed while it may change), the
+    masking note of a run that reads secrets, and its output, followed while it runs
+    (``console.js`` polls ``…/text``)."""
+    found = await engine_call(request, lambda api: reads.log_facts(api, name, worker))
+    if found is None:
         raise NotHere(f"no worker named {worker} in run {name}")
-    run = request.state.scoped.engine.state.runs.get(found.run)
-    names = sorted({n for _, n in secret_refs(run.run)}) if run is not None else []
-    masking = masking_note(names) if names else None
-    return render(request, "log.html", {"name": name, "worker": worker, "masking": masking})
+    return render(request, "log.html", {"name": name, "worker": worker, "facts": found})
 
 
 @router.get(BASE + "/{name}/log/{worker}/text")
 async def log_text(request: Request, _who: Who, name: str, worker: str, offset: int = 0) -> Response:
-    """``{"text", "offset", "live"}``: the output from ``offset`` (JSON: the page sets it as text)."""
+    """``{"text", "offset", "live", "attempt"}``: the output of the worker's current start
+    (``attempt``: how many times it was started) from ``offset`` (JSON: the page sets it as text)."""
     found = await engine_call(request, lambda api: reads.log_chunk(api.engine, api.key(worker), offset))
     if found is None:
         raise NotHere(f"no worker named {worker}")
-    text, after, live = found
-    return JSONResponse({"text": text, "offset": after, "live": live}, headers={"Cache-Control": "no-store"})
+    said = {"text": found.text, "offset": found.offset, "live": found.live, "attempt": found.attempt}
+    return JSONResponse(said, headers={"Cache-Control": "no-store"})
 
 
 @router.get("/o/{org}/w/{workspace}/sources")
 async def sources_page(request: Request, _who: Who) -> Response:
     """Each source: status, the revision last applied, when and by whom, its runs, its history."""
     found = await engine_call(request, lambda api: reads.sources(api.engine, api.source_prefix()))
-    return render(request, "sources.html", {"sources": found.items})
+    return render(request, "sources.html", {"sources": found.items, "one": False})
+
+
+@router.get("/o/{org}/w/{workspace}/sources/{source:path}")
+async def source_page(request: Request, _who: Who, source: str) -> Response:
+    """One source: what the Sources page says of it, every run it applied shown."""
+    found = await engine_call(request, lambda api: reads.source(api.engine, api.source_key(source)))
+    if found is None:
+        raise NotHere(f"no source named {source}")
+    return render(request, "sources.html", {"sources": [found], "one": True})
 
 
 @router.get("/o/{org}/w/{workspace}/alerts")
@@ -210,7 +223,13 @@ async def cluster_page(request: Request, _who: Who) -> Response:
 
     def read(api: Scoped) -> dict[str, Any]:
         waiting, unplaced, total = reads.queue(api)
-        return {"racks": reads.gpu_map(api), "waiting": waiting, "unplaced": unplaced, "total": total}
+        return {
+            "racks": reads.gpu_map(api),
+            "waiting": waiting,
+            "asked": reads.asked_gpus(api, waiting),
+            "unplaced": unplaced,
+            "total": total,
+        }
 
     found = await engine_call(request, read)
     runs = sorted(

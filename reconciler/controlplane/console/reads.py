@@ -1,24 +1,28 @@
 """What the console's pages show, read from the engine as the REST API's ``wire`` models.
 
 Owns the page-sized reads: ``runs_page`` (the Runs page: filtered, one page of ``wire.Run``),
-``workers_tab`` (one page of a run's workers: ``wire.WorkerPage``), ``run_events``, ``log_chunk``
-(a worker's output from an offset), ``sources`` (``wire.SourceList``), ``gpu_map`` and ``queue``
-(the Cluster page). Each is built from ``api.views`` (the API's own makers of ``wire`` models)
-and the store's answers the API sends, so a page says what the API says. Called under the
-engine's gate (``pages.engine_call``). Changes nothing. Must not touch: HTTP, SQL, rules.
+``workers_tab`` (one page of a run's workers: ``wire.WorkerPage``), ``asked_gpus`` (what workers
+ask, beside what they hold), ``run_events``, ``log_facts`` and ``log_chunk`` (a worker's Log: its
+state, attempt and machine; its output from an offset), ``sources`` (``wire.SourceList``, the
+latest active first; ``source``: one), ``gpu_map`` and ``queue`` (the Cluster page). Each is
+built from ``api.views`` (the API's own makers of ``wire`` models) and the store's answers the
+API sends, so a page says what the API says. Called under the engine's gate
+(``pages.engine_call``). Changes nothing. Must not touch: HTTP, SQL, rules.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...runspec.secrets import masking_note, secret_refs
 from ...runspec.vocabulary import RunState, WorkerState
 from ...wire import models as wire
 from ..api.context import Scoped
-from ..api.views import machine_views, run_view, worker_page
+from ..api.views import machine_views, run_view, worker_page, worker_view
 from ..engine import Engine
 from ..scheduler import HOLDING
 
@@ -26,12 +30,19 @@ __all__ = [
     "LOG_CHUNK",
     "PER_PAGE",
     "GpuMachine",
+    "LogChunk",
+    "LogFacts",
     "RunsPage",
+    "asked_gpus",
     "gpu_map",
+    "held_replace",
+    "last_active",
     "log_chunk",
+    "log_facts",
     "queue",
     "run_events",
     "runs_page",
+    "source",
     "sources",
     "workers_tab",
 ]
@@ -102,6 +113,47 @@ def workers_tab(engine: Engine, run: str, page: int) -> tuple[wire.WorkerPage, i
     return found, page, pages
 
 
+def asked_gpus(api: Scoped, workers: Iterable[wire.Worker]) -> dict[str, int]:
+    """The GPUs each of ``workers`` asks for, by its name: a worker's ``gpus`` are the GPUs it
+    holds, none while it waits (Slurm's squeue shows a pending job's request the same way)."""
+    s = api.engine.state
+    out: dict[str, int] = {}
+    for w in workers:
+        record = s.workers.get(api.key(w.name))
+        out[w.name] = record.ask.gpus if record is not None else w.gpus
+    return out
+
+
+@dataclass
+class LogFacts:
+    """What a worker's Log says above its output: the worker, which start it is on
+    (``ASTRAEUS_ATTEMPT``, 0 on its first), why it last came again, and the masking note."""
+
+    worker: wire.Worker
+    attempt: int | None
+    restart_reason: str | None
+    masking: str | None
+    live: bool
+
+
+def log_facts(api: Scoped, run: str, worker: str) -> LogFacts | None:
+    """The Log's facts of the worker named ``worker`` of the run named ``run`` (plain names);
+    ``None``: no such worker in that run."""
+    engine = api.engine
+    w = engine.state.workers.get(api.key(worker))
+    if w is None or w.run != api.key(run):
+        return None
+    r = engine.state.runs.get(w.run)
+    names = sorted({n for _, n in secret_refs(r.run)}) if r is not None else []
+    return LogFacts(
+        worker=worker_view(engine, w),
+        attempt=max(w.attempts - 1, 0) if w.attempts else None,
+        restart_reason=w.restart_reason,
+        masking=masking_note(names) if names else None,
+        live=w.state in HOLDING or w.state is WorkerState.PENDING,
+    )
+
+
 def run_events(engine: Engine, run: str) -> tuple[list[wire.Event], int]:
     """The run's events in time order (the newest ``EVENTS_SHOWN``), and how many it has. Its own
     page: a run's events grow with its workers (an array of 10,000 has tens of thousands)."""
@@ -109,23 +161,35 @@ def run_events(engine: Engine, run: str) -> tuple[list[wire.Event], int]:
     return [wire.Event.model_validate(e) for e in rows[-EVENTS_SHOWN:]], len(rows)
 
 
-def log_chunk(engine: Engine, worker: str, offset: int) -> tuple[str, int, bool] | None:
-    """The worker's output from byte ``offset`` (at most ``LOG_CHUNK``), the offset after it,
-    and whether the worker may write more; ``None``: no such worker. The file is the one the
-    executor named (as ``GET /workers/{worker}/logs`` reads)."""
+@dataclass
+class LogChunk:
+    """A piece of a worker's output: its text, the offset after it, whether the worker may write
+    more, and which start of the worker wrote it (each start writes a file of its own: a Log
+    following one start begins again at 0 when the next one starts)."""
+
+    text: str
+    offset: int
+    live: bool
+    attempt: int
+
+
+def log_chunk(engine: Engine, worker: str, offset: int) -> LogChunk | None:
+    """The worker's output from byte ``offset`` (at most ``LOG_CHUNK``) of its current start;
+    ``None``: no such worker. The file is the one the executor named (as
+    ``GET /workers/{worker}/logs`` reads)."""
     w = engine.state.workers.get(worker)
     if w is None:
         return None
     live = w.state in HOLDING or w.state is WorkerState.PENDING
     where = (engine.processes.get(w.name) or {}).get("log")
     if where is None:
-        return "", offset, live
+        return LogChunk("", offset, live, w.attempts)
     try:
         with Path(where).open("rb") as f:
             f.seek(max(0, offset))
             data = f.read(LOG_CHUNK)
     except FileNotFoundError:
-        return "", offset, live
+        return LogChunk("", offset, live, w.attempts)
     # cut at the last whole UTF-8 character: the next chunk starts with the rest
     cut = len(data)
     while cut > 0 and cut > len(data) - 4 and (data[cut - 1] & 0xC0) == 0x80:
@@ -134,12 +198,43 @@ def log_chunk(engine: Engine, worker: str, offset: int) -> tuple[str, int, bool]
         cut -= 1
     if cut == 0 and data:
         cut = len(data)
-    return data[:cut].decode("utf-8", "replace"), max(0, offset) + cut, live
+    return LogChunk(data[:cut].decode("utf-8", "replace"), max(0, offset) + cut, live, w.attempts)
 
 
 def sources(engine: Engine, prefix: str) -> wire.SourceList:
-    """The workspace's sources (their keys start with ``prefix``) as ``GET /sources`` answers them."""
-    return wire.SourceList.model_validate_json(engine.store.list_sources_json(prefix))
+    """The workspace's sources (their keys start with ``prefix``) as ``GET /sources`` answers
+    them, the one active last first (``last_active``; by name when equal, never active last)."""
+    found = wire.SourceList.model_validate_json(engine.store.list_sources_json(prefix))
+    found.items.sort(key=lambda s: s.name)
+    found.items.sort(key=lambda s: last_active(s) or 0.0, reverse=True)
+    return found
+
+
+def source(engine: Engine, key: str) -> wire.SourceState | None:
+    """The source of key ``key`` as ``GET /sources/{name}`` answers it; ``None``: none."""
+    found = engine.store.get_source_json(key)
+    return wire.SourceState.model_validate_json(found[0]) if found is not None else None
+
+
+def held_replace(api: Scoped, source_name: str, run: str) -> str | None:
+    """The words of the replace of ``run`` its source ``source_name`` holds until the run ends
+    (the source's status lists them: ``applied.held_status``); ``None``: none held."""
+    found = source(api.engine, api.source_key(source_name))
+    held = getattr(found.status, "held", None) if found is not None else None
+    for h in held if isinstance(held, list) else []:
+        if isinstance(h, dict) and h.get("run") == run:
+            return str(h.get("message") or "")
+    return None
+
+
+def last_active(source: wire.SourceState) -> float | None:
+    """When the source was last acted on: its newest apply, status written, run applied or lock
+    taken (a watch's pass that changed nothing still writes its status)."""
+    times = [h.when for h in source.history[-1:]]
+    times += [source.status.updated_at, source.lock.created_at if source.lock else None]
+    times += [e.applied_at for e in source.inventory.values()]
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 Owns ``render`` (a template and its context as a response, with what every page shows: the
 console's paths, the viewer's CSRF token) and the filters the templates use (``age``, ``when``,
-``bytes``, ``yaml``). Autoescape is on for every template: a label, an env value or a log line
+``bytes``, ``yaml``, ``person``). Autoescape is on for every template: a label, an env value or a log line
 holding ``<script>`` is shown as text. Must not touch: the engine, access rules.
 """
 
@@ -17,6 +17,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from ...state.naming import person
 from ..scopes import DEFAULT_SCOPE
 
 __all__ = ["ENV", "render"]
@@ -69,7 +70,9 @@ def as_yaml(data: Any) -> str:
     return out.getvalue()
 
 
-ENV.filters.update(age=age, when=when, bytes=size, yaml=as_yaml, json=lambda d: json.dumps(d, indent=2))
+ENV.filters.update(
+    age=age, when=when, bytes=size, yaml=as_yaml, person=person, json=lambda d: json.dumps(d, indent=2)
+)
 
 
 def render(request: Request, name: str, context: dict[str, Any], *, status: int = 200) -> HTMLResponse:

@@ -27,16 +27,28 @@ function followRegion(region) {
   setTimeout(again, every);
 }
 
-// A worker's Log: its output appended as it grows, until the worker has ended.
+// A worker's Log: its output appended as it grows, until the worker has ended. Each start of
+// the worker writes a file of its own: when another start is on, the Log begins again from 0.
 function followLog(pre) {
   const said = document.getElementById("follow");
   let offset = 0;
+  let attempt = null;
   async function more() {
     let live = true;
     try {
       const answer = await fetch(pre.dataset.url + "?offset=" + offset, {credentials: "same-origin"});
       if (answer.ok) {
         const chunk = await answer.json();
+        if (attempt !== null && chunk.attempt !== attempt) {
+          pre.replaceChildren();  // another start: its own file, read from its beginning
+          if (offset !== 0) {  // this chunk is the new file read from the old file's offset
+            attempt = chunk.attempt;
+            offset = 0;
+            setTimeout(more, 0);
+            return;
+          }
+        }
+        attempt = chunk.attempt;
         if (chunk.text) pre.append(document.createTextNode(chunk.text));
         const moved = chunk.offset !== offset;
         offset = chunk.offset;
