@@ -25,12 +25,14 @@ from typing import Any, assert_never, cast, get_args
 from urllib.parse import parse_qs, urlsplit
 
 from reconciler.runspec.errors import InvalidSpec
+from reconciler.runspec.lifecycle import RESTARTED_AFTER
 from reconciler.runspec.models import Run
 from reconciler.runspec.normalize import normalize
 from reconciler.runspec.parse import parse_run
 from reconciler.runspec.vocabulary import same
 
 from ..base import ClusterError, Conflict, LiveRun, NotFound, Rejected, Unreachable, WorkerInfo
+from .clustersecrets import ClusterSecrets
 from .commands import COMMAND_TIMEOUT, SlurmCommands
 from .dependencies import Blocked, blocked, dependency_option, waves
 from .drives import SlurmDrives, drive_problem, mounted_drives, parse_drives
@@ -47,6 +49,8 @@ from .observe import (
 )
 from .queue import Queue
 from .records import RunRecords, default_state_dir, group_record, new_record
+from .secrets import SlurmSecrets
+from .stopping import stop_of
 from .submission import Images, Submission, comment_for, comment_nonce, spec_hash
 from .submit import needs_options, new_nonce, resubmit, submit_group_jobs
 
@@ -59,7 +63,7 @@ Observed = tuple[LiveRun, list[WorkerInfo]]
 SUBMIT_AT_ONCE = 4
 
 
-class SlurmCluster:
+class SlurmCluster(ClusterSecrets):
     """A Slurm cluster reached through its commands on the PATH."""
 
     def __init__(
@@ -79,6 +83,7 @@ class SlurmCluster:
         self.address = f"slurm://{partition or ''}"
         self.state_dir = Path(state_dir) if state_dir is not None else default_state_dir()
         self.records = RunRecords(self.state_dir)
+        self.secrets = SlurmSecrets(self.state_dir)
         self.commands = SlurmCommands(self.partition, timeout=timeout, images=images)
         self._clock = clock
 
@@ -179,7 +184,9 @@ class SlurmCluster:
                 hold=bool(awaiting),
             )
         else:
-            job_id = self._sbatch(sub.script, needs_options(needs, hold=bool(awaiting)))
+            copies = list(range(sub.size)) if sub.kind == "array" else [0]
+            extra = needs_options(needs, hold=bool(awaiting)) + self._secrets_env(run, nonce, copies)
+            job_id = self._sbatch(sub.script, extra)
             record = new_record(run, doc, sub, now, job_id=job_id, nonce=nonce)
         if run.spec.depends_on:
             record["dependency"], record["awaiting"] = needs, awaiting
@@ -222,10 +229,33 @@ class SlurmCluster:
             return found[0]
 
     def delete_run(self, name: str) -> None:
+        """Stop the run's jobs gracefully and forget it: its ``stop_signal`` now, its record and
+        logs gone at once; then (outside the lock, which other commands wait for) a plain
+        ``scancel`` of what is left once ``stop_grace_seconds`` have passed (``stopping``)."""
         with self.records.locked():
             record = self.records.load_or_404(name, self.address)
-            self.commands.scancel(sorted({str(a["job_id"]) for a in record["attempts"]}))
+            jobs = sorted({str(a["job_id"]) for a in record["attempts"]})
+            signal, grace = stop_of(parse_run(record["document"]))
+            if grace == 0:
+                self.commands.scancel(jobs)
+            else:
+                self.commands.signal(jobs, signal)
             self.records.remove(name)
+            self.secrets.forget({a["nonce"] for a in record["attempts"]})
+        if grace:
+            self._end_after(jobs, grace)
+
+    def _end_after(self, jobs: list[str], grace: float) -> None:
+        """The second half of a graceful stop: wait for ``jobs`` to end, at most ``grace`` seconds
+        (Slurm is asked every half second), then ``scancel`` what is left (SIGTERM, then SIGKILL
+        after the cluster's KillWait)."""
+        deadline = time.monotonic() + grace
+        left = self.commands.live(jobs)
+        while left and time.monotonic() < deadline:
+            time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+            left = self.commands.live(left)
+        if left:
+            self.commands.scancel(left, check=False)
 
     def workers(self, name: str) -> list[WorkerInfo]:
         with self.records.locked():
@@ -384,12 +414,13 @@ class SlurmCluster:
         """Decode, judge and decide (``observe``), act (resubmit, cancel), remember, and report
         one run (``waits``: what it waits for of other runs, ``dependencies.blocked``)."""
         now = self._clock()
+        self._ending(record, now)
         found = observe(record, queue.of(record), now, waits[0] if waits is not None else None)
         record.setdefault("seen", {}).update(found.remember)
         for action in found.actions:
             match action:
                 case CancelJobs(job_ids):
-                    self.commands.scancel(list(job_ids), check=False)
+                    self._stop(record, found.run, list(job_ids), now)
                 case RestartGroups(r, only, pending):
                     self._submit_groups(
                         record,
@@ -401,15 +432,15 @@ class SlurmCluster:
                         now=now,
                         only=set(only) if only is not None else None,
                         pending=set(pending) if pending is not None else None,
+                        cause=r.cause,
                     )
                 case ResubmitUnit(r):
-                    resubmit(record, found.run, r, self._sbatch, now)
+                    resubmit(record, found.run, r, self._sbatch, now, self._secrets_env)
                 case StartNow(attempt, job_id):
                     self.commands.update(job_id, "StartTime=now")
                     record["attempts"][attempt]["nudged"] = True
                 case FailRun(job_ids):
-                    if job_ids:
-                        self.commands.scancel(list(job_ids), check=False)
+                    self._stop(record, found.run, list(job_ids), now)
                     record["failed_cancelled"] = True
                 case _:
                     assert_never(action)
@@ -419,6 +450,26 @@ class SlurmCluster:
         if found.remember or found.actions:
             self.records.save(record)
         return report(record, found)
+
+    def _stop(self, record: dict[str, Any], run: Run, jobs: list[str], now: float) -> None:
+        """A graceful stop astra decided while observing: the signal now, and the jobs left
+        ended by the first observation after the grace (``_ending``), as no process of astra's
+        stays to wait."""
+        signal, grace = stop_of(run)
+        if not grace:
+            self.commands.scancel(jobs, check=False)
+            return
+        self.commands.signal(jobs, signal)
+        record.setdefault("stopping", []).append({"jobs": jobs, "until": now + grace})
+        self.records.save(record)
+
+    def _ending(self, record: dict[str, Any], now: float) -> None:
+        """The graceful stops whose grace has passed: what is left of their jobs is cancelled."""
+        due = [s for s in record.get("stopping") or () if s["until"] <= now]
+        if due:
+            self.commands.scancel(sorted({j for s in due for j in s["jobs"]}), check=False)
+            record["stopping"] = [s for s in record["stopping"] if s["until"] > now]
+            self.records.save(record)
 
     # ---- submissions -----------------------------------------------------------------------------
 
@@ -451,8 +502,10 @@ class SlurmCluster:
         )
 
     def _drives_for(self, run: Run) -> SlurmDrives | None:
-        """What the cluster knows of drives, asked only of a run that mounts some."""
-        if not mounted_drives(run):
+        """What the cluster knows of drives (and of the node's sandbox, which secret files need
+        too), asked only of a run that mounts some or reads secret files."""
+        t = run.spec.task_template
+        if not mounted_drives(run) and not (t is not None and t.secret_files):
             return None
         if self.images() == "pyxis":
             return SlurmDrives(self.drive_table())
@@ -486,6 +539,7 @@ class SlurmCluster:
         pending: set[int] | None = None,
         needs: str | None = None,
         hold: bool = False,
+        cause: str = RESTARTED_AFTER["Failed"],
     ) -> None:
         """Submit the group jobs, in ``start_after`` order: all of them (``sub``, or a new
         generation with a new leader file) or ``only`` some groups, in the current generation;
@@ -509,6 +563,7 @@ class SlurmCluster:
             pending=pending,
             needs=needs,
             hold=hold,
+            cause=cause,
         )
 
     def _throttle(self, record: dict[str, Any], cap: int, run: Run) -> None:

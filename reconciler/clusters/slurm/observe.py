@@ -255,7 +255,7 @@ def report(record: dict[str, Any], found: Observation) -> tuple[LiveRun, list[Wo
             WorkerInfo(
                 name=wname,
                 rank=rank,
-                state=v.state,
+                state=str(v.state),
                 reason=v.reason,
                 machine=machine if not waiting else None,
                 exit_code=obs.exit_code if obs.end_kind is not None else None,
@@ -273,9 +273,9 @@ def report(record: dict[str, Any], found: Observation) -> tuple[LiveRun, list[Wo
         name=record["name"],
         document=record["document"],
         resource_version=record["resource_version"],
-        state=status.state,
+        state=str(status.state),  # plain strings, as every cluster reports them (YAML has no enums)
         reason=status.reason,
-        task_counts=status.task_counts,
+        task_counts={str(k): n for k, n in status.task_counts.items()},
         created_at=record["created_at"],
         started_at=min(starts) if starts else None,
         finished_at=max(ends) if ends and status.state in FINAL_RUN_STATES else None,

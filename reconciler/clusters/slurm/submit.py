@@ -16,10 +16,12 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from reconciler.runspec.lifecycle import RESTARTED_AFTER
 from reconciler.runspec.models import Run
 
 from .policy import Resubmit
 from .records import units
+from .stopping import restart_env
 from .submission import Submission, comment_for, comment_nonce
 
 __all__ = ["Sbatch", "begin_option", "needs_options", "new_nonce", "resubmit", "submit_group_jobs"]
@@ -52,6 +54,7 @@ def submit_group_jobs(
     pending: set[int] | None = None,
     needs: str | None = None,
     hold: bool = False,
+    cause: str = RESTARTED_AFTER["Failed"],
 ) -> None:
     """Submit the group jobs of ``sub``, in ``start_after`` order: all of them, or ``only`` some
     groups, whose predecessors keep their jobs (``pending``: the groups not started yet);
@@ -80,6 +83,8 @@ def submit_group_jobs(
         if begin:
             assert not_before is not None
             extra.append(begin_option(not_before))
+        if restart or why:  # a restart: each group's attempt, and why (``stopping.ATTEMPT_LINES``)
+            extra += restart_env(max(_attempts_of(record, g) for g in job.groups), cause)
         job_id = sbatch(job.script, extra)
         for g in job.groups:
             job_ids[g] = job_id
@@ -109,10 +114,25 @@ def needs_options(needs: str | None, *, hold: bool, also: str | None = None) -> 
     return [*opts, "--hold"] if hold else opts
 
 
-def resubmit(record: dict[str, Any], run: Run, r: Resubmit, sbatch: Sbatch, now: float) -> None:
-    """Submit a unit of a run of one worker template again (an array's copy, or the whole job)."""
+def _attempts_of(record: dict[str, Any], index: int) -> int:
+    """How many submissions have covered unit ``index``: the attempt of its next one."""
+    return sum(1 for a in record["attempts"] if a["indices"] is None or index in a["indices"])
+
+
+def resubmit(
+    record: dict[str, Any],
+    run: Run,
+    r: Resubmit,
+    sbatch: Sbatch,
+    now: float,
+    secrets: Callable[[Run, str, list[int]], list[str]] | None = None,
+) -> None:
+    """Submit a unit of a run of one worker template again (an array's copy, or the whole job);
+    ``secrets``: the options that give the new submission (its nonce, its copies) its secrets."""
     nonce = new_nonce()
     extra = [f"--comment={comment_for(run, nonce)}"]
+    given = secrets(run, nonce, [r.index] if record["kind"] == "array" else [0]) if secrets else []
+    extra += restart_env(_attempts_of(record, r.index), r.cause, given)
     if record["kind"] == "array":
         extra.append(f"--array={r.index}")
     if r.not_before > now:
