@@ -73,7 +73,11 @@ def test_restart_job_is_a_new_generation_with_begin_on_the_first(fake):
     cluster._submit_groups(record, run, None, restart=1, why="w", not_before=1e10, now=0.0)
     assert record["generation"] != first_gen
     assert calls[0][1][0].startswith("--begin=")
-    assert calls[1][1] == ["--dependency=after:104", "--kill-on-invalid-dep=yes"]
+    assert calls[1][1] == [
+        "--dependency=after:104",
+        "--kill-on-invalid-dep=yes",
+        "--export=ALL,ASTRA_ATTEMPT=1,ASTRA_RESTART_REASON=Failed",  # ASTRAEUS_ATTEMPT, and why
+    ]
     assert {a["restart"] for a in record["attempts"][3:]} == {1}
 
 
@@ -94,5 +98,9 @@ def test_restart_task_waits_only_for_a_predecessor_not_started(fake):
     cluster._submit_groups(
         record, run, None, restart=2, why="w", not_before=None, now=0.0, only={2}, pending={0}
     )
-    assert calls[0][1] == ["--dependency=after:102", "--kill-on-invalid-dep=yes"]
+    assert calls[0][1] == [
+        "--dependency=after:102",
+        "--kill-on-invalid-dep=yes",
+        "--export=ALL,ASTRA_ATTEMPT=2,ASTRA_RESTART_REASON=Failed",  # its third submission
+    ]
     assert record["generation"] == gen  # the leader's file is still the one to read

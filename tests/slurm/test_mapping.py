@@ -190,21 +190,37 @@ def test_unsupported_field_is_an_error_with_its_path(spec, path):
     assert s.script == ""
 
 
-def test_a_secret_is_refused_on_slurm_in_words_and_never_reaches_the_script():
-    s = sub(
-        {
-            "task_template": {
-                "env": {"HF_TOKEN": {"secret": "hf-token"}, "PLAIN": "x"},
-                "secret_files": [{"name": "ssh-key", "mount_path": "/k"}],
-            }
-        }
-    )
-    said = "astra does not carry secrets to a Slurm job yet: remove it, or run on the local cluster"
-    assert [(str(e.path), e.message) for e in s.errors] == [
-        ("spec.task_template.env.HF_TOKEN", said),
-        ("spec.task_template.secret_files", said),
+def test_a_secret_runs_through_the_wrapper_and_never_reaches_the_script():
+    from reconciler.clusters.slurm.drives import SlurmDrives
+    from reconciler.sandbox import find_node_sandbox
+
+    secret = {
+        "env": {"HF_TOKEN": {"secret": "hf-token"}, "PLAIN": "x"},
+        "secret_files": [{"name": "ssh-key", "mount_path": "/k"}],
+    }
+    no_box = sub({"task_template": secret})
+    files = "secret files need a sandbox on Slurm's nodes"
+    assert [(str(e.path), e.message[: len(files)]) for e in no_box.errors] == [
+        ("spec.task_template.secret_files", files)
     ]
-    assert s.script == ""
+    box, _ = find_node_sandbox()
+    if box is None:
+        pytest.fail("this test needs bubblewrap on the host (the node's sandbox)", pytrace=False)
+    s = sub({"task_template": secret}, drives=SlurmDrives(sandbox=box))
+    assert s.errors == []
+    assert (
+        s.script.splitlines()[-1]
+        == "exec python3 /bin/astra-job.py \"$ASTRA_SECRET_FILE\" sh -c 'echo $RANK'"
+    )
+    assert "hf-token" not in s.script.split("# astra-document:")[0]  # only in the document line: a name
+    assert "export PLAIN=x" in s.script and "HF_TOKEN=" not in s.script
+    assert "--no-requeue" in s.options  # a requeued job would find its secrets file gone
+    said = "astra carries secrets to Slurm jobs of one machine only"
+    gang = sub({"task_template": {**secret, "requested_resources": {"machines": 2}}})
+    assert [str(e.path) for e in gang.errors if e.message.startswith(said)] == [
+        "spec.task_template.env.HF_TOKEN",
+        "spec.task_template.secret_files",
+    ]
 
 
 def test_every_unsupported_field_is_reported_not_only_the_first():

@@ -25,13 +25,16 @@ from typing import Any, assert_never, cast, get_args
 from urllib.parse import parse_qs, urlsplit
 
 from reconciler.runspec.errors import InvalidSpec
+from reconciler.runspec.lifecycle import RESTARTED_AFTER
 from reconciler.runspec.models import Run
 from reconciler.runspec.normalize import normalize
 from reconciler.runspec.parse import parse_run
 from reconciler.runspec.vocabulary import same
 
 from ..base import ClusterError, Conflict, LiveRun, NotFound, Rejected, Unreachable, WorkerInfo
+from .clustersecrets import ClusterSecrets
 from .commands import COMMAND_TIMEOUT, SlurmCommands
+from .dependencies import Blocked, blocked, dependency_option, waves
 from .drives import SlurmDrives, drive_problem, mounted_drives, parse_drives
 from .groups import group_gpus
 from .mapping import to_submission, update_errors
@@ -46,17 +49,21 @@ from .observe import (
 )
 from .queue import Queue
 from .records import RunRecords, default_state_dir, group_record, new_record
+from .secrets import SlurmSecrets
+from .stopping import stop_of
 from .submission import Images, Submission, comment_for, comment_nonce, spec_hash
-from .submit import new_nonce, resubmit, submit_group_jobs
+from .submit import needs_options, new_nonce, resubmit, submit_group_jobs
 
 __all__ = ["SUBMIT_AT_ONCE", "SlurmCluster"]
 
+#: A run as observed: the run, and its workers.
+Observed = tuple[LiveRun, list[WorkerInfo]]
 #: How many ``sbatch`` calls a batch of creates keeps in flight: slurmctld answers several at
 #: once, and each call's own start-up (munge, the client) overlaps the others'.
 SUBMIT_AT_ONCE = 4
 
 
-class SlurmCluster:
+class SlurmCluster(ClusterSecrets):
     """A Slurm cluster reached through its commands on the PATH."""
 
     def __init__(
@@ -76,6 +83,7 @@ class SlurmCluster:
         self.address = f"slurm://{partition or ''}"
         self.state_dir = Path(state_dir) if state_dir is not None else default_state_dir()
         self.records = RunRecords(self.state_dir)
+        self.secrets = SlurmSecrets(self.state_dir)
         self.commands = SlurmCommands(self.partition, timeout=timeout, images=images)
         self._clock = clock
 
@@ -103,13 +111,15 @@ class SlurmCluster:
         if not names:
             return []
         queue = self._queue()
-        return [self._observe(self.records.load(n), queue)[0] for n in names]
+        seen: dict[str, Observed | None] = {}
+        return [found[0] for n in names if (found := self._observed(n, queue, seen)) is not None]
 
     def get_run(self, name: str) -> LiveRun | None:
         with self.records.locked():
             if not self.records.exists(name):
                 return None
-            return self._observe(self.records.load(name), self._queue())[0]
+            found = self._observed(name, self._queue(), {})
+            return found[0] if found is not None else None
 
     def create_run(self, document: dict[str, Any]) -> LiveRun:
         failed = self.create_runs([document])[0]
@@ -121,31 +131,37 @@ class SlurmCluster:
 
     def create_runs(self, documents: list[dict[str, Any]]) -> list[ClusterError | None]:
         """Many runs created under one hold of the lock, each submitted as ``create_run`` would,
-        ``SUBMIT_AT_ONCE`` ``sbatch`` calls at a time; what each creation met: ``None`` (made),
-        or the error (``Conflict``, ``Rejected``, any ``ClusterError``). Nothing is observed:
-        the next ``list_runs`` reads the queue once for every run (a ``squeue`` after each
-        ``sbatch`` made a first apply slower the longer the queue). ``Unreachable`` is raised:
-        nothing may be concluded from silence (the runs made before it are recorded)."""
+        ``SUBMIT_AT_ONCE`` ``sbatch`` calls at a time, a run after the runs of the batch it
+        depends on (``dependencies.waves``: their job ids are its ``--dependency``); what each
+        creation met: ``None`` (made), or the error (``Conflict``, ``Rejected``, any
+        ``ClusterError``). Nothing is observed: the next ``list_runs`` reads the queue once for
+        every run (a ``squeue`` after each ``sbatch`` made a first apply slower the longer the
+        queue). ``Unreachable`` is raised: nothing may be concluded from silence (the runs made
+        before it are recorded)."""
+        made: list[ClusterError | None] = [None] * len(documents)
         with self.records.locked():
             taken: set[str] = set()
-            slots: list[ClusterError | Callable[[], None]] = []
-            for document in documents:
+            todo: list[tuple[int, Run, dict[str, Any]]] = []
+            for i, document in enumerate(documents):
                 try:
                     doc = _own_copy(document)
                     run = self._parse(doc)
                     if run.metadata.name in taken or self.records.exists(run.metadata.name):
                         raise Conflict(f"run {run.metadata.name} already exists on {self.address}")
                 except ClusterError as exc:
-                    slots.append(exc)
+                    made[i] = exc
                     continue
                 taken.add(run.metadata.name)
-                slots.append(functools.partial(self._submit_new, run, doc))
+                todo.append((i, run, doc))
             with ThreadPoolExecutor(SUBMIT_AT_ONCE, thread_name_prefix="astra-sbatch") as pool:
-                outcomes = iter(list(pool.map(_outcome, [s for s in slots if callable(s)])))
-        made = [s if isinstance(s, ClusterError) else next(outcomes) for s in slots]
-        unreachable = next((m for m in made if isinstance(m, Unreachable)), None)
-        if unreachable is not None:
-            raise unreachable
+                for wave in waves([run for _, run, _ in todo]):
+                    batch = [todo[k] for k in wave]
+                    calls = [functools.partial(self._submit_new, run, doc) for _, run, doc in batch]
+                    for (i, _, _), outcome in zip(batch, pool.map(_outcome, calls), strict=True):
+                        made[i] = outcome
+                    lost = next((m for m in made if isinstance(m, Unreachable)), None)
+                    if lost is not None:
+                        raise lost
         return made
 
     def _submit_new(self, run: Run, doc: dict[str, Any]) -> None:
@@ -153,13 +169,37 @@ class SlurmCluster:
         nonce = new_nonce()
         sub = self._submission(run, nonce)
         now = self._clock()
+        needs, awaiting = self._needs(run)
         if sub.jobs:
             record = self._group_record(run, doc, sub, now)
-            self._submit_groups(record, run, sub, restart=0, why="", not_before=None, now=now)
+            self._submit_groups(
+                record,
+                run,
+                sub,
+                restart=0,
+                why="",
+                not_before=None,
+                now=now,
+                needs=needs,
+                hold=bool(awaiting),
+            )
         else:
-            job_id = self._sbatch(sub.script, [])
+            copies = list(range(sub.size)) if sub.kind == "array" else [0]
+            extra = needs_options(needs, hold=bool(awaiting)) + self._secrets_env(run, nonce, copies)
+            job_id = self._sbatch(sub.script, extra)
             record = new_record(run, doc, sub, now, job_id=job_id, nonce=nonce)
+        if run.spec.depends_on:
+            record["dependency"], record["awaiting"] = needs, awaiting
         self.records.save(record)
+
+    def _needs(self, run: Run) -> tuple[str | None, list[str]]:
+        """The ``--dependency`` of a new run (``dependencies.dependency_option``) from the records
+        of the runs it depends on, and the names of those not created yet."""
+        if not run.spec.depends_on:
+            return None, []
+        names = {d.run for d in run.spec.depends_on}
+        records = {n: self.records.load(n) if self.records.exists(n) else None for n in names}
+        return dependency_option(run, records)
 
     def update_run(self, name: str, document: dict[str, Any], resource_version: int) -> LiveRun:
         doc = _own_copy(document)
@@ -184,18 +224,45 @@ class SlurmCluster:
             record["spec_hash"] = spec_hash(new)
             record["resource_version"] += 1
             self.records.save(record)
-            return self._observe(record, self._queue())[0]
+            found = self._observed(name, self._queue(), {})
+            assert found is not None  # just saved, under the lock
+            return found[0]
 
     def delete_run(self, name: str) -> None:
+        """Stop the run's jobs gracefully and forget it: its ``stop_signal`` now, its record and
+        logs gone at once; then (outside the lock, which other commands wait for) a plain
+        ``scancel`` of what is left once ``stop_grace_seconds`` have passed (``stopping``)."""
         with self.records.locked():
             record = self.records.load_or_404(name, self.address)
-            self.commands.scancel(sorted({str(a["job_id"]) for a in record["attempts"]}))
+            jobs = sorted({str(a["job_id"]) for a in record["attempts"]})
+            signal, grace = stop_of(parse_run(record["document"]))
+            if grace == 0:
+                self.commands.scancel(jobs)
+            else:
+                self.commands.signal(jobs, signal)
             self.records.remove(name)
+            self.secrets.forget({a["nonce"] for a in record["attempts"]})
+        if grace:
+            self._end_after(jobs, grace)
+
+    def _end_after(self, jobs: list[str], grace: float) -> None:
+        """The second half of a graceful stop: wait for ``jobs`` to end, at most ``grace`` seconds
+        (Slurm is asked every half second), then ``scancel`` what is left (SIGTERM, then SIGKILL
+        after the cluster's KillWait)."""
+        deadline = time.monotonic() + grace
+        left = self.commands.live(jobs)
+        while left and time.monotonic() < deadline:
+            time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
+            left = self.commands.live(left)
+        if left:
+            self.commands.scancel(left, check=False)
 
     def workers(self, name: str) -> list[WorkerInfo]:
         with self.records.locked():
-            record = self.records.load_or_404(name, self.address)
-            return self._observe(record, self._queue())[1]
+            self.records.load_or_404(name, self.address)
+            found = self._observed(name, self._queue(), {})
+            assert found is not None  # its record was just read, under the lock
+            return found[1]
 
     def logs(self, worker: str) -> str:
         with self.records.locked():
@@ -295,15 +362,65 @@ class SlurmCluster:
     def _queue(self) -> Queue:
         return Queue(self.commands.squeue())
 
-    def _observe(self, record: dict[str, Any], queue: Queue) -> tuple[LiveRun, list[WorkerInfo]]:
-        """Decode, judge and decide (``observe``), act (resubmit, cancel), remember, and report one run."""
+    def _observed(self, name: str, queue: Queue, seen: dict[str, Observed | None]) -> Observed | None:
+        """Run ``name`` observed (``None``: no such run), the runs it depends on first, each once
+        in a pass (``seen``; one met again in a cycle, which validate refuses, counts as none)."""
+        if name in seen:
+            return seen[name]
+        if not self.records.exists(name):
+            return None
+        seen[name] = None
+        record = self.records.load(name)
+        waits = None
+        deps = record["document"].get("spec", {}).get("depends_on")
+        if deps and not record.get("unmet"):
+            others = {}
+            for d in deps:
+                other = self._observed(d["run"], queue, seen)
+                others[d["run"]] = other[0] if other is not None else None
+            run = parse_run(record["document"])
+            waits = blocked(run, others)
+            self._follow(record, run, waits)
+        seen[name] = self._observe(record, queue, waits)
+        return seen[name]
+
+    def _follow(self, record: dict[str, Any], run: Run, waits: Blocked | None) -> None:
+        """Keep a waiting run's Slurm dependency on the jobs astra holds for the runs it waits
+        for (a run created since: its jobs, then released; a restarted one: its new jobs), or
+        cancel its jobs once a dependency can no longer be met (``dependencies``)."""
+        first = sorted({str(a["job_id"]) for a in record["attempts"] if a["restart"] == 0 and not a["why"]})
+        if waits is not None and waits[1]:
+            self.commands.scancel(first, check=False)
+            record["unmet"] = waits[0]
+            self.records.save(record)
+            return
+        if waits is None and not record.get("awaiting"):
+            return  # met: Slurm starts it (or has)
+        needs, missing = self._needs(run)
+        if needs is None or missing or (needs == record.get("dependency") and not record.get("awaiting")):
+            return
+        for attempt in record["attempts"]:
+            if str(attempt["job_id"]) in first:
+                spec = ",".join(p for p in (attempt.get("after"), needs.removeprefix("--dependency=")) if p)
+                self.commands.update(attempt["job_id"], f"Dependency={spec}")
+                if record.get("awaiting"):
+                    self.commands.run(["scontrol", "release", str(attempt["job_id"])], check=False)
+        record["dependency"], record["awaiting"] = needs, []
+        self.records.save(record)
+
+    def _observe(
+        self, record: dict[str, Any], queue: Queue, waits: Blocked | None = None
+    ) -> tuple[LiveRun, list[WorkerInfo]]:
+        """Decode, judge and decide (``observe``), act (resubmit, cancel), remember, and report
+        one run (``waits``: what it waits for of other runs, ``dependencies.blocked``)."""
         now = self._clock()
-        found = observe(record, queue.of(record), now)
+        self._ending(record, now)
+        found = observe(record, queue.of(record), now, waits[0] if waits is not None else None)
         record.setdefault("seen", {}).update(found.remember)
         for action in found.actions:
             match action:
                 case CancelJobs(job_ids):
-                    self.commands.scancel(list(job_ids), check=False)
+                    self._stop(record, found.run, list(job_ids), now)
                 case RestartGroups(r, only, pending):
                     self._submit_groups(
                         record,
@@ -315,24 +432,44 @@ class SlurmCluster:
                         now=now,
                         only=set(only) if only is not None else None,
                         pending=set(pending) if pending is not None else None,
+                        cause=r.cause,
                     )
                 case ResubmitUnit(r):
-                    resubmit(record, found.run, r, self._sbatch, now)
+                    resubmit(record, found.run, r, self._sbatch, now, self._secrets_env)
                 case StartNow(attempt, job_id):
                     self.commands.update(job_id, "StartTime=now")
                     record["attempts"][attempt]["nudged"] = True
                 case FailRun(job_ids):
-                    if job_ids:
-                        self.commands.scancel(list(job_ids), check=False)
+                    self._stop(record, found.run, list(job_ids), now)
                     record["failed_cancelled"] = True
                 case _:
                     assert_never(action)
         if found.again:
             self.records.save(record)
-            return self._observe(record, self._queue())
+            return self._observe(record, self._queue(), waits)
         if found.remember or found.actions:
             self.records.save(record)
         return report(record, found)
+
+    def _stop(self, record: dict[str, Any], run: Run, jobs: list[str], now: float) -> None:
+        """A graceful stop astra decided while observing: the signal now, and the jobs left
+        ended by the first observation after the grace (``_ending``), as no process of astra's
+        stays to wait."""
+        signal, grace = stop_of(run)
+        if not grace:
+            self.commands.scancel(jobs, check=False)
+            return
+        self.commands.signal(jobs, signal)
+        record.setdefault("stopping", []).append({"jobs": jobs, "until": now + grace})
+        self.records.save(record)
+
+    def _ending(self, record: dict[str, Any], now: float) -> None:
+        """The graceful stops whose grace has passed: what is left of their jobs is cancelled."""
+        due = [s for s in record.get("stopping") or () if s["until"] <= now]
+        if due:
+            self.commands.scancel(sorted({j for s in due for j in s["jobs"]}), check=False)
+            record["stopping"] = [s for s in record["stopping"] if s["until"] > now]
+            self.records.save(record)
 
     # ---- submissions -----------------------------------------------------------------------------
 
@@ -365,8 +502,10 @@ class SlurmCluster:
         )
 
     def _drives_for(self, run: Run) -> SlurmDrives | None:
-        """What the cluster knows of drives, asked only of a run that mounts some."""
-        if not mounted_drives(run):
+        """What the cluster knows of drives (and of the node's sandbox, which secret files need
+        too), asked only of a run that mounts some or reads secret files."""
+        t = run.spec.task_template
+        if not mounted_drives(run) and not (t is not None and t.secret_files):
             return None
         if self.images() == "pyxis":
             return SlurmDrives(self.drive_table())
@@ -398,9 +537,13 @@ class SlurmCluster:
         now: float,
         only: set[int] | None = None,
         pending: set[int] | None = None,
+        needs: str | None = None,
+        hold: bool = False,
+        cause: str = RESTARTED_AFTER["Failed"],
     ) -> None:
         """Submit the group jobs, in ``start_after`` order: all of them (``sub``, or a new
-        generation with a new leader file) or ``only`` some groups, in the current generation."""
+        generation with a new leader file) or ``only`` some groups, in the current generation;
+        ``needs``: the run's ``--dependency`` on other runs (``hold``: some are not created yet)."""
         if sub is None:
             nonce = new_nonce()
             generation = record["generation"] if only is not None else nonce
@@ -418,6 +561,9 @@ class SlurmCluster:
             now=now,
             only=only,
             pending=pending,
+            needs=needs,
+            hold=hold,
+            cause=cause,
         )
 
     def _throttle(self, record: dict[str, Any], cap: int, run: Run) -> None:

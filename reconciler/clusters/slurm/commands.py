@@ -105,6 +105,28 @@ class SlurmCommands:
     def scancel(self, job_ids: list[str], *, check: bool = True) -> None:
         self.run(["scancel", *job_ids], check=check)
 
+    def signal(self, job_ids: list[str], signal: str) -> None:
+        """The first half of a graceful stop: ``signal`` to every process of the running jobs
+        (``--full``: the batch shell, its children and every step), the waiting ones cancelled."""
+        if job_ids:
+            self.run(["scancel", f"--signal={signal}", "--full", "--state=RUNNING", *job_ids], check=False)
+            self.run(["scancel", "--state=PENDING", *job_ids], check=False)
+
+    def live(self, job_ids: list[str]) -> list[str]:
+        """Those of ``job_ids`` whose jobs (or any of an array's tasks) have not ended."""
+        if not job_ids:
+            return []
+        out = self.run(
+            ["squeue", "-h", "-t", "all", "-j", ",".join(job_ids), "-O", "ArrayJobID:|,JobID:|,State:"],
+            check=False,
+        )
+        left: set[str] = set()
+        for line in out.splitlines():
+            cols = [c.strip() for c in line.split("|")]
+            if len(cols) == 3 and cols[2] in LIVE_SLURM_STATES:
+                left.update(c.split("_")[0] for c in cols[:2])
+        return [j for j in job_ids if j.split("_")[0] in left]
+
     def update(self, job_id: int, setting: str) -> str:
         """``scontrol update JobId=… <setting>``; its words (it is judged by what squeue says next)."""
         return self.run(["scontrol", "update", f"JobId={job_id}", setting], check=False)

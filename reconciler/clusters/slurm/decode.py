@@ -66,7 +66,7 @@ End = Literal["ok", "failed", "timeout", "cancelled", "lost", "preempted", "gone
 UNKNOWN = "Unknown"
 CANCELLED_OUTSIDE = "Cancelled outside astra (scancel)"
 #: Slurm states of a job that has not ended.
-LIVE_SLURM_STATES = frozenset({"PENDING", "RUNNING", "CONFIGURING", "COMPLETING"})
+LIVE_SLURM_STATES = frozenset({"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SIGNALING"})
 #: Pending reasons that only time cures; any other keeps the job from ever starting as it is.
 WAITING_REASONS = frozenset(
     {
@@ -210,6 +210,8 @@ def describe(row: JobRow, time_limit: int | None) -> TaskObs:
     if state == "CONFIGURING":
         return _live(row, WorkerState.PREPARING, "Preparing its machines")
     if state == "RUNNING":
+        return _live(row, WorkerState.RUNNING, "Running")
+    if state == "SIGNALING":  # a signal being sent (--signal, scancel --signal): still running
         return _live(row, WorkerState.RUNNING, "Running")
     if state == "COMPLETING":
         return _live(row, WorkerState.RUNNING, "Ending")

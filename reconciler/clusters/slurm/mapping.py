@@ -46,8 +46,10 @@ from .submission import (
     Submission,
     ask_options,
     comment_for,
+    reads_secrets,
     script_header,
     step_launch,
+    wrapper_path,
 )
 from .unsupported import (
     NO_ARRAY_MACHINES,
@@ -55,6 +57,7 @@ from .unsupported import (
     NO_INDEPENDENT_SPREAD,
     NO_MIN_AVAILABLE,
     NO_SHAPE,
+    secret_errors,
     unsupported,
 )
 
@@ -165,7 +168,7 @@ def _shape(
     if spec.array is not None:
         if res is not None and (res.machines or 1) > 1:
             errors.append(FieldError.not_supported(rpath.child("machines"), NO_ARRAY_MACHINES))
-        return "array", nodes, gpus_each, errors
+        return "array", nodes, gpus_each, errors + _secret_errors(run, "array", drives, images)
     if gr is not None:
         shape = gpu_shape(gr.count, res.machines if res else None, gr.min_per_machine, node_gpus)
         if shape is None:
@@ -181,7 +184,17 @@ def _shape(
     elif res is not None and res.machines:
         nodes = res.machines
     kind: Kind = "gang" if nodes > 1 else "single"
+    errors += _secret_errors(run, kind, drives, images)
     return kind, nodes, gpus_each, errors + _start_errors(spec, kind, node_gpus)
+
+
+def _secret_errors(run: Run, kind: Kind, drives: SlurmDrives, images: Images) -> list[FieldError]:
+    """What of the template's secrets its job cannot be given (``unsupported.secret_errors``)."""
+    t = run.spec.task_template
+    if t is None:
+        return []
+    carried = kind in ("single", "array") and images != "pyxis"
+    return secret_errors(t, FieldPath.root().child("spec", "task_template"), drives, carried=carried)
 
 
 def _start_errors(spec: Spec, kind: Kind, node_gpus: int | None) -> list[FieldError]:
@@ -233,7 +246,10 @@ def _options(
     def gpu_option(ask: str) -> str:
         return ("--gpus-per-node=" + ask.removeprefix("gpu:")) if kind == "gang" else f"--gres={ask}"
 
-    return opts + ask_options(t, gpus_each, gpu_option)
+    opts += ask_options(t, gpus_each, gpu_option)
+    if reads_secrets(t):  # a requeued job would find its secrets file gone: astra resubmits instead
+        opts = ["--no-requeue" if o == "--requeue" else o for o in opts]
+    return opts
 
 
 def _script(
@@ -247,6 +263,8 @@ def _script(
     mounts = template_mounts(t, drives)
     box = box_line(mounts, drives) if images != "pyxis" else None
     lines = script_header(run, kind, [opts])
+    if reads_secrets(t):  # this copy's secrets file (``secrets.job_file``), named before the unset below
+        lines.append('ASTRA_SECRET_FILE="$ASTRA_SECRETS.${SLURM_ARRAY_TASK_ID:-0}"; unset ASTRA_SECRETS')
     for key, value in sorted((t.env or {}).items()):
         if isinstance(value, str):  # a secret's: refused (``unsupported``)
             lines.append(f"export {key}={shlex.quote(value)}")
@@ -286,7 +304,10 @@ def _script(
         inner = "export SLURM_PROCID=$RANK SLURM_NTASKS=$WORLD_SIZE; unset ${!SLURM_ARRAY_@}"
         launch = "srun"
     else:
-        # The command runs in the batch step itself: in the node's sandbox when it has drives.
+        # The command runs in the batch step itself: in the node's sandbox when it has drives,
+        # under the secrets' wrapper when it reads secrets (``jobwrapper``: it masks the output).
+        if reads_secrets(t):
+            argv = f'python3 {shlex.quote(wrapper_path(log_dir))} "$ASTRA_SECRET_FILE" {argv}'
         lines += [box, f"exec {NODE_BOX} {argv}"] if box is not None else [f"exec {argv}"]
         return "\n".join(lines) + "\n"
     if images == "pyxis":

@@ -25,18 +25,18 @@ record it is given.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from reconciler.runspec.models import Run, resolve_on_failure, resolve_start
 from reconciler.runspec.normalize import RESTART_POLICY
 from reconciler.runspec.parse import parse_run
-from reconciler.runspec.vocabulary import FINAL_RUN_STATES, WorkerState
+from reconciler.runspec.vocabulary import FINAL_RUN_STATES, RunState, WorkerState
 
 from ..base import LiveRun, WorkerInfo
 from .decode import JobRow, TaskObs, observe_submission
 from .groups import group_order
-from .policy import Policy, Resubmit, Unit, Verdict, group_restarts, judge, run_status
+from .policy import Policy, Resubmit, RunStatus, Unit, Verdict, group_restarts, judge, run_status
 from .records import units
 
 __all__ = [
@@ -120,12 +120,25 @@ def policy_of(run: Run, group: int | None = None) -> Policy:
     )
 
 
-def observe(record: dict[str, Any], rows: list[JobRow], now: float) -> Observation:
-    """Decode and judge every unit of the run, and decide what the cluster must do (module docstring)."""
+def observe(record: dict[str, Any], rows: list[JobRow], now: float, waits: str | None = None) -> Observation:
+    """Decode and judge every unit of the run, and decide what the cluster must do (module
+    docstring). ``waits``: the words of the runs it waits for (``dependencies.blocked``), which
+    its waiting workers say; a run whose dependency can no longer be met (``record["unmet"]``)
+    has its workers not run, in its words, and nothing more is done for it."""
     run = parse_run(record["document"])
     found = Observation(run, policy_of(run), {})
     current = units(record)
     _judge_units(record, rows, current, found, now)
+    unmet = record.get("unmet")
+    if unmet or waits:
+        for index, (unit, verdict) in list(found.verdicts.items()):
+            if unmet and (not verdict.final or unit.obs.end_kind == "cancelled"):
+                verdict = Verdict(WorkerState.STOPPED, f"Not run: {unmet}", final=True)
+            elif waits and unit.obs.end_kind is None and unit.obs.state == WorkerState.PENDING:
+                verdict = replace(verdict, reason=waits)
+            found.verdicts[index] = (unit, verdict)
+        if unmet:
+            return found
     if record["kind"] in ("groups", "hetjob") and _restart_groups(record, current, found):
         found.again = True
         return found
@@ -242,7 +255,7 @@ def report(record: dict[str, Any], found: Observation) -> tuple[LiveRun, list[Wo
             WorkerInfo(
                 name=wname,
                 rank=rank,
-                state=v.state,
+                state=str(v.state),
                 reason=v.reason,
                 machine=machine if not waiting else None,
                 exit_code=obs.exit_code if obs.end_kind is not None else None,
@@ -252,15 +265,17 @@ def report(record: dict[str, Any], found: Observation) -> tuple[LiveRun, list[Wo
             )
         )
     status = run_status(found.policy, rows)
+    if record.get("unmet"):  # a dependency that can no longer be met (``dependencies``)
+        status = RunStatus(RunState.FAILED, record["unmet"], status.task_counts, status.running)
     starts = [w.started_at for w in workers if w.started_at is not None]
     ends = [e for _, _, _, e in rows if e is not None]
     live = LiveRun(
         name=record["name"],
         document=record["document"],
         resource_version=record["resource_version"],
-        state=status.state,
+        state=str(status.state),  # plain strings, as every cluster reports them (YAML has no enums)
         reason=status.reason,
-        task_counts=status.task_counts,
+        task_counts={str(k): n for k, n in status.task_counts.items()},
         created_at=record["created_at"],
         started_at=min(starts) if starts else None,
         finished_at=max(ends) if ends and status.state in FINAL_RUN_STATES else None,

@@ -30,6 +30,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from reconciler.runspec import messages as msg
+from reconciler.runspec.lifecycle import RESTARTED_AFTER, RESTARTED_FOR
 from reconciler.runspec.models import OnFailure, RestartPolicy
 from reconciler.runspec.vocabulary import (
     BACKOFF_START_SECONDS,
@@ -89,6 +90,8 @@ class Resubmit:
     restart: int
     not_before: float
     why: str
+    #: ``ASTRAEUS_RESTART_REASON`` of the restarted worker (``runspec.lifecycle``'s words).
+    cause: str = RESTARTED_AFTER["Failed"]
 
 
 @dataclass(frozen=True)
@@ -115,14 +118,17 @@ def judge(policy: Policy, unit: Unit, now: float) -> Verdict:
         if policy.service or policy.restart_policy == "Always":
             why_words = "it is a Service" if policy.service else "restart_policy Always"
             why = completion_restart_reason(obs.reason, why_words)
-            resubmit = Resubmit(unit.index, unit.restarts, ended + BACKOFF_START_SECONDS, why)
+            resubmit = Resubmit(
+                unit.index, unit.restarts, ended + BACKOFF_START_SECONDS, why, RESTARTED_AFTER["Completed"]
+            )
             return Verdict(WorkerState.PENDING, why, resubmit=resubmit)
         return Verdict(obs.state, obs.reason, final=True)
     if kind in ("cancelled", "gone"):
         return Verdict(obs.state, obs.reason, final=True)
     if kind == "preempted":
         why = "Preempted; back in the queue"
-        return Verdict(WorkerState.PENDING, why, resubmit=Resubmit(unit.index, unit.restarts, now, why))
+        again = Resubmit(unit.index, unit.restarts, now, why, RESTARTED_FOR["Preempted"])
+        return Verdict(WorkerState.PENDING, why, resubmit=again)
     if kind == "timeout" and not policy.service:
         return Verdict(obs.state, obs.reason, final=True, fails_run=not policy.array)
     if not policy.service and (policy.on_failure == "FailJob" or policy.restart_policy == "Never"):
@@ -135,7 +141,8 @@ def judge(policy: Policy, unit: Unit, now: float) -> Verdict:
         return Verdict(obs.state, reason, final=True, fails_run=not policy.array)
     delay = backoff_seconds(n)
     why = restart_reason(obs.reason, n, delay, limited=not policy.service)
-    return Verdict(WorkerState.PENDING, why, resubmit=Resubmit(unit.index, n, ended + delay, why))
+    cause = RESTARTED_AFTER["Down" if kind == "lost" else "Failed"]
+    return Verdict(WorkerState.PENDING, why, resubmit=Resubmit(unit.index, n, ended + delay, why, cause))
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,13 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any, Literal
 
 from reconciler.runspec.errors import FieldError
 from reconciler.runspec.models import PerGpu, Run
+
+from .stopping import ATTEMPT_LINES, job_options
 
 __all__ = [
     "COMMENT_MARKER",
@@ -38,10 +41,12 @@ __all__ = [
     "mib",
     "parse_comment",
     "per_gpu_options",
+    "reads_secrets",
     "script_header",
     "spec_hash",
     "step_launch",
     "time_option",
+    "wrapper_path",
 ]
 
 Kind = Literal["array", "single", "gang", "groups", "hetjob"]
@@ -135,8 +140,19 @@ def script_header(run: Run, what: str, blocks: list[list[str]]) -> list[str]:
             lines.append("#SBATCH hetjob")
         lines += [f"#SBATCH {o}" for o in opts]
     lines.append(f"# astra: run {run.metadata.name} ({what}), submitted by astra; see docs/slurm.md.")
-    lines += [f"# astra-document: {doc}", ""]
+    lines += [f"# astra-document: {doc}", "", *ATTEMPT_LINES]
     return lines
+
+
+def reads_secrets(template: Any) -> bool:
+    """Whether a worker template reads secrets (an env value ``{secret: NAME}``, secret files)."""
+    return bool(template.secret_files) or any(not isinstance(v, str) for v in (template.env or {}).values())
+
+
+def wrapper_path(log_dir: str) -> str:
+    """The secrets' wrapper (``jobwrapper``) the cluster writes in its state folder, from a run's
+    log folder (``STATE/logs/NAME``): ``STATE/bin/astra-job.py``."""
+    return str(PurePath(log_dir).parent.parent / "bin" / "astra-job.py")
 
 
 def mib(n: int) -> int:
@@ -171,8 +187,8 @@ def ask_options(
     """The options of what one worker template asks, as both mappings write them: its GPUs
     (``gpu_option`` of the ``gres`` ask, ``gpus`` of them, and any ``--constraint``), its cores,
     its memory (``--mem``; ``memory_per_cpu``: ``--mem-per-cpu``, for a task, as Slurm has no
-    memory per task: per CPU, times the task's CPUs, is at least the ask), ``per_gpu`` and
-    ``--time``."""
+    memory per task: per CPU, times the task's CPUs, is at least the ask), ``per_gpu``,
+    ``--time``, and how it is stopped (``stopping.job_options``)."""
     res = template.requested_resources
     gr = res.gpu_requests if res is not None else None
     opts: list[str] = []
@@ -190,7 +206,7 @@ def ask_options(
         opts += per_gpu_options(res.per_gpu)
     if template.time_limit_seconds is not None:
         opts.append(time_option(template.time_limit_seconds))
-    return opts
+    return opts + job_options(template)
 
 
 def time_option(seconds: int) -> str:

@@ -16,13 +16,15 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from reconciler.runspec.lifecycle import RESTARTED_AFTER
 from reconciler.runspec.models import Run
 
 from .policy import Resubmit
 from .records import units
+from .stopping import restart_env
 from .submission import Submission, comment_for, comment_nonce
 
-__all__ = ["Sbatch", "begin_option", "new_nonce", "resubmit", "submit_group_jobs"]
+__all__ = ["Sbatch", "begin_option", "needs_options", "new_nonce", "resubmit", "submit_group_jobs"]
 
 #: ``sbatch``: a batch script and options beyond its ``#SBATCH`` lines, to the job id.
 Sbatch = Callable[[str, list[str]], int]
@@ -50,9 +52,14 @@ def submit_group_jobs(
     now: float,
     only: set[int] | None = None,
     pending: set[int] | None = None,
+    needs: str | None = None,
+    hold: bool = False,
+    cause: str = RESTARTED_AFTER["Failed"],
 ) -> None:
     """Submit the group jobs of ``sub``, in ``start_after`` order: all of them, or ``only`` some
-    groups, whose predecessors keep their jobs (``pending``: the groups not started yet)."""
+    groups, whose predecessors keep their jobs (``pending``: the groups not started yet);
+    ``needs``: the run's ``--dependency=`` on other runs, given to every job beside its own
+    ``after:`` (``hold``: submitted held, some of those runs not created yet)."""
     record["generation"] = generation
     current = units(record)
     nonce = comment_nonce(sub.comment)
@@ -66,13 +73,18 @@ def submit_group_jobs(
             dep = job_ids.get(job.after)
             if dep is None and job.after in (pending or set()) and job.after in current:
                 dep = current[job.after]["job_id"]  # its predecessor has not started yet
-        if dep is not None:
+        after = f"after:{dep}" if dep is not None else None
+        if needs is not None or hold:
+            extra += needs_options(needs, hold=hold, also=after)
+        elif after is not None:
             # Slurm's `after`: start once that job has started (the seeds' start_after).
-            extra += [f"--dependency=after:{dep}", "--kill-on-invalid-dep=yes"]
+            extra += [f"--dependency={after}", "--kill-on-invalid-dep=yes"]
         begin = not_before is not None and not_before > now and dep is None
         if begin:
             assert not_before is not None
             extra.append(begin_option(not_before))
+        if restart or why:  # a restart: each group's attempt, and why (``stopping.ATTEMPT_LINES``)
+            extra += restart_env(max(_attempts_of(record, g) for g in job.groups), cause)
         job_id = sbatch(job.script, extra)
         for g in job.groups:
             job_ids[g] = job_id
@@ -85,14 +97,42 @@ def submit_group_jobs(
                 "why": why,
                 "at": now,
                 "not_before": not_before if begin else None,
+                "after": after,
             }
         )
 
 
-def resubmit(record: dict[str, Any], run: Run, r: Resubmit, sbatch: Sbatch, now: float) -> None:
-    """Submit a unit of a run of one worker template again (an array's copy, or the whole job)."""
+def needs_options(needs: str | None, *, hold: bool, also: str | None = None) -> list[str]:
+    """The options of a run's first submission that waits for other runs: their
+    ``--dependency`` (``needs``, joined with ``also``, a group's own ``after:``), kept in the
+    queue when Slurm finds it can never be met (astra judges that: ``dependencies``), and
+    ``--hold`` when some of those runs are not created yet (released once they are)."""
+    spec = [p for p in (also, needs.removeprefix("--dependency=") if needs else None) if p]
+    opts = ["--dependency=" + ",".join(spec)] if spec else []
+    if needs is not None:
+        opts.append("--kill-on-invalid-dep=no")
+    return [*opts, "--hold"] if hold else opts
+
+
+def _attempts_of(record: dict[str, Any], index: int) -> int:
+    """How many submissions have covered unit ``index``: the attempt of its next one."""
+    return sum(1 for a in record["attempts"] if a["indices"] is None or index in a["indices"])
+
+
+def resubmit(
+    record: dict[str, Any],
+    run: Run,
+    r: Resubmit,
+    sbatch: Sbatch,
+    now: float,
+    secrets: Callable[[Run, str, list[int]], list[str]] | None = None,
+) -> None:
+    """Submit a unit of a run of one worker template again (an array's copy, or the whole job);
+    ``secrets``: the options that give the new submission (its nonce, its copies) its secrets."""
     nonce = new_nonce()
     extra = [f"--comment={comment_for(run, nonce)}"]
+    given = secrets(run, nonce, [r.index] if record["kind"] == "array" else [0]) if secrets else []
+    extra += restart_env(_attempts_of(record, r.index), r.cause, given)
     if record["kind"] == "array":
         extra.append(f"--array={r.index}")
     if r.not_before > now:

@@ -1,0 +1,77 @@
+"""The Slurm cluster's secrets, as the ``Cluster`` protocol's callers ask for them.
+
+Owns: ``ClusterSecrets``, the part of ``SlurmCluster`` that sets and plans secrets
+(``set_secret``, ``plan_secrets``: the calls ``astra watch --age-identity`` makes, as of an
+Astraeus server) and gives a submission its secrets (``_secrets_env``: each copy's file, the
+wrapper's program, the path to the job). The store is ``secrets``'; the node's side is
+``jobwrapper``'s.
+
+Must not touch: Slurm's commands, the run records' shape, values in any words.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from pathlib import Path
+
+from reconciler import masking
+from reconciler.runspec.models import Run
+from reconciler.runspec.secrets import secrets_of_document
+
+from . import jobwrapper
+from .jobwrapper import program_text
+from .records import RunRecords
+from .secrets import SlurmSecrets
+from .submission import reads_secrets, wrapper_path
+
+__all__ = ["ClusterSecrets"]
+
+
+class ClusterSecrets:
+    """Secrets of a ``SlurmCluster`` (which sets ``records``, ``secrets`` and ``address``)."""
+
+    records: RunRecords
+    secrets: SlurmSecrets
+    address: str
+
+    # ---- secrets (``secrets``: the store, and each job's file) -------------------------------------
+
+    def set_secret(self, name: str, value: bytes) -> None:
+        """Seal secret ``name`` (``astra watch --age-identity`` sets a source's so): the next
+        jobs submitted read it; none is stopped."""
+        with self.records.locked():
+            self.secrets.store(name, value)
+
+    def plan_secrets(self, values: Mapping[str, bytes]) -> dict[str, tuple[str, list[str]]]:
+        """What setting each of ``values`` would do: ``create``, ``update`` or ``unchanged``,
+        and the runs not ended that read it (compared here: no value leaves this process)."""
+        with self.records.locked():
+            readers: dict[str, list[str]] = {}
+            for name in self.records.names():
+                for secret in secrets_of_document(self.records.load(name)["document"]):
+                    readers.setdefault(secret, []).append(name)
+            out = {}
+            for name, value in values.items():
+                now = self.secrets.read(name)
+                change = "create" if now is None else "unchanged" if now == value else "update"
+                out[name] = (change, readers.get(name, []))
+            return out
+
+    def _secrets_env(self, run: Run, nonce: str, indices: list[int]) -> list[str]:
+        """For a job whose template reads secrets: each copy's secrets file written (0600; read
+        and removed by the job's wrapper), the wrapper's program made current, and the option
+        that tells the job where its file is (a path, never a value); else nothing."""
+        t = run.spec.task_template
+        if t is None or not reads_secrets(t):
+            return []
+        for i in indices:
+            self.secrets.job_file(t, nonce, i, self.address)
+        wrapper = Path(wrapper_path(str(self.records.log_dir(run.metadata.name))))
+        text = program_text(inspect.getsource(masking), inspect.getsource(jobwrapper))
+        if not wrapper.exists() or wrapper.read_text() != text:
+            wrapper.parent.mkdir(parents=True, exist_ok=True)
+            tmp = wrapper.with_suffix(".tmp")
+            tmp.write_text(text)
+            tmp.replace(wrapper)
+        return [f"--export=ALL,ASTRA_SECRETS={self.secrets.jobs / nonce}"]

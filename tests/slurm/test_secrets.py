@@ -1,0 +1,146 @@
+"""The canary test of secrets on the REAL local Slurm cluster (issue 30): a run with one env
+secret and one secret file prints both into its log; then Slurm's records of the job (``scontrol
+show job -d``, ``scontrol write batch_script``, the job completion log that ``sacct -c`` reads:
+accounting is off on the local cluster, ``sacct`` says so), Slurm's spool and state folders,
+astra's state folder and its own outputs (``plan`` in every format, ``apply``, ``get runs`` in
+every format, ``describe``) hold no canary, and the log shows ``***``."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from reconciler.cli.app import run
+from reconciler.clusters import Rejected
+from reconciler.clusters.slurm import SlurmCluster
+
+from .test_integration import _cluster_up, doc, final
+
+SERVER = "slurm://debug"
+ENV_CANARY = b"hf_canary_ENV_7f3a91"
+FILE_CANARY = b"ssh_canary_FILE_5be2c0\nsecond line of the key"
+CANARIES = [ENV_CANARY, b"ssh_canary_FILE_5be2c0", b"second line of the key"]
+SLURM_DIR = Path("/tmp/slurmtest")
+
+RUN = """metadata: {{name: canary}}
+spec:
+  task_template:
+    image: debian:12
+    command: sh
+    args: ["-c", "echo env=$HF_TOKEN; cat {key}; echo; stat -c '%a' {key}; {split}"]
+    restart_policy: Never
+    env:
+      HF_TOKEN: {{secret: hf-token}}
+      PLAIN: visible
+    secret_files:
+      - {{name: ssh-key, mount_path: {key}}}
+"""
+
+
+@pytest.fixture
+def slurm(tmp_path, monkeypatch, capsys):
+    problem = _cluster_up()
+    if problem is not None:
+        pytest.fail(f"The local Slurm cluster is not up: {problem}", pytrace=False)
+    monkeypatch.setenv("ASTRA_SLURM_STATE", str(tmp_path / "state"))
+    monkeypatch.setenv("ASTRA_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)  # nothing is written into the checkout
+
+    def cli(*argv: str) -> str:
+        code = run([*argv, "--server", SERVER])
+        out, err = capsys.readouterr()
+        assert code == 0, out + err
+        return out + err
+
+    return SlurmCluster.from_url(SERVER, state_dir=tmp_path / "state"), cli
+
+
+def _holds_canary(data: bytes) -> bool:
+    return any(c in data for c in CANARIES)
+
+
+def _files_with_canary(root: Path) -> list[str]:
+    found = []
+    for path in root.rglob("*"):
+        try:
+            if path.is_file() and not path.is_symlink() and _holds_canary(path.read_bytes()):
+                found.append(str(path))
+        except OSError:
+            continue
+    return found
+
+
+def test_a_run_with_secrets_runs_on_slurm_and_no_canary_is_anywhere(slurm, tmp_path: Path):
+    cluster, cli = slurm
+    cluster.set_secret("hf-token", ENV_CANARY)
+    cluster.set_secret("ssh-key", FILE_CANARY)
+    key = tmp_path / "keys" / "id_ed25519"
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    split = "printf hf_canary_; printf ENV_7f3a91; echo"  # the value cut across two writes
+    (folder / "canary.yaml").write_text(RUN.format(key=key, split=split))
+    outputs = [cli("plan", "-f", str(folder), "-o", fmt) for fmt in ("text", "json", "markdown")]
+    outputs.append(cli("apply", "-f", str(folder), "--yes"))
+    try:
+        done = final(cluster, "canary", 90)
+        assert done.state == "Completed", done
+        job = str(cluster.records.load("canary")["attempts"][0]["job_id"])
+        log = cli("logs", "canary-0")
+        # both printed, both masked: the env value, the file's lines, the value split over writes
+        # (the file's two lines are one value: masked whole)
+        assert log.splitlines()[:4] == ["env=***", "***", "400", "***"], log
+        assert "masking is on" in log
+        assert list(cluster.secrets.jobs.iterdir()) == []  # the job's wrapper read and removed its file
+        assert not key.exists()  # the file was the sandbox's own, never on the node's disk
+        outputs += [cli("get", "runs", "-o", fmt) for fmt in ("table", "wide", "json", "yaml")]
+        outputs += [cli("get", "runs", "canary", "-o", "json"), cli("describe", "run", "canary")]
+        for text in outputs:
+            assert not _holds_canary(text.encode()), text
+        shown = subprocess.run(["scontrol", "show", "job", "-d", job], capture_output=True, check=True).stdout
+        script = subprocess.run(
+            ["scontrol", "write", "batch_script", job, "-"], capture_output=True, check=True
+        ).stdout
+        assert b"hf-token" in script or b"ASTRA_SECRET_FILE" in script  # the script, read back whole
+        sacct = subprocess.run(["sacct", "-j", job], capture_output=True)
+        assert b"accounting storage is disabled" in sacct.stdout + sacct.stderr  # said, not assumed
+        jobcomp = subprocess.run(["sacct", "-c", "-j", job, "-P", "-o", "all"], capture_output=True).stdout
+        for record in (shown, script, jobcomp):
+            assert not _holds_canary(record), record
+        assert _files_with_canary(SLURM_DIR / "spool") == []  # slurmctld's state, slurmd's spool
+        assert _files_with_canary(SLURM_DIR / "log") == []
+        assert _files_with_canary(tmp_path / "state") == []  # records, logs, sealed values
+        assert not _holds_canary(str(os.environ).encode())  # nothing reached sbatch's environment
+        sealed = tmp_path / "state" / "secrets"
+        assert stat.S_IMODE(sealed.stat().st_mode) == 0o700
+        assert {stat.S_IMODE(p.stat().st_mode) for p in sealed.iterdir()} == {0o600}
+    finally:
+        cli("delete", "canary", "--yes")
+
+
+def test_a_secret_not_set_is_refused_in_words(slurm, tmp_path: Path):
+    cluster, _ = slurm
+    d = doc("nosecret", "true", task_template={"env": {"T": {"secret": "never-set"}}})
+    with pytest.raises(Rejected) as refused:
+        cluster.create_run(d)
+    assert "Secret 'never-set' does not exist on slurm://debug" in str(refused.value)
+    assert cluster.get_run("nosecret") is None
+
+
+def test_the_loop_sets_age_secrets_on_a_slurm_cluster(tmp_path: Path):
+    """``astra watch --age-identity`` plans and sets a source's secrets with the same two calls
+    as on an Astraeus server; sealed, never in the clear on disk."""
+    from reconciler.loop.secrets import SourceSecrets, secret_lines
+
+    cluster = SlurmCluster("debug", state_dir=tmp_path / "state", images="host")
+    source = SourceSecrets([("hf-token", "hf.age")], identity=None)
+    planned = source.plan(cluster, {"hf-token": ENV_CANARY})
+    assert secret_lines(planned) == ["+ secret hf-token"]
+    source.apply(cluster, {"hf-token": ENV_CANARY}, planned)
+    assert cluster.secrets.read("hf-token") == ENV_CANARY
+    assert secret_lines(source.plan(cluster, {"hf-token": ENV_CANARY})) == []  # unchanged: nothing said
+    assert secret_lines(source.plan(cluster, {"hf-token": b"new"})) == ["~ secret hf-token (changed)"]
+    assert _files_with_canary(tmp_path / "state") == []
