@@ -87,6 +87,12 @@ class AlertWrite(RequestBody):
     restarts: Annotated[int, Field(ge=1, le=10000), BeforeValidator(_integral)] = Field(
         3, description="run.worker_restarted: after this many restarts."
     )
+    declared_by: str | None = Field(
+        None,
+        min_length=1,
+        max_length=400,
+        description="The source whose astra.yaml declares it (its plan may prune it); none: made by hand.",
+    )
 
 
 class AlertRule(Answer):
@@ -98,6 +104,7 @@ class AlertRule(Answer):
     labels: dict[str, str]
     severity: str
     restarts: int = 3
+    declared_by: str | None = None
 
 
 class AlertList(Answer):

@@ -157,6 +157,7 @@ class Alert:
     labels: Mapping[str, str] = field(default_factory=dict)
     severity: str = "info"  # the least severity selected
     restarts: int = 3  # run.worker_restarted: told when a worker has restarted this many times
+    declared_by: str | None = None  # the source whose astra.yaml declares it (None: astra alert create)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -168,6 +169,7 @@ class Alert:
             "labels": dict(self.labels),
             "severity": self.severity,
             "restarts": self.restarts,
+            **({"declared_by": self.declared_by} if self.declared_by is not None else {}),
         }
 
     @classmethod
@@ -181,6 +183,7 @@ class Alert:
             dict(data.get("labels") or {}),
             str(data.get("severity") or "info"),
             int(data.get("restarts") or 3),
+            data.get("declared_by"),
         )
 
 

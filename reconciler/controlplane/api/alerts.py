@@ -95,6 +95,7 @@ async def put_alert(api: Api, name: AlertName, body: AlertWrite) -> Response:
         body.labels,
         body.severity,
         body.restarts,
+        body.declared_by,
     )
     new = api.engine.store.put_alert(api.scope.workspace_key, name, alert.to_json(), api.clock.now())
     api.audit("create" if new else "update", "alert", name, {"sink": sink["kind"]})
