@@ -48,6 +48,8 @@ def declared_of(decl: Any, identity: str | None) -> Any:
 def configured(options: Any) -> tuple[Any, Any]:
     """The options of ``-c astra.yaml``'s source, and its ``Declared`` (see the module docstring)."""
     if options.config is None:
+        if options.age_identity:
+            raise _refused("--age-identity decrypts the secrets astra.yaml declares: give -c astra.yaml too")
         return options, None
     given = [*getattr(options, "files", ()), *getattr(options, "paths", ()), *getattr(options, "targets", ())]
     if given or options.git:

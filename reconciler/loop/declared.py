@@ -113,7 +113,8 @@ class Declared:
         except Rejected as exc:
             assert self.secrets is not None
             files = ", ".join(self.secrets.file_of(n) for n in sorted(values))
-            raise AgeSecretError(f"{files} sealed with age, and the server said: {exc}") from exc
+            words = "; ".join(str(e.get("message")) for e in exc.errors if e.get("message")) or str(exc)
+            raise AgeSecretError(f"{files} sealed with age, and the server said: {words}") from exc
 
     def apply(
         self, cluster: Any, resources: Sequence[Resource], values: Mapping[str, bytes], sealed: bool = False

@@ -14,8 +14,16 @@ import sys
 
 import pytest
 
+from tests.controlplane_api import conftest as api_conftest
 from tests.controlplane_api.conftest import ROOT, LiveServer
 from tests.sources.test_age_secrets import ASTRA, RUN, VALUE, encrypt, keygen
+
+
+@pytest.fixture(autouse=True)
+def _patient_start(monkeypatch):
+    """A server's start waits up to 3 minutes (not 1): these tests start several, on a machine
+    shared by many test runs. Only the wait for ``/healthz`` is longer; nothing is slept."""
+    monkeypatch.setattr(api_conftest, "DEADLINE", 180.0)
 
 
 @pytest.fixture
