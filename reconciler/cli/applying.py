@@ -80,7 +80,7 @@ def _planned_and_applied(saved: Any, s: Setup, options: Any, progress: _Progress
     def planned() -> Any:
         nonlocal extra
         if saved is not None:
-            extra = saved_values(saved, s, declared)
+            extra = saved_values(saved, s, declared, options.files[0] if options.files else None)
             return saved
         made = plan_source(s.source, s.cluster, s.store, time.time(), cache=default_cache())
         made, extra = with_declared(made, s, declared)

@@ -89,14 +89,16 @@ def _source_of(config: str, name: str | None) -> Any:
     raise _refused(f"{which}: give --source NAME, one of {', '.join(names)}")
 
 
-def _folder(s: Any) -> str:
-    """Where the source's files are on disk (a remote's checkout, or its folder)."""
+def _folder(s: Any, folder: str | None = None) -> str:
+    """Where the source's files are on disk (``folder``, else a remote's checkout, or its folder)."""
+    if folder is not None:
+        return folder
     checkout = s.source.checkout
     paths = checkout.paths if checkout is not None else s.source.paths
     return paths[0] if paths else "."
 
 
-def with_declared(made: Any, s: Any, declared: Any) -> tuple[Any, Any]:
+def with_declared(made: Any, s: Any, declared: Any, folder: str | None = None) -> tuple[Any, Any]:
     """The plan with what the source declares beside its runs, and its ``Planned`` (the secrets'
     values, for the apply: never shown, never saved)."""
     from ..loop.declared import Planned
@@ -107,7 +109,7 @@ def with_declared(made: Any, s: Any, declared: Any) -> tuple[Any, Any]:
     from ..git.agesecrets import AgeSecretError
 
     try:
-        planned = declared.plan(s.cluster, _folder(s))
+        planned = declared.plan(s.cluster, _folder(s, folder))
     except AgeSecretError as exc:  # as a watch's status says it: nothing is applied
         raise SourceError(f"LoadFailed: {exc}: nothing was planned, and nothing is applied") from None
     return dataclasses.replace(
@@ -115,7 +117,7 @@ def with_declared(made: Any, s: Any, declared: Any) -> tuple[Any, Any]:
     ), planned
 
 
-def saved_values(saved: Any, s: Any, declared: Any) -> Any:
+def saved_values(saved: Any, s: Any, declared: Any, folder: str | None) -> Any:
     """The secrets' values a saved plan sets (a saved plan never holds one): decrypted again from
     ``-c astra.yaml --age-identity``, refused when what they would do is not what the plan says."""
     from ..loop.declared import Planned
@@ -128,10 +130,15 @@ def saved_values(saved: Any, s: Any, declared: Any) -> Any:
             "this plan sets secrets, and a saved plan holds no secret's value: apply it with "
             "-c astra.yaml --age-identity FILE, as it was planned"
         )
-    again, planned = with_declared(saved, s, declared)
-    if [(r.kind, r.name, r.action) for r in again.resources] != [
+    if folder is None:
+        raise _refused(
+            "this plan sets the secrets of a git source, and a saved plan holds no value: "
+            "apply -c astra.yaml --age-identity FILE without the saved plan"
+        )
+    again, planned = with_declared(saved, s, declared, folder)
+    if sorted((r.kind, r.name, r.action) for r in again.resources) != sorted(
         (r.kind, r.name, r.action) for r in saved.resources
-    ]:
+    ):
         raise _refused("the secrets or alerts changed since the plan was made: plan again")
     return planned
 

@@ -81,7 +81,11 @@ def test_plan_and_apply_set_the_declared_secrets_and_alerts_and_say_their_names(
         ("secret", "hf-token", "create"),
     ]
     assert "+ secret hf-token" in said(live, "plan", *cfg, "-o", "markdown")
-    done = said(live, "apply", *cfg, "--yes")
+    said(live, "plan", *cfg, "--out", "plan.json")
+    assert VALUE not in (live.cwd / "plan.json").read_bytes()
+    refused = said(live, "apply", "plan.json", "--yes", code=1)
+    assert "this plan sets secrets, and a saved plan holds no secret's value" in refused, refused
+    done = said(live, "apply", "plan.json", *cfg, "--yes")
     assert "alert failures: created\nsecret hf-token: created\n" in done, done
     [rule] = live.api("GET", "/alerts").json()["items"]
     assert (rule["name"], rule["declared_by"], rule["severity"]) == ("failures", "team", "error")
