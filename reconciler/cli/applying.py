@@ -11,6 +11,7 @@ return the exit code; our errors become one line and exit 1 (``planning.failures
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -46,9 +47,17 @@ def apply_command(options: Any) -> int:
     progress = _Progress()
     try:
         with failures():
+            from .declaring import configured
+
+            if planfile is not None and options.config is not None:  # the saved plan's secrets
+                options, declared = configured(dataclasses.replace(options, targets=()))
+            else:
+                options, declared = configured(options)
+                if declared is not None:
+                    paths = [Path(f) for f in options.files] or None
             saved, s = _setup(planfile, paths, options)
             with progress:
-                done = _planned_and_applied(saved, s, options, progress)
+                done = _planned_and_applied(saved, s, options, progress, declared)
             return _outcome(
                 done, s.cluster, verbose=options.verbose, wait=options.wait, settle=options.settle
             )
@@ -56,20 +65,26 @@ def apply_command(options: Any) -> int:
         return ended.code
 
 
-def _planned_and_applied(saved: Any, s: Setup, options: Any, progress: _Progress) -> Any:
+def _planned_and_applied(saved: Any, s: Setup, options: Any, progress: _Progress, declared: Any) -> Any:
     """Lock (unless a dry run), plan (or take ``saved``), review here, then apply or check: a
-    ``SourceApplied``. The lock is taken before the plan and held while the user is asked."""
+    ``SourceApplied``. The lock is taken before the plan and held while the user is asked; the
+    secrets and alerts astra.yaml declares (``declared``, with ``-c``) are set first."""
     from ..apply import SourceApplied, apply_locked, check_plan, locked, refuse_dirty
     from ..load import default_cache
     from ..reconcile import plan_source
     from ..state import owner
+    from .declaring import apply_declared, said_applied, saved_values, with_declared
+
+    extra: Any = None  # the declared secrets' values (never shown, never saved)
 
     def planned() -> Any:
-        return (
-            saved
-            if saved is not None
-            else plan_source(s.source, s.cluster, s.store, time.time(), cache=default_cache())
-        )
+        nonlocal extra
+        if saved is not None:
+            extra = saved_values(saved, s, declared, options.files[0] if options.files else None)
+            return saved
+        made = plan_source(s.source, s.cluster, s.store, time.time(), cache=default_cache())
+        made, extra = with_declared(made, s, declared)
+        return made
 
     if options.dry_run:
         made = planned()
@@ -85,6 +100,9 @@ def _planned_and_applied(saved: Any, s: Setup, options: Any, progress: _Progress
         if not _review(made, s.cluster, options) or not _asked(made, options):
             return SourceApplied(made)
         progress.start(made)
+        apply_declared(made, s.cluster, extra)
+        for line in said_applied(made):
+            echo(line)
         return apply_locked(
             made,
             s.source,

@@ -88,6 +88,13 @@ PATH = Flag(("--path",), "With --git: the folder in the repository.")
 GIT_TOKEN_FILE = Flag(("--git-token-file",), "With --git: a file holding an HTTPS token.")
 REVISION = Flag(("--revision",), "The files as of this older commit (a rollback; of --git, or of -f's repo).")
 STRICT = Flag(("--strict",), "Warnings (a run without a time limit, …) are errors.", "flag")
+CONFIG = Flag(
+    ("--config", "-c"), "astra.yaml: several sources, each with its own status and lock.", type="path"
+)
+AGE_IDENTITY = Flag(
+    ("--age-identity",),
+    "An age identity file (age-keygen's): decrypts the secrets astra.yaml's sources declare.",
+)
 REPLACE = Flag(
     ("--replace",),
     "Plan this run as replaced (stopped, started again) though its file is unchanged; repeatable.",
@@ -159,6 +166,14 @@ class PlanOptions:
     revision: str | None = _opt(REVISION)
     strict: bool = _opt(STRICT)
     replace: tuple[str, ...] = _opt(REPLACE)
+    config: str | None = _opt(
+        Flag(
+            ("--config", "-c"),
+            "astra.yaml: plan its source --source NAME (or its only one) with its secrets and alerts.",
+            type="path",
+        )
+    )
+    age_identity: str | None = _opt(AGE_IDENTITY)
     status_context: str | None = _opt(
         Flag(
             ("--status-context",),
@@ -223,6 +238,14 @@ class ApplyOptions:
     )
     strict: bool = _opt(STRICT)
     replace: tuple[str, ...] = _opt(REPLACE)
+    config: str | None = _opt(
+        Flag(
+            ("--config", "-c"),
+            "astra.yaml: apply its source --source NAME (or its only one) with its secrets and alerts.",
+            type="path",
+        )
+    )
+    age_identity: str | None = _opt(AGE_IDENTITY)
 
 
 @dataclass(frozen=True)
@@ -263,23 +286,14 @@ class WatchOptions:
     ref: str | None = _opt(REF)
     path: str | None = _opt(PATH)
     git_token_file: str | None = _opt(GIT_TOKEN_FILE)
-    config: str | None = _opt(
-        Flag(
-            ("--config", "-c"), "astra.yaml: several sources, each with its own status and lock.", type="path"
-        )
-    )
+    config: str | None = _opt(CONFIG)
     webhook_secret_file: str | None = _opt(
         Flag(
             ("--webhook-secret-file",),
             "A file with the secret that signs POST /sources/NAME/hook (a signed call: a pass now).",
         )
     )
-    age_identity: str | None = _opt(
-        Flag(
-            ("--age-identity",),
-            "An age identity file (age-keygen's): decrypts the secrets astra.yaml's sources declare.",
-        )
-    )
+    age_identity: str | None = _opt(AGE_IDENTITY)
 
 
 def flags_of(options: type) -> list[tuple[str, Flag]]:

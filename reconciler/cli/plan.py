@@ -68,6 +68,8 @@ plan: Any = flags.typer_command(
         astra plan --git https://github.com/acme/runs.git --ref main --path runs -o markdown
 
         astra plan -f runs/ --replace nightly-eval   (rerun it, the plan reviewed)
+
+        astra plan -c astra.yaml --source team-a --age-identity age.txt   (its secrets and alerts too)
     """,
 )
 

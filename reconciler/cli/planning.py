@@ -314,13 +314,17 @@ def source_setup(paths: list[str], options: Any) -> Setup:
 def plan_command(options: Any) -> int:
     """``astra plan`` of its ``PlanOptions`` (its help is the typer command's); the exit code."""
     from ..plan import plan_to_json
+    from .declaring import configured, with_declared
 
+    with failures():
+        options, declared = configured(options)
     given = git_of(options)
     specs = require_files(options.files, given, options.paths)
     from .plan_status import finished, verdict
 
     with failures(), verdict(options, specs, source_name(options, given, specs)) as seen:
         s, made = plan_files(specs, options)
+        made = with_declared(made, s, declared)[0]
         seen.planned(made, s)
         made = with_outlook(made, s.cluster)
         impossible = impossible_asks(made, s.cluster)

@@ -85,6 +85,14 @@ def server(
             "made with mode 0600 the first time).",
         ),
     ] = None,
+    age_identity: Annotated[
+        str | None,
+        typer.Option(
+            "--age-identity",
+            help="An age identity file (age-keygen's): the server decrypts the age files of sources "
+            "whose watch holds no identity (their secrets reach it still sealed).",
+        ),
+    ] = None,
 ) -> None:
     """Run the control plane until stopped (Ctrl-C, or 'astra server stop')."""
     if ctx.invoked_subcommand is not None:
@@ -109,6 +117,7 @@ def server(
             args += ["--audit-keep", str(audit_keep)] if audit_keep else []
             args += ["--work-root", work_root] if work_root else []
             args += ["--secrets-key-file", secrets_key_file] if secrets_key_file else []
+            args += ["--age-identity", age_identity] if age_identity else []
             reexec_without_token(token, args)
         serve(
             host=host,
@@ -121,6 +130,7 @@ def server(
             clusters=files,
             work_root=Path(work_root).resolve() if work_root else None,
             secrets_key_file=secrets_key_file,
+            age_identity=age_identity,
         )
     except (ServerError, StoreError) as exc:
         raise _Fail(str(exc)) from exc

@@ -3,7 +3,8 @@ of ``astra.yaml`` (``-c``), driven by ``reconciler.loop``. Thin: it builds the r
 their event sources from the options and runs them; every step is the loop's.
 
 A source of astra.yaml that declares secrets (``secrets: [{name, file}]``, committed encrypted
-with age) has them decrypted with ``--age-identity FILE`` and set at each apply (``loop.secrets``).
+with age) has them decrypted with ``--age-identity FILE`` and set at each apply; the alerts it
+declares (``alerts:``) are created, updated and (with prune) deleted alike (``loop.declared``).
 
 A source with a webhook secret (``--webhook-secret-file``, or ``webhook_secret_file`` in
 astra.yaml) sets it on the control plane (``PUT /sources/{name}/hook``) and asks every
@@ -56,7 +57,7 @@ def _sleeping(timeout: float) -> dict[str, set[str]]:
     return {}
 
 
-def _reconciler(s: Any, git: Git | None, *, cache: Any, secrets: Any = None) -> Any:
+def _reconciler(s: Any, git: Git | None, *, cache: Any, declared: Any = None) -> Any:
     """A ``Reconciler`` of the setup's source, fetching the remote ``git`` names (if any)."""
     from ..loop import Reconciler, RemoteOrigin
     from ..state import git_commit, owner
@@ -74,7 +75,7 @@ def _reconciler(s: Any, git: Git | None, *, cache: Any, secrets: Any = None) -> 
         cache=cache,
         origin=origin,
         commit=(lambda: None) if origin is not None else (lambda: git_commit(paths)),
-        secrets=secrets,
+        declared=declared,
     )
 
 
@@ -202,13 +203,10 @@ def _fleet(
             def said(st: dict[str, Any], name: str = d.name) -> None:
                 print_status(name, st)
 
-            secrets = None
-            if d.secrets:
-                from ..loop.secrets import SourceSecrets
+            from .declaring import declared_of
 
-                secrets = SourceSecrets([(x.name, x.file) for x in d.secrets], age_identity)
             watches[d.name] = Watch(
-                _reconciler(s, git, cache=cache, secrets=secrets),
+                _reconciler(s, git, cache=cache, declared=declared_of(d, age_identity)),
                 lambda timeout: set(),
                 interval=float(d.interval) if d.interval else default,
                 clock=time.time,

@@ -283,21 +283,40 @@ class HttpCluster:
 
         return placement_of(self, documents)
 
-    def plan_secrets(self, values: dict[str, bytes]) -> dict[str, tuple[str, list[str]]]:
+    def plan_secrets(
+        self, values: dict[str, bytes], *, sealed: bool = False
+    ) -> dict[str, tuple[str, list[str]]]:
         """``POST /secrets:plan``: what setting each value would do (``create``, ``update``,
         ``none``) and the runs not ended that read it, by name; the server compares, nothing is
-        written."""
+        written. ``sealed``: the values are age files, which the server opens with its identity."""
         import base64
 
-        body = {"values": {k: base64.b64encode(v).decode() for k, v in values.items()}}
+        body = {
+            "sealed" if sealed else "values": {k: base64.b64encode(v).decode() for k, v in values.items()}
+        }
         answered = self._json(self.request("POST", "/secrets:plan", json=body))
         used = answered.get("used_by") or {}
         return {str(k): (str(v), list(used.get(k) or [])) for k, v in (answered.get("changes") or {}).items()}
 
-    def set_secret(self, name: str, value: bytes) -> None:
-        """``PUT /secrets/{name}``: the value as the raw body."""
-        headers = {"Content-Type": "application/octet-stream"}
+    def set_secret(self, name: str, value: bytes, *, sealed: bool = False) -> None:
+        """``PUT /secrets/{name}``: the value as the raw body (``sealed``: an age file, which the
+        server opens with its identity)."""
+        headers = {"Content-Type": "application/age" if sealed else "application/octet-stream"}
         self.request("PUT", f"/secrets/{quote(name, safe='')}", content=value, headers=headers)
+
+    def alert_rules(self) -> dict[str, dict[str, Any]]:
+        """``GET /alerts``: the workspace's alerts' rules, by name (what a source's plan compares
+        the alerts its astra.yaml declares with)."""
+        answered = self._json(self.request("GET", "/alerts"))
+        return {str(r["name"]): r for r in items_of(answered, "items") if isinstance(r, dict) and "name" in r}
+
+    def put_alert(self, name: str, rule: dict[str, Any]) -> None:
+        """``PUT /alerts/{name}``: create or replace an alert (its sink names secrets only)."""
+        self.request("PUT", f"/alerts/{quote(name, safe='')}", json=rule)
+
+    def delete_alert(self, name: str) -> None:
+        """``DELETE /alerts/{name}``."""
+        self.request("DELETE", f"/alerts/{quote(name, safe='')}")
 
     def source_store(self) -> ApiSourceStore:
         return ApiSourceStore(self)

@@ -167,6 +167,7 @@ def serve(
     clusters: dict[str, str] | None = None,
     work_root: Path | None = None,
     secrets_key_file: str | os.PathLike[str] | None = None,
+    age_identity: str | None = None,
 ) -> None:
     """Run the control plane until SIGTERM or SIGINT (``clusters``: the inventory files of
     clusters other than the default, by name). ``any_port_if_busy``: when ``port`` is taken,
@@ -174,7 +175,9 @@ def serve(
     ``audit_keep``: the audit events each workspace keeps (``None``: ``api.context.AUDIT_KEEP``);
     ``secrets_key_file``: the key the secrets are sealed with (``None``: ``HOME/secrets.key``,
     made 0600 the first time; a file named must exist);
-    ``work_root``: where each run's working folder is made (``None``: ``HOME/work``)."""
+    ``work_root``: where each run's working folder is made (``None``: ``HOME/work``);
+    ``age_identity``: an age identity file, read at the start (a wrong one stops it in words),
+    that opens the secrets a source sends still sealed (``api.secrets``)."""
     home = home or astra_home()
     os.umask(0o077)  # what the server writes (database, logs, server.json) is its user's alone
     try:
@@ -190,6 +193,7 @@ def serve(
             clusters=clusters,
             work_root=work_root,
             secrets_key_file=secrets_key_file,
+            age=_age_identities(age_identity),
         )
     except Exception as exc:  # a full disk, at any point of the start, in the API's words
         from .store.full import disk_full, full_words
@@ -199,6 +203,18 @@ def serve(
         from .store import default_url
 
         raise ServerError(full_words(db or default_url(home))) from None
+
+
+def _age_identities(path: str | None) -> list[object] | None:
+    """The identities of ``astra server --age-identity FILE`` (``ServerError`` in words)."""
+    if path is None:
+        return None
+    from ..agekeys import AgeError, read_identities
+
+    try:
+        return read_identities(path)
+    except AgeError as exc:
+        raise ServerError(f"--age-identity: {exc}") from None
 
 
 def _serve_home(
@@ -214,6 +230,7 @@ def _serve_home(
     clusters: dict[str, str] | None,
     work_root: Path | None,
     secrets_key_file: str | os.PathLike[str] | None,
+    age: list[object] | None = None,
 ) -> None:
     """``serve`` in its home: one server per home (``home_lock``)."""
     try:
@@ -232,6 +249,7 @@ def _serve_home(
                 others=others,
                 work_root=work_root,
                 secrets_key=Path(secrets_key_file) if secrets_key_file is not None else None,
+                age=age,
             )
     except HomeError as exc:
         running = read_info(home)
@@ -254,6 +272,7 @@ def _serve(
     others: dict[str, Inventory] | None = None,
     work_root: Path | None = None,
     secrets_key: Path | None = None,
+    age: list[object] | None = None,
 ) -> None:
     machines = load_inventory_file(inventory)
     token = resolve_token(home, token or os.environ.get("ASTRA_TOKEN"))
@@ -262,7 +281,17 @@ def _serve(
         remember_port(home, sock.getsockname()[1])
         clusters = {DEFAULT: machines, **(others or {})}
         asyncio.run(
-            _main(sock, home, db, clusters, token, audit_keep, work_root=work_root, secrets_key=secrets_key)
+            _main(
+                sock,
+                home,
+                db,
+                clusters,
+                token,
+                audit_keep,
+                work_root=work_root,
+                secrets_key=secrets_key,
+                age=age,
+            )
         )
     finally:
         sock.close()
@@ -291,6 +320,7 @@ async def _main(
     *,
     work_root: Path | None = None,
     secrets_key: Path | None = None,
+    age: list[object] | None = None,
 ) -> None:
     """Serve until stopped: the default cluster's engine (and each other cluster's, on the same
     store) behind the API, stepped by ``_schedule``; each run's working folder under
@@ -356,6 +386,7 @@ async def _main(
         drives_root=home / "drives",
         private_folders={"astra's home": home, "the runs' working folders": executor.work_root},
     )
+    app.state.age_identities = age  # ``api.secrets``: sealed values it opens
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     info = ServerInfo(os.getpid(), host, port, f"http://{shown}:{port}")

@@ -1,11 +1,12 @@
 """Secrets committed to a source encrypted with age (``*.age``), decrypted for the reconcile loop.
 
-Owns: ``read_identities`` (an age identity file: ``AGE-SECRET-KEY-1…`` lines, ``#`` comments, as
-``age-keygen`` writes it) and ``decrypt_secrets`` (each secret ``astra.yaml`` declares, its file
-read from the source's folder and decrypted with ``pyrage``: ``{name: value}``). Any problem (an
-identity file that cannot be read, a file missing, not age, or not for this identity) is an
-``AgeSecretError`` naming the file, and nothing is decrypted: the loop applies nothing from that
-commit (``LoadFailed``). Values never appear in an error's words.
+Owns ``decrypt_secrets`` (each secret ``astra.yaml`` declares, its file read from the source's
+folder and decrypted with the identities of ``agekeys.read_identities``: ``{name: value}``) and
+``sealed_secrets`` (the same files, still sealed: for a server that holds the identity, ``astra
+server --age-identity``). Any problem (an identity file that cannot be read, a file missing,
+not age, or not for this identity) is an ``AgeSecretError`` naming the file, and nothing is
+decrypted: the loop applies nothing from that commit (``LoadFailed``). Values never appear in
+an error's words.
 
 Must not touch: the cluster (the loop sets the values), the load, the plan.
 """
@@ -15,9 +16,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
+from ..agekeys import AgeError, open_sealed
+from ..agekeys import read_identities as _read_identities
 from .gitcli import SourceError
 
-__all__ = ["AgeSecretError", "decrypt_secrets", "read_identities"]
+__all__ = ["AgeSecretError", "decrypt_secrets", "read_identities", "sealed_secrets"]
 
 
 class AgeSecretError(SourceError):
@@ -25,25 +28,24 @@ class AgeSecretError(SourceError):
 
 
 def read_identities(path: str) -> list[object]:
-    """The age identities of ``path`` (``astra watch --age-identity FILE``)."""
-    from pyrage import IdentityError, x25519
+    """The age identities of ``path`` (``--age-identity FILE``)."""
+    try:
+        return _read_identities(path)
+    except AgeError as exc:
+        raise AgeSecretError(str(exc)) from exc
 
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = [line.strip() for line in f]
-    except (OSError, UnicodeDecodeError) as exc:
-        raise AgeSecretError(
-            f"cannot read the age identity {path}: {getattr(exc, 'strerror', None) or exc}"
-        ) from exc
-    keys = [line for line in lines if line.startswith("AGE-SECRET-KEY-")]
-    if not keys:
-        raise AgeSecretError(
-            f"the age identity {path} holds no AGE-SECRET-KEY-1… line (age-keygen writes one)"
-        )
-    try:
-        return [x25519.Identity.from_str(k) for k in keys]
-    except IdentityError as exc:
-        raise AgeSecretError(f"the age identity {path} holds a key that is not an age key") from exc
+
+def sealed_secrets(declared: Iterable[tuple[str, str]], folder: str) -> dict[str, bytes]:
+    """Each declared secret's age file as it is (relative to ``folder``), by name."""
+    out: dict[str, bytes] = {}
+    for name, file in declared:
+        path = os.path.normpath(os.path.join(folder, file))
+        try:
+            with open(path, "rb") as f:
+                out[name] = f.read()
+        except OSError as exc:
+            raise AgeSecretError(f"secret {name}: cannot read {file}: {exc.strerror or exc}") from exc
+    return out
 
 
 def decrypt_secrets(
@@ -51,22 +53,15 @@ def decrypt_secrets(
 ) -> dict[str, bytes]:
     """Each declared secret (name, its file relative to ``folder``), decrypted; ``AgeSecretError``
     naming the first file that does not decrypt."""
-    import pyrage
-
+    declared = list(declared)
+    files = dict(declared)
     out: dict[str, bytes] = {}
-    for name, file in declared:
-        path = os.path.normpath(os.path.join(folder, file))
+    for name, data in sealed_secrets(declared, folder).items():
         try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as exc:
-            raise AgeSecretError(f"secret {name}: cannot read {file}: {exc.strerror or exc}") from exc
-        try:
-            out[name] = pyrage.decrypt(data, identities)
-        except pyrage.DecryptError as exc:
-            words = str(exc).splitlines()[0] if str(exc) else "it does not decrypt"
+            out[name] = open_sealed(data, identities)
+        except AgeError as exc:
             raise AgeSecretError(
-                f"secret {name}: {file} does not decrypt with the age identity given ({words}): "
+                f"secret {name}: {files[name]} does not decrypt with the age identity given ({exc}): "
                 "encrypt it to that identity's recipient (age -r age1…)"
             ) from exc
     return out

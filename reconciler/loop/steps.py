@@ -59,6 +59,7 @@ tree's revision probed at each full pass. The status says the revision (``revisi
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -80,7 +81,7 @@ from ..reconcile import Source, StalePlan, make_plan, retrying, shown_as, with_r
 from ..runspec.errors import ErrorType
 from ..runspec.normalize import without_own
 from ..state import Lock, Locked, SourceState, SourceStore, StateError
-from .secrets import SourceSecrets, secret_lines
+from .declared import Declared, Planned, said
 
 __all__ = ["BACKOFF_BASE", "BACKOFF_MAX", "JITTER", "Origin", "Reason", "Reconciler", "RemoteOrigin", "State"]
 
@@ -184,11 +185,12 @@ class Reconciler:
         rng: random.Random | None = None,
         commit: Callable[[], str | None] = lambda: None,
         origin: Origin | None = None,
-        secrets: SourceSecrets | None = None,
+        declared: Declared | None = None,
     ):
         self.source = source
-        #: the secrets the source holds encrypted with age, set at each apply (``loop.secrets``)
-        self.secrets = secrets
+        #: what astra.yaml declares beside the runs (secrets in age, alerts), applied at each
+        #: apply (``loop.declared``)
+        self.declared = declared
         self.cluster = retrying(cluster)
         self.store = store
         self.clock = clock
@@ -296,18 +298,18 @@ class Reconciler:
             self._check_loaded()
             step = "plan"
             self._status(State.reconciling, Reason.progressing, step=step)
-            secrets = self._secrets_plan()
+            extra = self._declared_plan()
             scope = self._scope(changed, names, previous)
-            plan = self._plan(scope)
+            plan = self._plan(scope, extra)
             self.last_plan = plan
             step = "apply"
             self._status(State.reconciling, Reason.progressing, step=step)
-            if secrets is not None and self.secrets is not None:
-                self.secrets.apply(self.cluster, *secrets)
+            if extra is not None and self.declared is not None:
+                self.declared.apply(self.cluster, extra.resources, extra.values, extra.sealed)
             try:
                 result = self._apply(plan)
             except StalePlan:  # another apply (a second loop) changed the source since the plan
-                plan, result = self._plan_again(scope)
+                plan, result = self._plan_again(scope, extra)
             self.last_result = result
             failed = result.failed()
             if failed:
@@ -318,7 +320,7 @@ class Reconciler:
             self.stalled_revision = None
             self.observe_failures = 0
             self.retry_at = None
-            lines = secret_lines(secrets[1]) if secrets is not None else []
+            lines = said(extra.resources) if extra is not None else []
             status = self._status(State.ready, Reason.succeeded, "; ".join([summary(plan), *lines]))
         except _Terminal as exc:
             self.stalled_revision = self.loaded.revision if self.loaded is not None else None
@@ -335,6 +337,7 @@ class Reconciler:
             self._later()
             status = self._status(State.reconciling, Reason.source_fetch_failed, str(exc), "fetch")
         except AgeSecretError as exc:  # a secret's file does not decrypt: nothing applied, tried each pass
+            # (also: the source declares secrets or alerts to a cluster that keeps none)
             self.stalled_revision = None
             status = self._status(State.stalled, Reason.load_failed, str(exc), step)
         except SourceError as exc:  # the commit cannot be read (no such folder in it): until it changes
@@ -348,14 +351,14 @@ class Reconciler:
                 self._status(State.reconciling, Reason.progressing, "interrupted", step)
         return status
 
-    def _secrets_plan(self) -> tuple[dict[str, bytes], dict[str, tuple[str, list[str]]]] | None:
-        """The source's secrets decrypted, and what setting each would do (``loop.secrets``);
-        ``None`` when it declares none. An ``AgeSecretError`` stops the pass before any apply."""
-        if self.secrets is None:
+    def _declared_plan(self) -> Planned | None:
+        """The source's secrets decrypted and its alerts, and what applying each would do
+        (``loop.declared``); ``None`` when it declares none. An ``AgeSecretError`` stops the pass
+        before any apply."""
+        if self.declared is None or self.declared.empty:
             return None
         paths = self.checkout.paths if self.checkout is not None else self.source.paths
-        values = self.secrets.decrypt(paths[0] if paths else ".")
-        return values, self.secrets.plan(self.cluster, values)
+        return self.declared.plan(self.cluster, paths[0] if paths else ".")
 
     def _later(self) -> None:
         self.observe_failures += 1
@@ -430,7 +433,7 @@ class Reconciler:
         everything = set(self.loaded.runs) | set(self._read().inventory)
         return (everything if scope is None else set(scope)) - waiting
 
-    def _plan(self, scope: Collection[str] | None) -> Plan:
+    def _plan(self, scope: Collection[str] | None, extra: Planned | None = None) -> Plan:
         assert self.loaded is not None
         try:
             made = make_plan(
@@ -442,25 +445,31 @@ class Reconciler:
                 scope=scope,
                 inventory=self._read().inventory,
             )
-            return with_revision(made, self.checkout, self.loaded)
+            made = with_revision(made, self.checkout, self.loaded)
+            if extra is not None:
+                made = dataclasses.replace(
+                    made, resources=extra.resources, resources_not_pruned=extra.not_pruned
+                )
+            return made
         except PlanError as exc:
             raise _Terminal(Reason.plan_failed, str(exc)) from exc
 
-    def _plan_again(self, scope: Collection[str] | None) -> tuple[Plan, ApplyResult]:
+    def _plan_again(self, scope: Collection[str] | None, extra: Planned | None) -> tuple[Plan, ApplyResult]:
         """Plan and apply again, holding the source's lock from before the plan (as ``astra
         apply`` does): what a loop does when another apply made its plan stale. ``Locked`` when
         another apply holds the lock now (the pass says so, and is retried after a backoff)."""
         lock = self.store.lock(self.source.name, self.who, self.clock())
         try:
             self._state = None  # the other apply changed the inventory: read it again
-            plan = self._plan(scope)
+            plan = self._plan(scope, extra)
             self.last_plan = plan
             return plan, self._apply(plan, lock)
         finally:
             self.store.unlock(self.source.name, lock.id)
 
     def _apply(self, plan: Plan, lock: Lock | None = None) -> ApplyResult:
-        if not plan.has_changes and all(c.action is Action.noop for c in plan.changes):
+        if not plan.forget and all(c.action is Action.noop for c in plan.changes):  # runs alone:
+            # the declared secrets and alerts are applied before (``declared.apply``)
             inventory = self._read().inventory
             if all(
                 c.after is None or (c.address in inventory and inventory[c.address].records(c.after, c.file))

@@ -30,6 +30,7 @@ __all__ = [
     "FieldChange",
     "Plan",
     "PlanError",
+    "Resource",
     "action_for",
     "forces_replace",
     "plan_from_json",
@@ -177,6 +178,22 @@ def quick_noop(
 
 
 @dataclass(frozen=True)
+class Resource:
+    """A secret's or an alert's change, declared in ``astra.yaml`` beside the runs
+    (``plan.resources`` says the rules): ``kind`` (``secret``, ``alert``), ``name``, ``action``
+    (``create``, ``update``, ``delete``), an alert's changed ``fields`` (never a secret's value:
+    a secret has none), ``reason`` (display only), and ``after``: an alert's rule as it will be
+    written (``None`` for a secret and a delete)."""
+
+    kind: str
+    name: str
+    action: str
+    fields: tuple[FieldChange, ...] = ()
+    reason: str = ""
+    after: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
 class Plan:
     """Every change for one source, and what the plan was made against (to refuse it when stale).
 
@@ -208,13 +225,18 @@ class Plan:
     #: (``{"workspace", "gpu_hours", "per", "left_gpu_hours"}``); ``None``: it has none, or did
     #: not say. Display only (a create's cost line). In the JSON form only when known.
     budget: dict[str, Any] | None = None
+    #: The secrets and alerts astra.yaml declares for the source that change (``plan.resources``);
+    #: in the JSON form only when there are some.
+    resources: tuple[Resource, ...] = ()
+    #: The alerts this source declared before and no longer does, kept for want of ``--prune``.
+    resources_not_pruned: tuple[str, ...] = ()
 
     def count(self, action: Action) -> int:
         return sum(1 for c in self.changes if c.action is action)
 
     @property
     def has_changes(self) -> bool:
-        return any(c.action is not Action.noop for c in self.changes) or bool(self.forget)
+        return any(c.action is not Action.noop for c in self.changes) or bool(self.forget or self.resources)
 
     @property
     def summary(self) -> dict[str, int]:
@@ -255,6 +277,11 @@ def _change_json(c: Change) -> dict[str, Any]:
 
 
 _ADDRESS = attrgetter("address")
+_KIND_NAME = attrgetter("kind", "name")
+
+
+def _sorted(resources: tuple[Resource, ...]) -> list[Resource]:
+    return sorted(resources, key=_KIND_NAME)
 
 
 def plan_to_json(plan: Plan) -> dict[str, Any]:
@@ -274,7 +301,41 @@ def plan_to_json(plan: Plan) -> dict[str, Any]:
         **({"revision": plan.revision} if plan.revision is not None else {}),
         **({"held": [_change_json(c) for c in sorted(plan.held, key=_ADDRESS)]} if plan.held else {}),
         **({"budget": plan.budget} if plan.budget is not None else {}),
+        **(
+            {"resources": [_resource_json(r) for r in sorted(plan.resources, key=_KIND_NAME)]}
+            if plan.resources
+            else {}
+        ),
+        **({"resources_not_pruned": sorted(plan.resources_not_pruned)} if plan.resources_not_pruned else {}),
     }
+
+
+def _resource_json(r: Resource) -> dict[str, Any]:
+    fields = []
+    for f in r.fields:
+        fields.append(
+            {
+                "path": f.path,
+                **({"before": f.before} if f.before is not ABSENT else {}),
+                **({"after": f.after} if f.after is not ABSENT else {}),
+            }
+        )
+    return {
+        "kind": r.kind,
+        "name": r.name,
+        "action": r.action,
+        "fields": fields,
+        "reason": r.reason,
+        "after": r.after,
+    }
+
+
+def _resource_from(r: dict[str, Any]) -> Resource:
+    fields = tuple(
+        FieldChange(f["path"], f.get("before", ABSENT), f.get("after", ABSENT), forces_replace=False)
+        for f in r["fields"]
+    )
+    return Resource(str(r["kind"]), str(r["name"]), str(r["action"]), fields, str(r["reason"]), r["after"])
 
 
 def plan_from_json(data: Any) -> Plan:
@@ -301,6 +362,8 @@ def plan_from_json(data: Any) -> Plan:
             revision=data.get("revision"),
             held=tuple(_change_from(c) for c in data.get("held", ())),
             budget=data.get("budget"),
+            resources=tuple(_resource_from(r) for r in data.get("resources", ())),
+            resources_not_pruned=tuple(data.get("resources_not_pruned", ())),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise PlanError(f"the saved plan is damaged: {type(exc).__name__}: {exc}") from exc

@@ -6,7 +6,10 @@ delete, ``=`` unchanged (only with ``verbose``); a replace held until its run en
 (``plan.held``) is ``-/+ NAME  replace, held: WHY``. Fields changed in the files are listed under
 their run, each that forces a replace marked ``# forces replace``; fields changed on the
 cluster since the last apply (drift) are listed apart. Then the summary line:
-``Plan: N to create, N to update, N to replace, N to delete.``
+``Plan: N to create, N to update, N to replace, N to delete.`` Secrets and alerts declared in
+astra.yaml that change (``plan.resources``) are listed after the runs (``+ secret hf-token``,
+``~ secret hf-token (changed)``, ``~ alert failures`` and its fields), never with a value, and
+counted apart at the end of the summary line.
 
 ``render_apply(data)`` reads an apply result's JSON form (``ApplyResult.to_json``); its totals
 count every run the apply handled.
@@ -19,6 +22,7 @@ import json
 from typing import Any
 
 from .cost import describe_ask, describe_cost, describe_spend
+from .resources import resource_lines
 
 __all__ = ["ACTION_WORDS", "SYMBOLS", "outlook_line", "render_apply", "render_plan", "summary_line"]
 
@@ -32,11 +36,18 @@ ACTION_WORDS = {
 }
 
 
-def summary_line(summary: dict[str, int]) -> str:
-    return (
+def summary_line(summary: dict[str, int], resources: Any = ()) -> str:
+    """``Plan: N to create, …`` of the runs; then, when the plan changes secrets or alerts, how
+    many of each action (``; secrets and alerts: 1 to create, 1 to update.``)."""
+    line = (
         f"Plan: {summary.get('create', 0)} to create, {summary.get('update', 0)} to update, "
         f"{summary.get('replace', 0)} to replace, {summary.get('delete', 0)} to delete."
     )
+    if not resources:
+        return line
+    counted = {a: sum(1 for r in resources if r["action"] == a) for a in ("create", "update", "delete")}
+    said = ", ".join(f"{n} to {a}" for a, n in counted.items() if n)
+    return f"{line[:-1]}; secrets and alerts: {said}."
 
 
 def outlook_line(change: dict[str, Any]) -> str | None:
@@ -122,8 +133,20 @@ def render_plan(data: dict[str, Any], *, verbose: bool = False) -> str:
         lines.append(f"Not in the files any more, kept (add --prune to delete): {names}")
     if data["forget"]:
         lines.append(f"Gone from the files and the cluster, forgotten: {', '.join(data['forget'])}")
+    resources = data.get("resources", ())
+    if resources:
+        if len(lines) > 2:
+            lines.append("")
+        lines += resource_lines(resources)
+    if data.get("resources_not_pruned"):
+        names = ", ".join(data["resources_not_pruned"])
+        lines.append(f"Alerts no longer in astra.yaml, kept (add --prune to delete): {names}")
     summary = data["summary"]
-    if not any(summary.get(a) for a in ("create", "update", "replace", "delete")) and not data["forget"]:
+    if (
+        not any(summary.get(a) for a in ("create", "update", "replace", "delete"))
+        and not data["forget"]
+        and not resources
+    ):
         if len(lines) > 2:
             lines.append("")
         if held:
@@ -132,7 +155,7 @@ def render_plan(data: dict[str, Any], *, verbose: bool = False) -> str:
             lines.append(f"Nothing to do now: {what} held until the run ends (--replace RUN: at once).")
         else:
             lines.append("No changes: the cluster matches the files.")
-    lines += ["", summary_line(data["summary"])]
+    lines += ["", summary_line(data["summary"], resources)]
     return "\n".join(lines) + "\n"
 
 

@@ -5,7 +5,8 @@ Both read the plan's JSON form only (``plan_to_json``), as ``render``'s renderer
 recompute the diff. The comment has: a title with the source and the revision (a rollback and a
 dirty working tree said at once), the summary line, a table of the runs that change (symbol,
 run, action, file, fields, cost), where each run would start now (when the cluster said), the
-drift apart, the runs kept because ``--prune`` was not given, and the full field-by-field diff
+drift apart, the secrets and alerts of astra.yaml that change (a ``diff`` block: never a
+secret's value), the runs kept because ``--prune`` was not given, and the full field-by-field diff
 collapsed in a ``<details>`` block. Everything is sorted; ``|`` and newlines in values are
 escaped so a cell stays a cell.
 
@@ -19,6 +20,7 @@ from typing import Any
 
 from .cost import describe_cost, describe_spend
 from .render import ACTION_WORDS, SYMBOLS, outlook_line, summary_line
+from .resources import resource_lines
 
 __all__ = ["render_markdown", "revision_lines"]
 
@@ -75,7 +77,8 @@ def render_markdown(data: dict[str, Any]) -> str:
     lines += [f"> **Note:** this is {s}." for s in said]
     if said:
         lines.append("")
-    lines += [f"**{summary_line(data['summary'])}**", ""]
+    resources = data.get("resources", ())
+    lines += [f"**{summary_line(data['summary'], resources)}**", ""]
     changes = [c for c in sorted(data["changes"], key=lambda c: c["address"]) if c["action"] != "noop"]
     if changes:
         lines += ["| | run | action | file | fields | cost |", "| --- | --- | --- | --- | --- | --- |"]
@@ -98,8 +101,15 @@ def render_markdown(data: dict[str, Any]) -> str:
             ]
             lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
         lines.append("")
-    else:
+    elif not resources:
         lines += ["No changes: the cluster matches the files.", ""]
+    if resources:
+        lines += ["**Secrets and alerts** (astra.yaml; a secret's value is never shown):", "", "```diff"]
+        lines += resource_lines(resources)
+        lines += ["```", ""]
+    if data.get("resources_not_pruned"):
+        names = ", ".join(f"`{n}`" for n in data["resources_not_pruned"])
+        lines += [f"Alerts no longer in astra.yaml, kept (add `--prune` to delete): {names}", ""]
     where = [(c["address"], outlook_line(c)) for c in changes]
     if any(line for _, line in where):
         lines += ["**Where they would start now** (the cluster's scheduler, if submitted now):", ""]

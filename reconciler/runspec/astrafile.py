@@ -32,6 +32,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from . import messages as msg
+from .alertdecl import AlertDecl, sink_requirements
 from .errors import ErrorType, FieldError
 from .paths import FieldPath
 from .quantities import POSITIVE_DURATION_PATTERN, parse_duration
@@ -136,7 +137,16 @@ class SourceDecl(BaseModel):
         title="Secrets",
         description=(
             "Secrets committed encrypted with age, set as the workspace's at each apply "
-            "(astra watch --age-identity FILE decrypts them)."
+            "(--age-identity FILE decrypts them: astra watch, plan and apply)."
+        ),
+    )
+    alerts: list[AlertDecl] | None = Field(
+        None,
+        title="Alerts",
+        description=(
+            "Alerts of the source's workspace, applied like its runs (the plan says + alert NAME); "
+            "with prune, an alert this source declared before and no longer does is deleted. "
+            "A sink's URL, key and token are secrets' names."
         ),
     )
 
@@ -158,6 +168,7 @@ def astra_schema() -> dict[str, Any]:
     )
     definitions = schema.pop("$defs")
     source = definitions["SourceDecl"]
+    definitions["AlertSink"]["allOf"] = sink_requirements()
     source["allOf"] = [
         {
             "if": {"required": ["repo"]},
@@ -183,6 +194,24 @@ def astra_schema() -> dict[str, Any]:
             "definitions": dict(sorted(definitions.items())),
         }
     )
+
+
+def _alert_names(doc: Any, i: int, item: Any) -> list[FieldError]:
+    """An alert's name given twice in one source's ``alerts``, positioned at the second."""
+    alerts = item.get("alerts") if isinstance(item, dict) else None
+    out: list[FieldError] = []
+    seen: dict[str, int] = {}
+    for j, alert in enumerate(alerts if isinstance(alerts, list) else []):
+        name = alert.get("name") if isinstance(alert, dict) else None
+        if not isinstance(name, str):
+            continue
+        if name in seen:
+            at = FieldPath.root().child("sources").index(i).child("alerts").index(j).child("name")
+            words = msg.ALERT_DUPLICATE.format(name=name, other=seen[name])
+            out.append(doc.source.position(FieldError(ErrorType.duplicate, at, words), doc.index))
+        else:
+            seen[name] = j
+    return out
 
 
 def load_astra_file(path: str | os.PathLike[str]) -> tuple[AstraFile | None, list[FieldError]]:
@@ -213,6 +242,7 @@ def load_astra_file(path: str | os.PathLike[str]) -> tuple[AstraFile | None, lis
             errors.append(doc.source.position(error, doc.index))
         else:
             seen[name] = i
+        errors += _alert_names(doc, i, item)
     if errors:
         return None, errors
     made = AstraFile.model_validate(doc.data)

@@ -189,6 +189,7 @@ SOURCE_NEEDS_ONE = "a source needs a repo (a git URL) or a path (a folder)"
 SOURCE_NOT_BOTH = "give a source a repo or a path, not both"
 SOURCE_REPO_ONLY = "only a source with a repo has a ref: a path is read as it is on disk"
 SOURCE_DUPLICATE = "source name '{name}' is also used by sources[{other}]: source names must be unique"
+ALERT_DUPLICATE = "alert name '{name}' is also used by alerts[{other}]: a source's alert names must be unique"
 
 # ---- warnings (``reconciler.runspec.lint``): the seeds' troubleshooting table, and a trap ----------
 LINT_SLURM_ARRAY_TASK_ID = "SLURM_ARRAY_TASK_ID is not set in an array's copies: read ASTRAEUS_ARRAY_TASK_ID"

@@ -116,6 +116,12 @@ class AlertWrite(RequestBody):
     ] = Field(
         1800, description="run.quota_wait: after a run waited on its quota this long (seconds, or 30m)."
     )
+    declared_by: str | None = Field(
+        None,
+        min_length=1,
+        max_length=400,
+        description="The source whose astra.yaml declares it (its plan may prune it); none: made by hand.",
+    )
 
 
 class AlertRule(Answer):
@@ -128,6 +134,7 @@ class AlertRule(Answer):
     severity: str
     restarts: int = 3
     waited: int = Field(1800, description="run.quota_wait: seconds.")
+    declared_by: str | None = None
 
 
 class AlertList(Answer):

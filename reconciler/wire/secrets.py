@@ -57,7 +57,12 @@ class SecretsPlan(RequestBody):
     """``POST /secrets:plan``: values to compare with the workspace's, by name (base64)."""
 
     values: dict[str, Annotated[str, Field(pattern=BASE64_PATTERN)]] = Field(
-        description="Each secret's value, base64-encoded, by name."
+        default_factory=dict, description="Each secret's value, base64-encoded, by name."
+    )
+    sealed: dict[str, Annotated[str, Field(pattern=BASE64_PATTERN)]] = Field(
+        default_factory=dict,
+        description="Each secret's age file, base64-encoded, by name: opened with the server's own "
+        "identity (astra server --age-identity FILE).",
     )
 
 

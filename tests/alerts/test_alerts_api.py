@@ -148,9 +148,11 @@ def test_the_kinds_an_alert_may_select_are_the_kinds_there_are():
     from typing import get_args
 
     from reconciler.controlplane.alerts.rules import KINDS
+    from reconciler.runspec.alertdecl import ALERT_KINDS
     from reconciler.wire.alerts import EventKind
 
     assert set(get_args(EventKind)) == set(KINDS)
+    assert set(ALERT_KINDS) == set(KINDS)  # astra.yaml's alerts (its published schema) too
 
 
 def test_a_sink_that_hangs_leaves_the_watch_pass_as_quick_as_with_no_alert(

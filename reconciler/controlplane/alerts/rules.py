@@ -174,6 +174,7 @@ class Alert:
     severity: str = "info"  # the least severity selected
     restarts: int = 3  # run.worker_restarted: told when a worker has restarted this many times
     waited: int = 1800  # run.quota_wait: told when a run has waited on its quota this many seconds
+    declared_by: str | None = None  # the source whose astra.yaml declares it (None: astra alert create)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -186,6 +187,7 @@ class Alert:
             "severity": self.severity,
             "restarts": self.restarts,
             "waited": self.waited,
+            **({"declared_by": self.declared_by} if self.declared_by is not None else {}),
         }
 
     @classmethod
@@ -200,6 +202,7 @@ class Alert:
             severity=str(data.get("severity") or "info"),
             restarts=int(data.get("restarts") or 3),
             waited=int(data.get("waited") or 1800),
+            declared_by=data.get("declared_by"),
         )
 
 

@@ -106,6 +106,7 @@ async def put_alert(api: Api, name: AlertName, body: AlertWrite) -> Response:
         severity=body.severity,
         restarts=body.restarts,
         waited=body.waited,
+        declared_by=body.declared_by,
     )
     new = api.engine.store.put_alert(api.scope.workspace_key, name, alert.to_json(), api.clock.now())
     api.audit("create" if new else "update", "alert", name, {"sink": sink["kind"]})

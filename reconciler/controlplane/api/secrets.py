@@ -5,7 +5,10 @@ Owns the secrets' routes: ``PUT /secrets/{name}`` (the value is the raw body: an
 name, size, who set it and when, the runs that read it; never the value), ``DELETE
 /secrets/{name}`` (409 naming the runs not ended that read it, unless ``?force=true``), and
 ``POST /secrets:plan`` (what setting each of some values would do: create, update, none;
-writing nothing: a source's plan), ``POST /secrets:rotate-key`` (every value of the server
+writing nothing: a source's plan), either value sent sealed with age (``sealed``, and ``PUT``'s
+``Content-Type: application/age``) to be opened with the server's own identity (``astra server
+--age-identity FILE``: a source's watch then holds no identity, as Flux keeps its age key in
+the cluster), ``POST /secrets:rotate-key`` (every value of the server
 sealed anew under a new key: the server's own token only). Roles as on every route: ``read``
 lists and reads metadata, ``write`` sets and deletes. A secret is its workspace's, on every
 cluster of the server; another workspace's is a 404 by name, as one that does not exist. Every
@@ -68,7 +71,8 @@ _VALUE_BODY = {
                     "minLength": 1,
                     "maxLength": spec_secrets.SECRET_VALUE_MAX,
                 }
-            }
+            },
+            "application/age": {"schema": {"type": "string", "format": "binary", "minLength": 1}},
         },
     }
 }
@@ -122,8 +126,12 @@ def list_secrets(api: Api) -> Response:
     openapi_extra=_VALUE_BODY,
 )
 async def set_secret(request: Request, api: Api, name: SecretName) -> Response:
-    """Set a secret's value (the body, as it is); workers started from now on read it."""
-    row, status = set_value(api, name, await request.body())
+    """Set a secret's value (the body, as it is; ``Content-Type: application/age``: an age file,
+    opened with the server's identity); workers started from now on read it."""
+    value = await request.body()
+    if request.headers.get("content-type", "").split(";")[0].strip() == AGE_TYPE:
+        value = opened(request, {name: value})[name]
+    row, status = set_value(api, name, value)
     return answer(_secret(api, row), status)
 
 
@@ -152,15 +160,48 @@ def set_value(api: Api, name: str, value: bytes) -> tuple[dict[str, Any], int]:
     response_model=SecretsPlanned,
     responses={422: {"model": wire.Problems}},
 )
-def plan_secrets(api: Api, body: SecretsPlan) -> Response:
+def plan_secrets(request: Request, api: Api, body: SecretsPlan) -> Response:
     """What setting each value would do (``create``, ``update``, ``none``), writing nothing: what a
-    source's plan says of the secrets it holds (never a value, nor a hash of one)."""
+    source's plan says of the secrets it holds (never a value, nor a hash of one). ``sealed``
+    values are age files, opened with the server's identity."""
     # a name no secret can have plans as a create: its PUT says what is wrong with it
     values = {name: base64.b64decode(text) for name, text in body.values.items()}  # the schema's base64
+    values |= opened(request, {name: base64.b64decode(text) for name, text in body.sealed.items()})
     changes = api.engine.store.secret_changes(values, api.scope.workspace_key)
     return answer(
         SecretsPlanned(changes=changes, used_by={name: secret_users(api, name) for name in changes})
     )
+
+
+#: The content type of a value sent sealed with age (``PUT /secrets/{name}``).
+AGE_TYPE = "application/age"
+NO_AGE_IDENTITY = (
+    "the server holds no age identity to open it: start it with astra server --age-identity FILE, "
+    "or give the command --age-identity FILE"
+)
+
+
+def opened(request: Request, sealed: dict[str, bytes]) -> dict[str, bytes]:
+    """Each age file of ``sealed`` opened with the server's identity (``astra server
+    --age-identity``); a 422 naming the secret when there is none, or the file is not for it."""
+    if not sealed:
+        return {}
+    from ...agekeys import AgeError, open_sealed
+
+    identities = getattr(request.app.state, "age_identities", None)
+    out, problems = {}, []
+    for name, data in sorted(sealed.items()):
+        if not identities:
+            problems.append(wire.Problem(path=f"sealed.{name}", message=f"secret {name}: {NO_AGE_IDENTITY}"))
+            continue
+        try:
+            out[name] = open_sealed(data, identities)
+        except AgeError as exc:
+            said = f"secret {name} does not decrypt with the server's age identity ({exc})"
+            problems.append(wire.Problem(path=f"sealed.{name}", message=said))
+    if problems:
+        raise ApiError(422, wire.Problems(problems))
+    return out
 
 
 @router.get("/secrets/{name}", operation_id="get_secret", response_model=Secret, responses=NOT_FOUND)
