@@ -1,7 +1,8 @@
 """``python -m bench [--n 10000] [--only validate] [--big]``: validate against its floors, a
 multi-document file against separate files, control plane, plan and watch, the first apply
 (and one killed and resumed), and the control plane holding workers; then one summary of issue
-19's targets with each verdict and the growth of each figure (``bench.summary``).
+19's targets with each verdict and the growth of each figure (``bench.summary``). ``--only
+commands [--size N]``: the commands typed all day against a server of N runs (``bench.commands``).
 
 Sizes: the figures of issue 19's table are measured on a ladder of sizes, ``--n`` / 10 and
 ``--n`` (1,000 and 10,000 by default), and with ``--big`` also ``--big-n`` (100,000 by default;
@@ -54,6 +55,7 @@ PARTS = (
     "metrics",
     "git",
     "slurm",
+    "commands",
 )
 
 
@@ -86,6 +88,8 @@ def main() -> int:
         # astra's bytecode, as pip writes it for an installed package: an editable install under
         # PYTHONDONTWRITEBYTECODE (set on these machines) would compile every module in every run
         compileall.compile_dir(ROOT / "reconciler", quiet=1)
+        if only == {"commands"}:  # a server of its own: no generated specs
+            return _commands_only(report, astra, args)
         files = _prepare(folder, args.n, args.seed)
         report["bytes"] = sum(f.stat().st_size for f in files)
         print(_header(report, files))
@@ -161,6 +165,11 @@ def main() -> int:
 
             print("\nSlurm (the local cluster): a team's first apply and its warm plan:")
             report["slurm"] = slurm.main(astra, n=1000, rounds=args.repeat)
+        if "commands" in only:
+            from . import commands
+
+            print(f"\nthe commands typed all day (issue 33), a server of {args.size:,} runs and an array:")
+            report["commands"] = commands.main(astra, size=args.size, repeat=max(args.repeat, 10))
         report["summary"] = summary.build(report, ladder, args.big_n)
         print(summary.text(report["summary"]))
         OUT.parent.mkdir(parents=True, exist_ok=True)
@@ -170,6 +179,20 @@ def main() -> int:
         if not args.keep and not args.dir:
             shutil.rmtree(folder, ignore_errors=True)
         shutil.rmtree(others, ignore_errors=True)
+    return 0
+
+
+def _commands_only(report: dict, astra: str, args: argparse.Namespace) -> int:
+    """``--only commands``: that part alone, written to ``bench/out/commands.json``."""
+    from . import commands
+
+    print(f"astra bench, {report['date']}: Python {report['python']}, {report['machine']}")
+    print(f"the commands typed all day (issue 33), a server of {args.size:,} runs and an array:")
+    report["commands"] = commands.main(astra, size=args.size, repeat=max(args.repeat, 10))
+    out = OUT.parent / "commands.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"\nwritten: {out.relative_to(ROOT)}")
     return 0
 
 
@@ -204,6 +227,12 @@ def _arguments() -> argparse.Namespace:
         "--cpu-time",
         action="store_true",
         help="ticks part: the CPU time of the process, not wall time (to compare versions on a busy machine)",
+    )
+    parser.add_argument(
+        "--size",
+        type=int,
+        default=10_000,
+        help="commands part: the server's runs, and its array's copies (default 10000)",
     )
     parser.add_argument("--seed", type=int, default=20261129)
     parser.add_argument("--dir", help="generate into this folder (kept) instead of a temporary one")

@@ -54,8 +54,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(work: Path, py: str, machines: str = INVENTORY) -> tuple[subprocess.Popen, str]:
-    """``astra server`` in ``work`` (its home ``work/server``) on ``machines`` (an inventory file's text)."""
+def start_server(
+    work: Path, py: str, machines: str = INVENTORY, timeout: float = START_TIMEOUT
+) -> tuple[subprocess.Popen, str]:
+    """``astra server`` in ``work`` (its home ``work/server``) on ``machines`` (an inventory file's
+    text), waited for ``timeout`` seconds at most."""
     import httpx
 
     home = work / "server"
@@ -73,7 +76,7 @@ def start_server(work: Path, py: str, machines: str = INVENTORY) -> tuple[subpro
     )
     log.close()
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + START_TIMEOUT
+    deadline = time.monotonic() + timeout
     while True:
         if proc.poll() is not None:
             tail = (work / "server.log").read_text(errors="replace")[-2000:]
@@ -86,7 +89,7 @@ def start_server(work: Path, py: str, machines: str = INVENTORY) -> tuple[subpro
             pass
         if time.monotonic() > deadline:
             stop(proc, signal.SIGTERM, 10)
-            raise SystemExit(f"bench: astra server did not answer within {START_TIMEOUT:g} s")
+            raise SystemExit(f"bench: astra server did not answer within {timeout:g} s")
         time.sleep(0.05)
 
 

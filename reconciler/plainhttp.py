@@ -2,14 +2,17 @@
 client: httpx costs 40 ms of CPU to import and set up, ``http.client`` 17 ms of imports.
 
 ``get(url, headers, timeout)`` sends one GET on a connection of its own (``Connection: close``)
-and reads the answer to its end: an ``Answer`` (status, headers, body, de-chunked), or ``None``
-when it cannot be read as HTTP/1.x (the caller then asks httpx, which says what is wrong). It
+and reads the answer to its end: an ``Answer`` (status, headers, body, de-chunked: a refusal, a
+404 say, is an answer too), or ``None`` when it cannot be read as HTTP/1.x (the caller then asks
+httpx, which says what is wrong). It
 raises ``OSError`` when the server cannot be reached. ``plain(url)`` says whether a URL may be
 read so: ``http://`` with a host in ASCII, no user in it, and no proxy in the environment (httpx
 would go through it).
 
-Used by the read-ahead's forked process only (``HttpCluster(plain_gets=True)``: the inventory and
-the run summaries, and nothing else, before it ends).
+Used by ``HttpCluster(plain_gets=True)``: the read-ahead's forked process (the inventory and the
+run summaries, before it ends), and the CLI's commands that only read (``cli.connect`` with
+``start=False``: ``astra get``, ``describe``, ``logs``, ``status``, ``source list``), which make a
+few GETs and end; and by ``cli.local_server``'s look at a local server's ``/healthz``.
 
 Must not touch: httpx, anything but the socket.
 """
@@ -31,14 +34,31 @@ class Answer:
     """An answer read whole: what callers of ``HttpCluster.request`` read of an httpx response
     (``headers``: lower-case names). A plain class, as light to import as the module."""
 
-    __slots__ = ("content", "headers", "status_code", "url")
+    __slots__ = ("content", "headers", "reason_phrase", "status_code", "url")
 
-    def __init__(self, status_code: int, headers: dict[str, str], content: bytes, url: str):
+    def __init__(
+        self, status_code: int, headers: dict[str, str], content: bytes, url: str, reason_phrase: str = ""
+    ):
         self.status_code, self.headers, self.content, self.url = status_code, headers, content, url
+        self.reason_phrase = reason_phrase
 
     @property
     def is_success(self) -> bool:
         return 200 <= self.status_code < 300
+
+    @property
+    def text(self) -> str:
+        """The body as text, in the charset its ``Content-Type`` names (else UTF-8), as httpx
+        decodes it (a byte it cannot read as U+FFFD)."""
+        charset = "utf-8"
+        for part in self.headers.get("content-type", "").split(";")[1:]:
+            key, eq, value = part.strip().partition("=")
+            if eq and key.lower() == "charset":
+                charset = value.strip().strip('"') or charset
+        try:
+            return self.content.decode(charset, errors="replace")
+        except LookupError:  # a charset Python does not know: httpx reads it as UTF-8 too
+            return self.content.decode("utf-8", errors="replace")
 
     def json(self) -> Any:
         """The body read (orjson; what it refuses, as a 65-bit integer, is read by ``json``)."""
@@ -101,7 +121,7 @@ def _answer(data: bytes, url: str) -> Answer | None:
         return None  # cut short
     if content is None or "content-encoding" in fields:
         return None
-    return Answer(int(status[1]), fields, content, url)
+    return Answer(int(status[1]), fields, content, url, status[2] if len(status) > 2 else "")
 
 
 def _unchunked(body: bytes) -> bytes | None:

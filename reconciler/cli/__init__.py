@@ -59,10 +59,23 @@ def _end(code: Any) -> None:
 
 #: The commands that run without typer when their arguments are plain (``flags.parse``: anything
 #: else, ``--help`` say, goes to typer, which answers as for any command; both routes call the
-#: same function with the same options). It saves typer's import: ``astra validate
-#: examples/laptop`` took 283 ms by this route and 724 ms through typer (medians of 9 runs, 2
-#: December 2026, on the project's shared 2-core machine under load).
-_PLAIN = ("validate", "plan", "apply", "force-unlock")
+#: same function with the same options): the words that name each, its options (``flags``) and
+#: its body (module, function). It saves typer's import, and typer's app made of every command:
+#: ``astra validate examples/laptop`` took 283 ms by this route and 724 ms through typer
+#: (medians of 9 runs, 2 December 2026, on the project's shared 2-core machine under load);
+#: the reads typed all day likewise (docs/performance.md, "The commands typed all day").
+_PLAIN: dict[tuple[str, ...], tuple[str, str, str]] = {
+    ("validate",): ("ValidateOptions", "validating", "validate_command"),
+    ("plan",): ("PlanOptions", "planning", "plan_command"),
+    ("apply",): ("ApplyOptions", "applying", "apply_command"),
+    ("force-unlock",): ("UnlockOptions", "applying", "force_unlock_command"),
+    ("get", "runs"): ("GetRunsOptions", "get", "runs_command"),
+    ("get", "workers"): ("WorkersOptions", "get", "workers_command"),
+    ("describe", "run"): ("DescribeRunOptions", "describe", "run_command"),
+    ("logs",): ("LogsOptions", "logs", "logs_command"),
+    ("status",): ("SourcesOptions", "sources", "status_command"),
+    ("source", "list"): ("SourcesOptions", "sources", "list_command"),
+}
 #: The commands whose whole run has the cyclic collector paused (``collector``), here and nowhere
 #: else in the CLI: a short-lived process that keeps every document it reads (trees without
 #: cycles). ``apply --wait`` lets it run again while it follows the runs (``collector.resumed``:
@@ -72,30 +85,18 @@ _PAUSED = frozenset({"validate", "plan", "apply"})
 
 def _fast_call(args: list[str]) -> tuple[Any, Any] | None:
     """The command and its options when ``args`` are plain (see ``_PLAIN``); else ``None``."""
-    if not args or args[0] not in _PLAIN:
+    words = next((w for w in (tuple(args[:2]), tuple(args[:1])) if w in _PLAIN), None)
+    if words is None:
         return None
+    from importlib import import_module
+
     from . import flags
 
-    declared = {
-        "validate": flags.ValidateOptions,
-        "plan": flags.PlanOptions,
-        "apply": flags.ApplyOptions,
-        "force-unlock": flags.UnlockOptions,
-    }[args[0]]
-    options = flags.parse(declared, args[1:])
+    declared, module, function = _PLAIN[words]
+    options = flags.parse(getattr(flags, declared), args[len(words) :])
     if options is None:
         return None
-    if args[0] == "validate":
-        from .validating import validate_command
-
-        return validate_command, options
-    if args[0] == "plan":
-        from .planning import plan_command
-
-        return plan_command, options
-    from .applying import apply_command, force_unlock_command
-
-    return apply_command if args[0] == "apply" else force_unlock_command, options
+    return getattr(import_module(f".{module}", __name__), function), options
 
 
 def _guarded(command: Any, options: Any) -> int:

@@ -9,7 +9,8 @@ from typing import Annotated
 
 import typer
 
-from .listing import ListFormat, ListOutput, print_listing
+from . import flags
+from .get import workers_command
 from .options import ApiServerOpt, TokenOpt
 from .output import echo, error
 
@@ -123,52 +124,9 @@ def _with_template(doc: dict, template: str, sets: list[str]) -> dict:
     return desired.runs[0].data
 
 
-@astraeus_app.command()
-def workers(
-    run: Annotated[str, typer.Argument(help="The run.")],
-    output: ListOutput = ListFormat.table,
-    server: ApiServerOpt = None,
-    token: TokenOpt = None,
-) -> None:
-    """List a run's workers: WORKER RANK STATE MACHINE REASON, and how many run.
-
-    Works on any cluster: the local control plane, an Astraeus API (--server http://…) or a
-    Slurm cluster (--server slurm://).
-    """
-    from dataclasses import asdict
-
-    from ..clusters import ClusterError
-    from ..runspec import messages as msg
-    from .connect import connect
-
-    try:
-        cluster = connect(server, token, start=False)
-        found = cluster.workers(run)
-    except ClusterError as exc:
-        raise _fail(str(exc)) from exc
-    items = [asdict(w) for w in found]
-    if output is not ListFormat.table:
-        print_listing(items, output)
-        return
-    for line in worker_table(items):
-        echo(line)
-    running = sum(1 for w in found if w.state == "Running")
-    echo(msg.WORKERS_READOUT.format(running=running, total=len(found)))
-
-
-def worker_table(items: list[dict]) -> list[str]:
-    """The seeds' table: columns at least as wide as theirs, wider for long values."""
-    rows = [
-        (w["name"], str(w["rank"]), w["state"], w.get("machine") or "-", w.get("reason") or "") for w in items
-    ]
-    widths = [30, 7, 12, 22]
-    for row in rows:
-        for i in range(4):
-            widths[i] = max(widths[i], len(row[i]) + 2)
-    out = []
-    for row in [("WORKER", "RANK", "STATE", "MACHINE", "REASON"), *rows]:
-        out.append("".join(v.ljust(widths[i]) for i, v in enumerate(row[:4])) + row[4])
-    return out
+#: ``astra astraeus workers`` (and ``astra get workers``, the same command under a second name)
+workers = flags.typer_command(flags.WorkersOptions, workers_command, "workers", workers_command.__doc__ or "")
+astraeus_app.command()(workers)
 
 
 @astraeus_app.command()

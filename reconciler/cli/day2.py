@@ -1,6 +1,7 @@
 """What the day-2 commands (``get``, ``describe``, ``logs``, ``delete``, ``rerun``) share: the
-cluster options (``options``'s, re-exported), the cluster they talk to, and one line (exit 1) for
-whatever goes wrong.
+cluster they talk to, and one line (exit 1) for whatever goes wrong. Without typer: the reads
+typed all day run by the plain argv route (``cli/__init__.py``); their options are
+``flags``'s.
 
 Must not touch: what any command shows (``runviews``), the clusters' insides.
 """
@@ -12,13 +13,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import typer
-
-from .options import ServerOpt, TokenOpt
 from .output import error
 from .runviews import CommandFailed
 
-__all__ = ["ServerOpt", "TokenOpt", "clock", "failing", "open_cluster", "sleep"]
+__all__ = ["clock", "failing", "open_cluster", "sleep"]
 
 
 def clock() -> float:
@@ -41,11 +39,14 @@ def open_cluster(server: str | None, token: str | None, *, start: bool = False) 
 
 @contextmanager
 def failing() -> Iterator[None]:
-    """The cluster's errors and ``CommandFailed`` as one line and exit 1."""
+    """The cluster's errors and ``CommandFailed`` as one line and exit 1 (``planning.Exit``,
+    which both routes into a command end with: ``guard.guarded``)."""
     from ..clusters.base import ClusterError
 
     try:
         yield
     except (ClusterError, CommandFailed) as exc:
+        from .planning import Exit
+
         error(str(exc))
-        raise typer.Exit(1) from exc
+        raise Exit(1) from exc

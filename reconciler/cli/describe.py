@@ -6,6 +6,9 @@ run it reruns, or the reruns made of it), its normalised spec, its events in tim
 clusters that keep them: the control plane's ``GET /runs/{name}/events``), its workers grouped
 by state, and the last lines of each failed worker's log.
 
+Without typer: ``run_command`` takes ``flags.DescribeRunOptions`` and is run by the plain argv
+route or by typer's command made of them (``day2_commands``).
+
 Must not touch: the clusters' insides (the ``Cluster`` protocol, and ``events`` where a cluster
 has it), the clock (``day2.clock``).
 """
@@ -13,22 +16,18 @@ has it), the clock (``day2.clock``).
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
-
-from .day2 import ServerOpt, TokenOpt, failing, open_cluster
+from .day2 import failing, open_cluster
 from .output import echo
 
-__all__ = ["describe_app", "describe_lines"]
+if TYPE_CHECKING:
+    from .flags import DescribeRunOptions
 
-describe_app = typer.Typer(
-    name="describe",
-    help="Tell one run whole: status, source, spec, events, workers, failed workers' last lines.",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
-)
+__all__ = ["DESCRIBE_HELP", "describe_lines", "run_command"]
+
+#: ``astra describe``'s help.
+DESCRIBE_HELP = "Tell one run whole: status, source, spec, events, workers, failed workers' last lines."
 
 #: How many of a failed worker's last log lines describe shows.
 LOG_LINES = 10
@@ -38,12 +37,7 @@ LOGS_OF = 5
 EVENTS_SHOWN = 50
 
 
-@describe_app.command("run")
-def run(
-    name: Annotated[str, typer.Argument(help="The run.")],
-    server: ServerOpt = None,
-    token: TokenOpt = None,
-) -> None:
+def run_command(options: DescribeRunOptions) -> int:
     """Describe a run: status and reason, the source, file and revision that applied it, its
     normalised spec, its events in time order, its workers by state, and the last lines of the
     log of each failed worker.
@@ -55,9 +49,10 @@ def run(
     from . import day2
 
     with failing():
-        cluster = open_cluster(server, token)
-        for line in describe_lines(cluster, name, day2.clock()):
+        cluster = open_cluster(options.server, options.token)
+        for line in describe_lines(cluster, options.name, day2.clock()):
             echo(line)
+    return 0
 
 
 def _when(at: float | None) -> str:

@@ -18,8 +18,8 @@ from typing import Annotated, Any
 import typer
 
 from .day2 import failing
-from .listing import ListFormat, ListOutput, print_listing
-from .options import ServerOpt, TokenOpt
+from .listing import ListFormat, print_listing
+from .options import ListOutput, ServerOpt, TokenOpt
 from .output import echo, error
 
 __all__ = ["drive_app"]

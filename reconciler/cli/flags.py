@@ -1,8 +1,10 @@
-"""The options of ``validate``, ``plan``, ``apply`` and ``force-unlock``, declared once.
+"""The options of the commands with a plain argv route, declared once.
 
 Each command's options are one frozen dataclass (``ValidateOptions``, ``PlanOptions``,
-``ApplyOptions``, ``UnlockOptions``) whose fields carry their ``Flag`` (names, help, kind,
-default, choices, environment variable). From it are made, both:
+``ApplyOptions``, ``UnlockOptions``; the reads typed all day: ``GetRunsOptions``,
+``WorkersOptions``, ``DescribeRunOptions``, ``LogsOptions``, ``SourcesOptions``) whose fields
+carry their ``Flag`` (names, help, kind, default, choices, environment variable). From it are
+made, both:
 
 * typer's command (``typer_command``: its signature, built from the fields in their order, so
   ``--help`` lists them as declared), and
@@ -27,11 +29,16 @@ from typing import Any, Literal
 
 __all__ = [
     "ApplyOptions",
+    "DescribeRunOptions",
     "Flag",
+    "GetRunsOptions",
+    "LogsOptions",
     "PlanOptions",
+    "SourcesOptions",
     "UnlockOptions",
     "ValidateOptions",
     "WatchOptions",
+    "WorkersOptions",
     "parse",
     "typer_command",
 ]
@@ -48,13 +55,16 @@ class Flag:
     names: tuple[str, ...]
     help: str
     kind: Kind = "value"
-    #: typer's type, which its help shows (``TEXT``, ``PATH``, ``FLOAT``)
-    type: Literal["text", "path", "float"] = "text"
+    #: typer's type, which its help shows (``TEXT``, ``PATH``, ``FLOAT``, ``INTEGER``)
+    type: Literal["text", "path", "float", "int"] = "text"
     choices: tuple[str, ...] = ()
     env: str | None = None
     minimum: float | None = None
     metavar: str | None = None
     required: bool = False
+    #: false: the command checks the value itself, in typer's words (``logs --since``): given,
+    #: the command goes to typer
+    plain: bool = True
 
 
 def _opt(flag: Flag, default: Any = None) -> Any:
@@ -81,6 +91,10 @@ SERVER = Flag(
     env="ASTRA_SERVER",
 )
 TOKEN = Flag(("--token",), "The bearer token.", env="ASTRA_TOKEN")
+#: the seeds' commands' server (``astra astraeus …``, ``get workers``): an Astraeus API only
+API_SERVER = Flag(("--server",), "The Astraeus API (default: the local one).", env="ASTRA_SERVER")
+#: ``-o`` of every listing (``listing.print_listing``)
+LIST_OUTPUT = Flag(("--output", "-o"), "table, json or yaml.", choices=("table", "json", "yaml"))
 VERBOSE = Flag(("--verbose", "-v"), "Show unchanged runs (=) too.", "flag")
 GIT = Flag(("--git",), "A git repository's URL: its files as of the fetched commit (not with -f).")
 REF = Flag(("--ref",), "With --git: a branch or a tag (default: HEAD).")
@@ -296,6 +310,87 @@ class WatchOptions:
     age_identity: str | None = _opt(AGE_IDENTITY)
 
 
+# ---- the reads typed all day ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GetRunsOptions:
+    """``astra get runs``'s options."""
+
+    names: tuple[str, ...] = _opt(Flag((), "Only these runs (default: every run).", "args"))
+    output: str = _opt(
+        Flag(
+            ("--output", "-o"),
+            "table, wide (adds FILE REVISION), json or yaml.",
+            choices=("table", "wide", "json", "yaml"),
+        ),
+        "table",
+    )
+    selector: tuple[str, ...] = _opt(
+        Flag(("--selector", "-l"), "Only runs with these labels: key=value[,…].", "list")
+    )
+    states: tuple[str, ...] = _opt(Flag(("--state",), "Only runs in this state (repeatable).", "list"))
+    watch: bool = _opt(
+        Flag(("--watch", "-w"), "Look again every 2 s and print the table when it changes.", "flag")
+    )
+    server: str | None = _opt(SERVER)
+    token: str | None = _opt(TOKEN)
+
+
+@dataclass(frozen=True)
+class WorkersOptions:
+    """``astra get workers``' (and ``astra astraeus workers``') options."""
+
+    run: str = _opt(Flag((), "The run.", "arg", required=True), "")
+    output: str = _opt(LIST_OUTPUT, "table")
+    server: str | None = _opt(API_SERVER)
+    token: str | None = _opt(TOKEN)
+
+
+@dataclass(frozen=True)
+class DescribeRunOptions:
+    """``astra describe run``'s options."""
+
+    name: str = _opt(Flag((), "The run.", "arg", required=True), "")
+    server: str | None = _opt(SERVER)
+    token: str | None = _opt(TOKEN)
+
+
+@dataclass(frozen=True)
+class LogsOptions:
+    """``astra logs``' options."""
+
+    target: str = _opt(
+        Flag((), "A worker (sweep-17), or a run: its leader, or --all.", "arg", required=True), ""
+    )
+    follow: bool = _opt(Flag(("--follow", "-f"), "Keep printing new output until the worker ends.", "flag"))
+    attempt: int | None = _opt(
+        Flag(("--attempt",), "That attempt's output (1 the first; default: the latest).", type="int")
+    )
+    tail: int | None = _opt(Flag(("--tail",), "Only the last N lines.", type="int", minimum=0))
+    since: str | None = _opt(
+        Flag(
+            ("--since",),
+            "Only lines written this long ago or later (30s, 10m, 1h, 2d), or since an RFC 3339 "
+            "time (2024-05-01T12:00:00Z; without an offset: local time).",
+            plain=False,
+        )
+    )
+    every: bool = _opt(Flag(("--all",), "For a run: every worker, each line prefixed with its name.", "flag"))
+    server: str | None = _opt(SERVER)
+    token: str | None = _opt(TOKEN)
+
+
+@dataclass(frozen=True)
+class SourcesOptions:
+    """``astra status``' and ``astra source list``'s options."""
+
+    output: str = _opt(LIST_OUTPUT, "table")
+    state: str | None = _opt(STATE)
+    server: str | None = _opt(SERVER)
+    token: str | None = _opt(TOKEN)
+
+
 def flags_of(options: type) -> list[tuple[str, Flag]]:
     """Each field's name and ``Flag``, in the order declared."""
     return [(f.name, f.metadata["flag"]) for f in fields(options)]
@@ -309,8 +404,8 @@ def _value(flag: Flag, raw: Any) -> Any:
         return raw
     if flag.choices:
         return str(getattr(raw, "value", raw))
-    if flag.type == "float":
-        return float(raw)
+    if flag.type in ("float", "int"):
+        return {"float": float, "int": int}[flag.type](raw)
     return str(raw)
 
 
@@ -344,6 +439,8 @@ def parse(options: type, args: list[str]) -> Any:
         if name not in by_name:
             return None
         param, flag = by_name[name]
+        if not flag.plain:
+            return None
         if flag.kind == "flag":
             if eq or inline:
                 return None
@@ -372,9 +469,9 @@ def _plain_value(flag: Flag, value: str) -> bool:
     """Whether ``value`` is one typer would take as it is."""
     if flag.choices:
         return value in flag.choices
-    if flag.type == "float":
+    if flag.type in ("float", "int"):
         try:
-            number = float(value)
+            number = float(value) if flag.type == "float" else int(value)
         except ValueError:
             return False
         return flag.minimum is None or number >= flag.minimum
@@ -390,7 +487,7 @@ def annotated(flag: Flag, default: Any = None) -> Any:
     from pathlib import Path
     from typing import Annotated
 
-    base: Any = {"text": str, "path": Path, "float": float}[flag.type]
+    base: Any = {"text": str, "path": Path, "float": float, "int": int}[flag.type]
     if flag.choices:  # typer's choices are an Enum's values
         base = _choices(flag.choices)
         default = base(default)

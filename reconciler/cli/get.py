@@ -3,60 +3,38 @@
 ``get workers`` is ``astra astraeus workers`` itself (the seeds' table), registered under a
 second name: one command, not two copies.
 
+Without typer: the commands' bodies take their options (``flags.GetRunsOptions``,
+``flags.WorkersOptions``) and are run by the plain argv route (``cli/__init__.py``) or by
+typer's commands made of the same options (``day2_commands``, ``astraeus``).
+
 Must not touch: the rows' content (``runviews``), the clusters' insides.
 """
 
 from __future__ import annotations
 
-from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
-
-from .astraeus import workers as astraeus_workers
-from .day2 import ServerOpt, TokenOpt, failing, open_cluster
+from .day2 import failing, open_cluster
 from .output import echo
 
-__all__ = ["get_app", "render_runs", "select_runs"]
+if TYPE_CHECKING:
+    from .flags import GetRunsOptions, WorkersOptions
 
-get_app = typer.Typer(
-    name="get",
-    help="List runs, or a run's workers.",
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,
+__all__ = ["render_runs", "runs_command", "select_runs", "worker_table", "workers_command"]
+
+#: ``astra get``'s help.
+GET_HELP = "List runs, or a run's workers."
+#: ``astra get workers``' help (``astra astraeus workers``' is ``workers_command``'s docstring).
+GET_WORKERS_HELP = (
+    "A run's workers: WORKER RANK STATE MACHINE REASON, and how many run "
+    "(the same command as 'astra astraeus workers')."
 )
-
-
-class RunsFormat(StrEnum):
-    table = "table"
-    wide = "wide"
-    json = "json"
-    yaml = "yaml"
-
 
 #: How long ``--watch`` waits between two looks at the cluster.
 WATCH_EVERY = 2.0
 
 
-@get_app.command("runs")
-def runs(
-    names: Annotated[list[str] | None, typer.Argument(help="Only these runs (default: every run).")] = None,
-    output: Annotated[
-        RunsFormat, typer.Option("--output", "-o", help="table, wide (adds FILE REVISION), json or yaml.")
-    ] = RunsFormat.table,
-    selector: Annotated[
-        list[str] | None, typer.Option("--selector", "-l", help="Only runs with these labels: key=value[,…].")
-    ] = None,
-    states: Annotated[
-        list[str] | None, typer.Option("--state", help="Only runs in this state (repeatable).")
-    ] = None,
-    watch: Annotated[
-        bool, typer.Option("--watch", "-w", help="Look again every 2 s and print the table when it changes.")
-    ] = False,
-    server: ServerOpt = None,
-    token: TokenOpt = None,
-) -> None:
+def runs_command(options: GetRunsOptions) -> int:
     """List runs: NAME STATE REASON WORKERS GPUS AGE SOURCE.
 
     WORKERS is the readout "Workers 8 running of 100" in short (8/100); SOURCE is the source
@@ -74,29 +52,33 @@ def runs(
     from .listing import print_listing
     from .runviews import parse_selector, run_record
 
+    names, output, states = list(options.names), options.output, list(options.states)
     with failing():
-        wanted = parse_selector(selector or [])
-        cluster = open_cluster(server, token)
+        wanted = parse_selector(list(options.selector))
+        cluster = open_cluster(options.server, options.token)
         shown: list[dict[str, Any]] | None = None
         while True:
-            chosen = select_runs(cluster, names or [], wanted, states or [])
-            seen = [run_record(r) for r in chosen]
-            if seen != shown:  # a change of the runs, not of their ages
+            chosen = select_runs(cluster, names, wanted, states)
+            # the records: what -o json|yaml prints, and what --watch compares (a table printed
+            # once needs none: 10,000 runs' records cost a third of its time)
+            listed = options.watch or output in ("json", "yaml")
+            seen = [run_record(r) for r in chosen] if listed else None
+            if shown is None or seen != shown:  # a change of the runs, not of their ages
                 if shown is not None:
                     echo()
-                if output.value in ("json", "yaml"):
-                    print_listing(seen, output.value)
+                if output in ("json", "yaml"):
+                    print_listing(seen or [], output)
                 else:
                     filtered = bool(wanted or states)
-                    for line in render_runs(chosen, output.value, day2.clock(), cluster.address, filtered):
+                    for line in render_runs(chosen, output, day2.clock(), cluster.address, filtered):
                         echo(line)
                 shown = seen
-            if not watch:
-                return
+            if not options.watch:
+                return 0
             try:
                 day2.sleep(WATCH_EVERY)
             except KeyboardInterrupt:
-                return
+                return 0
 
 
 def select_runs(cluster: Any, names: list[str], selector: dict[str, str], states: list[str]) -> list[Any]:
@@ -111,6 +93,8 @@ def select_runs(cluster: Any, names: list[str], selector: dict[str, str], states
         listed = [r for r in found if r is not None]
     else:
         listed = sorted(cluster.list_runs(), key=lambda r: r.name)
+    if not selector and not states:
+        return listed
     return [r for r in listed if matches(r, selector, states)]
 
 
@@ -134,8 +118,44 @@ def render_runs(chosen: list[Any], output: str, now: float, address: str, filter
     ]
 
 
-get_app.command(
-    "workers",
-    help="A run's workers: WORKER RANK STATE MACHINE REASON, and how many run "
-    "(the same command as 'astra astraeus workers').",
-)(astraeus_workers)
+def workers_command(options: WorkersOptions) -> int:
+    """List a run's workers: WORKER RANK STATE MACHINE REASON, and how many run.
+
+    Works on any cluster: the local control plane, an Astraeus API (--server http://…) or a
+    Slurm cluster (--server slurm://).
+    """
+    from dataclasses import fields
+
+    from ..runspec import messages as msg
+    from .connect import connect
+    from .listing import print_listing
+
+    with failing():
+        found = connect(options.server, options.token, start=False).workers(options.run)
+    # each worker's fields, as dataclasses.asdict gives them (they are scalars: no deep copy,
+    # which cost 10,000 workers a tenth of the command)
+    names = [f.name for f in fields(found[0])] if found else []
+    items = [{name: getattr(w, name) for name in names} for w in found]
+    if options.output != "table":
+        print_listing(items, options.output)
+        return 0
+    for line in worker_table(items):
+        echo(line)
+    running = sum(1 for w in found if w.state == "Running")
+    echo(msg.WORKERS_READOUT.format(running=running, total=len(found)))
+    return 0
+
+
+def worker_table(items: list[dict]) -> list[str]:
+    """The seeds' table: columns at least as wide as theirs, wider for long values."""
+    rows = [
+        (w["name"], str(w["rank"]), w["state"], w.get("machine") or "-", w.get("reason") or "") for w in items
+    ]
+    widths = [30, 7, 12, 22]
+    for row in rows:
+        for i in range(4):
+            widths[i] = max(widths[i], len(row[i]) + 2)
+    out = []
+    for row in [("WORKER", "RANK", "STATE", "MACHINE", "REASON"), *rows]:
+        out.append("".join(v.ljust(widths[i]) for i, v in enumerate(row[:4])) + row[4])
+    return out

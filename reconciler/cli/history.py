@@ -17,8 +17,8 @@ from typing import Annotated, Any
 
 import typer
 
-from .listing import ListFormat, ListOutput, print_listing
-from .options import ServerOpt, TokenOpt
+from .listing import ListFormat, print_listing
+from .options import ListOutput, ServerOpt, TokenOpt
 from .output import echo
 from .plan import Files, GitPath, GitRef, GitTokenFile, GitUrl, StateUrl
 from .planning import Exit, Git, failures, require_files, setup

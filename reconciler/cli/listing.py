@@ -1,24 +1,20 @@
-"""Listings for the CLI: the ``-o table|json|yaml`` option every listing takes, and how a
-listing is printed for machines (tables are each command's own)."""
+"""Listings for the CLI: the formats of the ``-o table|json|yaml`` option every listing takes
+(its typer form is ``options.ListOutput``; this module imports no typer), and how a listing is
+printed for machines (tables are each command's own)."""
 
 from __future__ import annotations
 
 import sys
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Any
 
-import typer
-
-__all__ = ["ListFormat", "ListOutput", "print_listing"]
+__all__ = ["ListFormat", "print_listing"]
 
 
 class ListFormat(StrEnum):
     table = "table"
     json = "json"
     yaml = "yaml"
-
-
-ListOutput = Annotated[ListFormat, typer.Option("--output", "-o", help="table, json or yaml.")]
 
 
 def print_listing(value: Any, output: ListFormat | str) -> None:

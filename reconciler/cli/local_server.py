@@ -45,10 +45,23 @@ class NoServer(ServerError):
 
 
 def _healthy(url: str) -> bool:
+    """Whether the server at ``url`` answers ``/healthz``: a plain GET on a socket
+    (``reconciler.plainhttp``: a command that only reads imports no httpx), through httpx when
+    the URL is not plain (a proxy in the environment, say)."""
+    from .. import plainhttp
+
+    health = url.rstrip("/") + "/healthz"
+    if plainhttp.plain(health):
+        try:
+            answer = plainhttp.get(health, {}, 2.0)
+        except OSError:  # refused, or no answer in time (TimeoutError is one)
+            return False
+        if answer is not None:
+            return answer.status_code == 200
     import httpx
 
     try:
-        return httpx.get(url.rstrip("/") + "/healthz", timeout=2.0).status_code == 200
+        return httpx.get(health, timeout=2.0).status_code == 200
     except httpx.HTTPError:
         return False
 

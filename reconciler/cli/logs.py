@@ -10,6 +10,9 @@ each line was written (the control plane does, to within about a second; ``--tai
 after it, and ``-f`` follows from it); Slurm's output files keep no times, and it says so in one
 line. On Slurm the output comes from the jobs' output files (``SlurmCluster.logs``).
 
+Without typer: ``logs_command`` takes ``flags.LogsOptions`` and is run by the plain argv route
+or by typer's command made of them (``day2_commands``).
+
 Must not touch: the clusters' insides (``Cluster.logs``, and ``worker_logs`` where a cluster
 reads attempts and times), the clock (``day2.clock``, ``day2.sleep``).
 """
@@ -18,14 +21,15 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
-
-from .day2 import ServerOpt, TokenOpt, failing, open_cluster
+from .day2 import failing, open_cluster
 from .output import echo
 
-__all__ = ["FOLLOW_EVERY", "logs", "read_log"]
+if TYPE_CHECKING:
+    from .flags import LogsOptions
+
+__all__ = ["FOLLOW_EVERY", "logs_command", "read_log"]
 
 #: How long ``-f`` waits between two reads.
 FOLLOW_EVERY = 1.0
@@ -33,30 +37,7 @@ FOLLOW_EVERY = 1.0
 _ENDED = frozenset({"Completed", "Failed", "Stopped", "Down"})
 
 
-def logs(
-    target: Annotated[str, typer.Argument(help="A worker (sweep-17), or a run: its leader, or --all.")],
-    follow: Annotated[
-        bool, typer.Option("--follow", "-f", help="Keep printing new output until the worker ends.")
-    ] = False,
-    attempt: Annotated[
-        int | None,
-        typer.Option("--attempt", help="That attempt's output (1 the first; default: the latest)."),
-    ] = None,
-    tail: Annotated[int | None, typer.Option("--tail", min=0, help="Only the last N lines.")] = None,
-    since: Annotated[
-        str | None,
-        typer.Option(
-            "--since",
-            help="Only lines written this long ago or later (30s, 10m, 1h, 2d), or since an RFC 3339 "
-            "time (2024-05-01T12:00:00Z; without an offset: local time).",
-        ),
-    ] = None,
-    every: Annotated[
-        bool, typer.Option("--all", help="For a run: every worker, each line prefixed with its name.")
-    ] = False,
-    server: ServerOpt = None,
-    token: TokenOpt = None,
-) -> None:
+def logs_command(options: LogsOptions) -> int:
     """Print a worker's output, or a run's (its leader's; --all: every worker's).
 
     Examples:
@@ -67,9 +48,16 @@ def logs(
 
         astra logs sweep --all
     """
-    start = None if since is None else since_time(since)
+    target, follow, attempt, tail, every = (
+        options.target,
+        options.follow,
+        options.attempt,
+        options.tail,
+        options.every,
+    )
+    start = None if options.since is None else since_time(options.since)
     with failing():
-        cluster = open_cluster(server, token)
+        cluster = open_cluster(options.server, options.token)
         if start is not None and not callable(getattr(cluster, "worker_logs", None)):
             raise _no_times(cluster)  # before any look-up: Slurm's output files keep no times
         run, workers = _targets(cluster, target, every)
@@ -86,6 +74,7 @@ def logs(
             _print(shown, w if prefix else None)
         if following:
             _follow(cluster, run, workers, texts, partial if prefix else None, start)
+    return 0
 
 
 def since_time(text: str) -> float:
@@ -101,6 +90,8 @@ def since_time(text: str) -> float:
     try:
         return datetime.fromisoformat(text).timestamp()
     except ValueError:
+        import typer  # a bad --since comes by typer's route (``flags.LogsOptions``)
+
         raise typer.BadParameter(
             f"{text!r} is neither a duration (30s, 10m, 1h, 2d) nor an RFC 3339 time (2024-05-01T12:00:00Z)",
             param_hint="'--since'",
@@ -137,7 +128,7 @@ def _no_times(cluster: Any) -> Exception:
 
 def _say_masking(cluster: Any, run: str) -> None:
     """On standard error (the output stays the worker's): that the run's secrets are masked."""
-    from ..runspec.secrets import masking_note, secrets_of_document
+    from ..runspec.secretnames import masking_note, secrets_of_document
 
     live = cluster.get_run(run)
     names = secrets_of_document(live.document) if live is not None else []
@@ -159,7 +150,9 @@ def _targets(cluster: Any, target: str, every: bool) -> tuple[str, list[str]]:
         return target, [w.name for w in (workers if every else workers[:1])]
     if every:
         raise CommandFailed(f"--all takes a run, and there is no run {target} on {cluster.address}")
-    names = sorted((r.name for r in cluster.list_runs()), key=len, reverse=True)
+    from ..clusters.base import summaries  # the runs' names: the light listing, no documents
+
+    names = sorted((r.name for r in summaries(cluster)), key=len, reverse=True)
     run = next((n for n in names if target.startswith(f"{n}-")), None)
     if run is None or target not in {w.name for w in cluster.workers(run)}:
         raise CommandFailed(f"no run or worker {target} on {cluster.address}")

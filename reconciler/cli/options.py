@@ -3,8 +3,10 @@
 ``ServerOpt``: any cluster astra drives (an Astraeus API over http(s), ``slurm://``, or the local
 one: also ``astra drive``'s); ``ApiServerOpt``: an Astraeus API only (the seeds' CLI, the
 console, ``server env``, the seeds' ``sbatch``), whose help says so; ``TokenOpt``: the API's
-bearer token. Each reads its environment variable (CONTRACT §6: ``ASTRA_SERVER``, ``ASTRA_TOKEN``).
-The first and the last are declared once, in ``reconciler.cli.flags`` (``SERVER``, ``TOKEN``).
+bearer token; ``ListOutput``: ``-o table|json|yaml`` of every listing (``listing``). The
+cluster's options read their environment variable (CONTRACT §6: ``ASTRA_SERVER``,
+``ASTRA_TOKEN``). Each is declared once, in ``reconciler.cli.flags`` (``SERVER``, ``API_SERVER``,
+``TOKEN``, ``LIST_OUTPUT``).
 
 Must not touch: connecting (``connect``), what a command does with them.
 """
@@ -13,15 +15,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import typer
+from .flags import API_SERVER, LIST_OUTPUT, SERVER, TOKEN, typer_info
+from .listing import ListFormat
 
-from .flags import SERVER, TOKEN, typer_info
-
-__all__ = ["ApiServerOpt", "ServerOpt", "TokenOpt"]
+__all__ = ["ApiServerOpt", "ListOutput", "ServerOpt", "TokenOpt"]
 
 ServerOpt = Annotated[str | None, typer_info(SERVER)]
-ApiServerOpt = Annotated[
-    str | None,
-    typer.Option("--server", envvar=SERVER.env, help="The Astraeus API (default: the local one)."),
-]
+ApiServerOpt = Annotated[str | None, typer_info(API_SERVER)]
 TokenOpt = Annotated[str | None, typer_info(TOKEN)]
+ListOutput = Annotated[ListFormat, typer_info(LIST_OUTPUT)]

@@ -37,6 +37,7 @@ __all__ = [
     "setup",
     "shown_plan",
     "source_setup",
+    "sources_store",
     "with_outlook",
 ]
 
@@ -132,21 +133,14 @@ def setup(
     cluster at all, and ``cluster`` is ``None`` when none runs)."""
     import os
 
-    from ..clusters.base import ClusterError
     from ..reconcile import Source, retrying
     from ..state import default_source_name, open_store
-    from .connect import connect
 
     missing = [p for p in paths if not os.path.exists(p)]
     if missing and (git is None or git.url is None):  # said first: a typo leaves no source behind
         error(f"{', '.join(missing)}: no such file or folder")
         raise Exit(1)
-    try:
-        cluster = connect(server, token) if start else connect(server, token, start=False)
-    except ClusterError:
-        if start or not state:
-            raise
-        cluster = None  # the state is kept elsewhere (--state): reading it needs no cluster
+    cluster = _cluster_of(server, token, start, state)
     checkout = checkout_of(paths, git)
     if git is not None and git.url is not None:
         name = source or git.default_name()
@@ -164,6 +158,29 @@ def setup(
         replace=tuple(replace),
     )
     return Setup(src, None if cluster is None else retrying(cluster), open_store(state, cluster))
+
+
+def _cluster_of(server: str | None, token: str | None, start: bool, state: str | None) -> Any:
+    """The cluster the options name; ``None`` when none runs, the command only reads
+    (``start=False``) and the state is kept elsewhere (``--state``): reading it needs no cluster."""
+    from ..clusters.base import ClusterError
+    from .connect import connect
+
+    try:
+        return connect(server, token) if start else connect(server, token, start=False)
+    except ClusterError:
+        if start or not state:
+            raise
+        return None
+
+
+def sources_store(state: str | None, server: str | None, token: str | None) -> Any:
+    """The sources' store the options name, for a command that only reads it (``astra status``,
+    ``astra source list``): ``setup``'s store, without a source or the reconciler (``reconcile``
+    costs such a command a third of its start-up); the local server is never started."""
+    from ..state import open_store
+
+    return open_store(state, _cluster_of(server, token, False, state))
 
 
 def plan_files(paths: list[str], options: Any) -> tuple[Setup, Any]:

@@ -19,7 +19,8 @@ from typing import Annotated, Any
 
 import typer
 
-from .day2 import ServerOpt, TokenOpt, failing, open_cluster
+from .day2 import failing, open_cluster
+from .options import ServerOpt, TokenOpt
 from .output import echo
 
 __all__ = ["rerun"]

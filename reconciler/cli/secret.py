@@ -14,8 +14,8 @@ from typing import Annotated
 
 import typer
 
-from .listing import ListFormat, ListOutput, print_listing
-from .options import ServerOpt, TokenOpt
+from .listing import ListFormat, print_listing
+from .options import ListOutput, ServerOpt, TokenOpt
 from .output import echo, error
 
 __all__ = ["secret_app"]

@@ -13,11 +13,12 @@ from typing import Annotated
 
 import typer
 
-from .listing import ListFormat, ListOutput, print_listing
+from . import flags
 from .options import ServerOpt, TokenOpt
 from .output import echo
 from .plan import SourceName, StateUrl
 from .planning import failures, setup
+from .sources import list_command
 
 __all__ = ["source_app"]
 
@@ -30,52 +31,9 @@ source_app = typer.Typer(
 )
 
 
-@source_app.command("list")
-def list_sources(
-    output: ListOutput = ListFormat.table,
-    state: StateUrl = None,
-    server: ServerOpt = None,
-    token: TokenOpt = None,
-) -> None:
-    """List the sources: NAME RUNS STATE LOCK LAST-APPLY. Never starts the local server."""
-    with failures():
-        s = setup(["."], source="-", state=state, server=server, token=token, start=False)
-        sources = s.store.sources()
-    rows = [
-        {
-            "name": src.name,
-            "runs": sorted(src.inventory),
-            "state": _state_of(src.status),
-            "lock": None if src.lock is None else src.lock.to_json(),
-            "last_apply": None if not src.history else src.history[-1].to_json(),
-        }
-        for src in sources
-    ]
-    if output is not ListFormat.table:
-        print_listing(rows, output)
-        return
-    if not rows:
-        echo(f"no sources in {s.store.address}")
-        return
-    from ..plan import duration_words
-
-    now = time.time()
-    table = [["NAME", "RUNS", "STATE", "LOCK", "LAST APPLY"]]
-    for r in rows:
-        last = r["last_apply"]
-        when = f"{duration_words(now - last['when'])} ago ({last['result']})" if last else "-"
-        lock = "-" if r["lock"] is None else f"{r['lock']['id']} ({r['lock']['owner']})"
-        table.append([r["name"], str(len(r["runs"])), r["state"] or "-", lock, when])
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    for row in table:
-        echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-
-
-def _state_of(status: dict) -> str | None:
-    """The state shown: ``Suspended`` while the source is suspended, else its status's."""
-    from ..state.suspension import suspension_of
-
-    return "Suspended" if suspension_of(status) is not None else status.get("state")
+source_app.command("list")(
+    flags.typer_command(flags.SourcesOptions, list_command, "list_sources", list_command.__doc__ or "")
+)
 
 
 @source_app.command("delete")

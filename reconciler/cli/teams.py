@@ -20,8 +20,8 @@ from urllib.parse import quote
 import typer
 
 from .listing import ListFormat as Format
-from .listing import ListOutput as Output
 from .listing import print_listing
+from .options import ListOutput as Output
 from .options import ServerOpt, TokenOpt
 from .output import echo, error
 from .planning import Exit

@@ -12,7 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
-from .listing import ListFormat, ListOutput, print_listing
+from .listing import ListFormat, print_listing
+from .options import ListOutput
 from .output import echo, error
 
 __all__ = ["template_app"]

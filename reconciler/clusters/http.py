@@ -5,7 +5,8 @@ Any control plane that speaks the contract will do: ``astra server``, or a works
 without ``/api`` in its path gets ``/api`` (the default org, workspace and cluster). Every call
 carries ``Authorization: Bearer TOKEN`` when a token is given.
 
-Answers map to the protocol's exceptions, always ``raise … from`` the httpx error:
+Answers map to the protocol's exceptions, ``raise … from`` the httpx error when there is one (a
+plain GET's answer, ``plain_gets``, has none):
 
 =====================================  =======================================================
 answer                                 exception
@@ -141,34 +142,37 @@ class HttpCluster:
                 raise Unreachable(f"{self.address} cannot be reached: {exc or type(exc).__name__}") from exc
         if response.is_success or response.status_code == 304:  # 304: the If-None-Match still holds
             return response
-        detail = detail_of(response)
-        status = response.status_code
+        refused = self._refusal(response)
+        if answered is not None:  # a plain answer (no httpx error to chain)
+            raise refused
         try:
             response.raise_for_status()
         except httpx.HTTPStatusError as exc:
-            if status in _TRANSIENT:
-                raise Unreachable(f"{self.address} answered {status}: {detail}") from exc
-            if status == 404:
-                raise NotFound(detail) from exc
-            if status == 409:
-                raise Conflict(detail) from exc
-            if status == 422:
-                raise Rejected(f"the cluster refused the run: {detail}", errors_of(response)) from exc
-            if status in (401, 403):
-                hint = (
-                    "give --token or ASTRA_TOKEN"
-                    if status == 401
-                    else "this token may not use this workspace"
-                )
-                raise ClusterError(f"{self.address} answered {status} ({detail}): {hint}") from exc
-            raise ClusterError(f"{self.address} answered {status}: {detail}") from exc
+            raise refused from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _refusal(self, response: Any) -> ClusterError:
+        """The protocol's exception for a non-2xx answer (see the module docstring's table)."""
+        detail = detail_of(response)
+        status = response.status_code
+        if status in _TRANSIENT:
+            return Unreachable(f"{self.address} answered {status}: {detail}")
+        if status == 404:
+            return NotFound(detail)
+        if status == 409:
+            return Conflict(detail)
+        if status == 422:
+            return Rejected(f"the cluster refused the run: {detail}", errors_of(response))
+        if status in (401, 403):
+            hint = "give --token or ASTRA_TOKEN" if status == 401 else "this token may not use this workspace"
+            return ClusterError(f"{self.address} answered {status} ({detail}): {hint}")
+        return ClusterError(f"{self.address} answered {status}: {detail}")
+
     def _plain_get(self, path: str, params: Any = None, **rest: Any) -> Any:
-        """``GET path`` on a socket (``plain_gets``): its answer when it succeeded; else ``None``
-        (not made: a client is, a transport or other options are given, or the URL is not plain;
-        or it failed), and the call is made through httpx. A server that does not answer in time
-        is ``Unreachable`` at once, as httpx says it."""
+        """``GET path`` on a socket (``plain_gets``): its answer, whatever its status, when it was
+        read whole; else ``None`` (not made: a client is, a transport or other options are given,
+        or the URL is not plain; or it could not be read), and the call is made through httpx. A
+        server that does not answer in time is ``Unreachable`` at once, as httpx says it."""
         if rest or self._transport is not None or "client" in self.__dict__:
             return None
         from urllib.parse import urlencode
@@ -187,7 +191,7 @@ class HttpCluster:
             raise Unreachable(f"{self.address} cannot be reached: {exc or 'timed out'}") from exc
         except OSError:
             return None
-        return answer if answer is not None and answer.is_success else None
+        return answer
 
     def _json(self, response: httpx.Response) -> Any:
         try:

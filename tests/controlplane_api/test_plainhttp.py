@@ -60,10 +60,27 @@ def test_plain_reads_answer_what_httpx_answers_without_importing_it(live, monkey
     assert [r.name for r in listed] == ["r0", "r1", "r2"] and sorted(inventory) == ["r0", "r1", "r2"]
 
 
-def test_a_plain_read_that_fails_is_asked_again_through_httpx(live):
-    with pytest.raises(ClusterError, match="401") as refused:
-        HttpCluster(live.url, "not-the-token", plain_gets=True).list_run_summaries()
-    assert "give --token or ASTRA_TOKEN" in str(refused.value)
+def _no_httpx():
+    raise AssertionError("httpx was asked")
+
+
+def test_a_refusal_read_plainly_says_what_httpx_says(live, monkeypatch):
+    said = {}
+    for plain_gets in (False, True):
+        with monkeypatch.context() as plain_only:
+            if plain_gets:  # a refusal is an answer too: no httpx to say it
+                plain_only.setattr(http, "_httpx", _no_httpx)
+            with pytest.raises(ClusterError) as refused:
+                HttpCluster(live.url, "not-the-token", plain_gets=plain_gets).list_run_summaries()
+            with pytest.raises(ClusterError) as missing:
+                HttpCluster(live.url, TOKEN, plain_gets=plain_gets).workers("nosuch")
+        said[plain_gets] = [(type(e.value), str(e.value)) for e in (refused, missing)]
+    assert said[True] == said[False]
+    (_, words), (kind, _) = said[True]
+    assert "401" in words and "give --token or ASTRA_TOKEN" in words and kind.__name__ == "NotFound"
+
+
+def test_a_server_that_cannot_be_reached_plainly_is_asked_through_httpx():
     with pytest.raises(Unreachable, match="cannot be reached"):
         HttpCluster(f"http://127.0.0.1:{free_port()}", TOKEN, timeout=2, plain_gets=True).list_run_summaries()
 

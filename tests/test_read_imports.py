@@ -1,0 +1,61 @@
+"""The reads typed all day import only what they use: no typer, pydantic or httpx (each a tenth
+of a second or more of a command's start-up; issue 33), checked with ``python -X importtime`` on
+a real process against a server on loopback that answers every listing with nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("typer", "pydantic", "httpx", "rich")
+#: astra's own settings, and proxies (a proxy sends the reads through httpx, as it must)
+UNSET = ("ASTRA_", "HTTP", "http", "ALL_", "all_")
+
+
+class _Empty(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = json.dumps({"items": []}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def server():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Empty)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("get", "runs"), ("get", "workers", "r"), ("status",), ("source", "list")],
+    ids=" ".join,
+)
+def test_a_read_imports_no_typer_pydantic_or_httpx(server, tmp_path, argv):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(UNSET)}
+    env |= {"ASTRA_HOME": str(tmp_path), "ASTRA_SERVER": server, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "reconciler.cli", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert not sorted(m for m in imported if m.split(".")[0] in HEAVY)
