@@ -1,6 +1,7 @@
 """``python -m bench [--n 10000] [--only validate] [--big]``: validate against its floors, a
 multi-document file against separate files, control plane, plan and watch, the first apply
-(and one killed and resumed), and the control plane holding workers; then one summary of issue
+(and one killed and resumed), the control plane holding workers, and the server under a team's
+open-loop load (``--only server-load [--rate R] [--seconds S]``); then one summary of issue
 19's targets with each verdict and the growth of each figure (``bench.summary``).
 
 Sizes: the figures of issue 19's table are measured on a ladder of sizes, ``--n`` / 10 and
@@ -53,7 +54,10 @@ PARTS = (
     "metrics",
     "git",
     "slurm",
+    "server-load",
 )
+#: the parts that make their own server and state: ``--only`` them alone generates no specs
+SELF_SEEDED = {"server-load"}
 
 
 def _terminated(signum: int, _frame: object) -> None:
@@ -85,6 +89,8 @@ def main() -> int:
         # astra's bytecode, as pip writes it for an installed package: an editable install under
         # PYTHONDONTWRITEBYTECODE (set on these machines) would compile every module in every run
         compileall.compile_dir(ROOT / "reconciler", quiet=1)
+        if only <= SELF_SEEDED:  # these parts make their own state: no specs to generate
+            return _self_seeded(report, only, args)
         files = _prepare(folder, args.n, args.seed)
         report["bytes"] = sum(f.stat().st_size for f in files)
         print(_header(report, files))
@@ -150,6 +156,11 @@ def main() -> int:
             report["git"] = git.main(args.n)
             for key, value in report["git"].items():
                 print(f"  {key}: {value:.3f}" if isinstance(value, float) else f"  {key}: {value}")
+        if "server-load" in only:
+            from . import server_load
+
+            print("\nthe server under a team's load (issue 33): an open-loop mix")
+            report["server_load"] = server_load.main(args.rate, args.seconds, search=not args.no_search)
         if "slurm" in only and args.only:  # the local Slurm cluster is needed: asked for by name
             from . import slurm
 
@@ -164,6 +175,21 @@ def main() -> int:
         if not args.keep and not args.dir:
             shutil.rmtree(folder, ignore_errors=True)
         shutil.rmtree(others, ignore_errors=True)
+    return 0
+
+
+def _self_seeded(report: dict, only: set[str], args: argparse.Namespace) -> int:
+    """The parts that need no generated specs (``SELF_SEEDED``), alone: their figures written
+    to ``out/server-load.json`` (the specs' report is left as it was)."""
+    from . import server_load
+
+    print(f"astra bench, {report['date']}: Python {report['python']}, {report['machine']}")
+    print("\nthe server under a team's load (issue 33): an open-loop mix")
+    report["server_load"] = server_load.main(args.rate, args.seconds, search=not args.no_search)
+    out = OUT.with_name("server-load.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"\nwritten: {out.relative_to(ROOT)}")
     return 0
 
 
@@ -193,6 +219,15 @@ def _arguments() -> argparse.Namespace:
     )
     parser.add_argument(
         "--big-n", type=int, default=100_000, help="the big size, with --big (default 100000; smaller to try)"
+    )
+    parser.add_argument(
+        "--rate", type=float, default=200.0, help="server-load: requests a second offered (default 200)"
+    )
+    parser.add_argument(
+        "--seconds", type=float, default=60.0, help="server-load: seconds of load at --rate (default 60)"
+    )
+    parser.add_argument(
+        "--no-search", action="store_true", help="server-load: skip the step search for the highest rate held"
     )
     parser.add_argument("--seed", type=int, default=20261129)
     parser.add_argument("--dir", help="generate into this folder (kept) instead of a temporary one")
