@@ -261,11 +261,25 @@ def _serve(
     try:
         remember_port(home, sock.getsockname()[1])
         clusters = {DEFAULT: machines, **(others or {})}
-        asyncio.run(
-            _main(sock, home, db, clusters, token, audit_keep, work_root=work_root, secrets_key=secrets_key)
+        main = _main(
+            sock, home, db, clusters, token, audit_keep, work_root=work_root, secrets_key=secrets_key
         )
+        with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+            runner.run(main)
     finally:
         sock.close()
+
+
+def _loop_factory() -> Any:
+    """uvloop's event loop where it is installed (a dependency of astra on Linux and macOS), else
+    asyncio's own (``None``). With it, and with httptools (uvicorn's HTTP parser, which uvicorn
+    takes when it is installed), a request costs the server less of its one core: measured in
+    ``bench.server_load`` (docs/performance.md)."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 def _listen(host: str, port: int, any_port_if_busy: bool) -> socket.socket:
