@@ -19,8 +19,10 @@ they fill the listings, no process) and ``LOG_RUNS`` running workers that each w
   p50, p99 and max, by kind too; errors (any other status than the route's success, or no
   answer); the tick p95 under the load against idle; the server's CPU per request (its
   ``/proc`` times) and the load average;
-* **step search** (``search``): the highest offered rate whose p99 stays under 1 s, found by
-  steps of ``STEP_SECONDS`` from ``rate`` up (×1.5 while held), then halving the gap twice.
+* **step search** (``search``): the highest offered rate whose p99 stays under 1 s with no
+  error, found by steps of ``STEP_SECONDS`` from ``rate`` up (×1.5 while held) or down (÷2
+  until held), then halving the gap twice. Each step meets the server as the last one left it
+  (the runs it made, the workers it still starts).
 
 The generator runs in this process on the same cores as the server (raw asyncio streams, the
 cheapest client here: ``bench.loadgen``). The server is always stopped. Nothing here is a test.
@@ -226,7 +228,9 @@ def _idle(url: str) -> dict[str, Any]:
 
 
 def _search(url: str, pid: int, workers: list[str], start: float) -> dict[str, Any]:
-    """The highest rate held (p99 under ``SEARCH_P99_MS``): up by ×1.5 while held, then two halvings."""
+    """The highest rate held (p99 under ``SEARCH_P99_MS``, no errors): from ``start`` up by
+    ×1.5 while held, or down by half until held (to ``start`` / 16 at least), then two halvings
+    of the gap."""
     steps = []
 
     def held(rate: float) -> bool:
@@ -236,9 +240,17 @@ def _search(url: str, pid: int, workers: list[str], start: float) -> dict[str, A
         return got["p99_ms"] < SEARCH_P99_MS and got["errors"] == 0
 
     low, high = 0.0, start
-    while held(high) and high < 5000:
-        low, high = high, high * 1.5
-    for _ in range(2):
+    if held(start):
+        low, high = start, start * 1.5
+        while high < 5000 and held(high):
+            low, high = high, high * 1.5
+    else:
+        while high > start / 16:
+            if held(high / 2):
+                low = high / 2
+                break
+            high /= 2
+    for _ in range(2 if low else 0):
         mid = (low + high) / 2
         if held(mid):
             low = mid
