@@ -1,6 +1,7 @@
 """``python -m bench [--n 10000] [--only validate] [--big]``: validate against its floors, a
 multi-document file against separate files, control plane, plan and watch, the first apply
-(and one killed and resumed), and the control plane holding workers; then one summary of issue
+(and one killed and resumed), the control plane holding workers, and the server under a team's
+open-loop load (``--only server-load [--rate R] [--seconds S]``); then one summary of issue
 19's targets with each verdict and the growth of each figure (``bench.summary``). ``--only
 commands [--size N]``: the commands typed all day against a server of N runs (``bench.commands``).
 
@@ -56,7 +57,10 @@ PARTS = (
     "git",
     "slurm",
     "commands",
+    "server-load",
 )
+#: the parts that make their own server and state: ``--only`` them alone generates no specs
+SELF_SEEDED = {"server-load"}
 
 
 def _terminated(signum: int, _frame: object) -> None:
@@ -90,6 +94,8 @@ def main() -> int:
         compileall.compile_dir(ROOT / "reconciler", quiet=1)
         if only == {"commands"}:  # a server of its own: no generated specs
             return _commands_only(report, astra, args)
+        if only <= SELF_SEEDED:  # these parts make their own state: no specs to generate
+            return _self_seeded(report, only, args)
         files = _prepare(folder, args.n, args.seed)
         report["bytes"] = sum(f.stat().st_size for f in files)
         print(_header(report, files))
@@ -160,6 +166,11 @@ def main() -> int:
             report["git"] = git.main(args.n)
             for key, value in report["git"].items():
                 print(f"  {key}: {value:.3f}" if isinstance(value, float) else f"  {key}: {value}")
+        if "server-load" in only:
+            from . import server_load
+
+            print("\nthe server under a team's load (issue 33): an open-loop mix")
+            report["server_load"] = server_load.main(args.rate, args.seconds, search=not args.no_search)
         if "slurm" in only and args.only:  # the local Slurm cluster is needed: asked for by name
             from . import slurm
 
@@ -189,7 +200,21 @@ def _commands_only(report: dict, astra: str, args: argparse.Namespace) -> int:
     print(f"astra bench, {report['date']}: Python {report['python']}, {report['machine']}")
     print(f"the commands typed all day (issue 33), a server of {args.size:,} runs and an array:")
     report["commands"] = commands.main(astra, size=args.size, repeat=max(args.repeat, 10))
-    out = OUT.parent / "commands.json"
+    return _written(report, OUT.parent / "commands.json")
+
+
+def _self_seeded(report: dict, only: set[str], args: argparse.Namespace) -> int:
+    """The parts that need no generated specs (``SELF_SEEDED``), alone: their figures written
+    to ``out/server-load.json`` (the specs' report is left as it was)."""
+    from . import server_load
+
+    print(f"astra bench, {report['date']}: Python {report['python']}, {report['machine']}")
+    print("\nthe server under a team's load (issue 33): an open-loop mix")
+    report["server_load"] = server_load.main(args.rate, args.seconds, search=not args.no_search)
+    return _written(report, OUT.with_name("server-load.json"))
+
+
+def _written(report: dict, out: Path) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(f"\nwritten: {out.relative_to(ROOT)}")
@@ -233,6 +258,15 @@ def _arguments() -> argparse.Namespace:
         type=int,
         default=10_000,
         help="commands part: the server's runs, and its array's copies (default 10000)",
+    )
+    parser.add_argument(
+        "--rate", type=float, default=200.0, help="server-load: requests a second offered (default 200)"
+    )
+    parser.add_argument(
+        "--seconds", type=float, default=60.0, help="server-load: seconds of load at --rate (default 60)"
+    )
+    parser.add_argument(
+        "--no-search", action="store_true", help="server-load: skip the step search for the highest rate held"
     )
     parser.add_argument("--seed", type=int, default=20261129)
     parser.add_argument("--dir", help="generate into this folder (kept) instead of a temporary one")

@@ -96,6 +96,9 @@ NO_COMMAND = (
 #: A worker's files are made as a command of the user's shell makes them (the server's own
 #: umask, 077, keeps its database and logs private; a worker's results are the user's to share).
 WORKER_UMASK = 0o022
+#: How long one slice of starts (``spawn``) goes on at most, seconds: the step that spawns holds
+#: the engines' gate, so every request waits for it
+SPAWN_SECONDS = 0.025
 #: A stop signal's name (``task_template.stop_signal``) as the signal sent.
 SIGNALS = {name: getattr(signal, f"SIG{name}") for name in STOP_SIGNALS}
 
@@ -228,14 +231,18 @@ class ProcessExecutor:
         return bool(self.running or self.stopping or self.queued or self.due)
 
     def spawn(self, limit: int) -> int:
-        """Start the processes of at most ``limit`` released workers, oldest first; how many.
+        """Start the processes of at most ``limit`` released workers, oldest first, for at most
+        ``SPAWN_SECONDS`` (the first always starts); how many.
 
         A fork costs milliseconds, so a 10,000-copy array would hold the control plane for a
         minute if every process started in the tick that released it: the driver starts them a
-        slice at a time between ticks, and answers requests in between.
+        slice at a time between ticks, and answers requests in between. On a busy machine a
+        fork of the server takes tens of milliseconds: a slice of 32 held every request for over
+        a second, so a slice also ends when its time is up.
         """
         started = 0
-        while self.queued and started < limit:
+        ends = time.monotonic() + SPAWN_SECONDS
+        while self.queued and started < limit and (started == 0 or time.monotonic() < ends):
             name = next(iter(self.queued))
             self._launch(self.queued.pop(name))
             started += 1

@@ -280,19 +280,18 @@ def _serve(
     try:
         remember_port(home, sock.getsockname()[1])
         clusters = {DEFAULT: machines, **(others or {})}
-        asyncio.run(
-            _main(
-                sock,
-                home,
-                db,
-                clusters,
-                token,
-                audit_keep,
-                work_root=work_root,
-                secrets_key=secrets_key,
-                age=age,
-            )
+        main = _main(
+            sock,
+            home,
+            db,
+            clusters,
+            token,
+            audit_keep,
+            work_root=work_root,
+            secrets_key=secrets_key,
+            age=age,
         )
+        asyncio.run(main)
     finally:
         sock.close()
 

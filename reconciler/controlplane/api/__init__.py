@@ -17,6 +17,7 @@ module              owns
 ``views``           the engine's runs and workers as ``wire`` models
 ``cache``           ``ResponseCache``: the summary listing and digests, kept by the engine's generation
 ``context``         ``ApiContext`` (and the engine's gate), ``ApiRoute``, ``ApiError``, the token, answers
+``gate``            ``Gate``: the engines' readers-writer lock (a GET shared, a write and a step alone)
 ``body``            the one strict reader of a request's body: bounded, depth-guarded, no key twice
 ==================  =================================================================================
 

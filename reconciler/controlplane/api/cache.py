@@ -9,15 +9,22 @@ once per resource_version, and only its status at each listing.
 One cache is kept for each scope (a workspace's view of a cluster: ``scopes.Scope``): it lists
 that scope's runs (``Engine.runs_of``), by their plain names.
 
+Reads run at once (they hold the engines' gate shared: ``api.gate``), each in a thread of its
+own: a cache's parts are made and kept under its own lock (``_lock``), so that two reads never
+make its dicts change under each other.
+
 Must not touch: the engine's state (it only reads it), HTTP, the store.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import secrets
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ...runspec.normalize import spec_digest
 from ...wire import models as wire
@@ -28,6 +35,20 @@ if TYPE_CHECKING:
     from ..engine import Engine
 
 __all__ = ["ResponseCache"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _locked(method: F) -> F:
+    """``method`` run holding its cache's lock (re-entrant: a locked method calls another)."""
+
+    @functools.wraps(method)
+    def held(self: ResponseCache, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return cast(F, held)
+
 
 #: A ``wire.Run``'s fields, in order: a run's text is put together from theirs.
 RUN_FIELDS = tuple(wire.Run.model_fields)
@@ -83,6 +104,7 @@ class ResponseCache:
         #: this cache's own part of the summary listing's tags: a server started again (its
         #: generations from 0 again) or another scope never answers a tag it did not give
         self._nonce = secrets.token_hex(8)
+        self._lock = threading.RLock()
 
     def __len__(self) -> int:
         """How many runs' parts are kept."""
@@ -95,6 +117,7 @@ class ResponseCache:
             held = self._runs[name] = _Held(rv)
         return held
 
+    @_locked
     def digest(self, name: str) -> str | None:
         """The digest of the run's stored document (``spec_digest`` of its metadata and spec)."""
         held = self._held(name)
@@ -104,12 +127,14 @@ class ResponseCache:
             held.digested = True
         return held.digest
 
+    @_locked
     def digested(self, name: str, digest: str | None) -> None:
         """Keep ``digest`` as the run's, made by its writer from the document it stored
         (``spec_digest`` of it: ``normalize`` keeps only what the stored document has)."""
         held = self._held(name)
         held.digest, held.digested = digest, True
 
+    @_locked
     def summary_text(self, name: str) -> str:
         """The run's ``wire.RunSummary`` as JSON text."""
         held = self._held(name)
@@ -128,6 +153,7 @@ class ResponseCache:
         """``GET /runs?view=summary``'s answer (a ``wire.RunSummaryList``) as JSON text."""
         return self.tagged_summaries()[0]
 
+    @_locked
     def tagged_summaries(self) -> tuple[str, str]:
         """``summaries()`` and its ETag, ``summary_tag()`` of the generation it shows."""
         generation = self.engine.generation  # read first: a change while the text is made makes it stale
@@ -155,6 +181,7 @@ class ResponseCache:
             for name in [n for n in self._runs if n not in runs]:
                 del self._runs[name]
 
+    @_locked
     def run_text(self, name: str, runs_url: str, workspace: str) -> str:
         """The run's ``wire.Run`` as JSON text (``views.run_view``'s twin)."""
         held = self._held(name)
@@ -170,6 +197,7 @@ class ResponseCache:
         }
         return "{" + ",".join(f'"{k}":{parts[k]}' for k in RUN_FIELDS) + "}"
 
+    @_locked
     def runs(self, runs_url: str, workspace: str) -> str:
         """``GET /runs``'s answer (a ``wire.RunList``) as JSON text."""
         order = self.engine.runs_of(self.scope)

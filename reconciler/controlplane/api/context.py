@@ -9,15 +9,20 @@ every route of the API), ``ApiError`` (an error answer: a status and a ``wire`` 
 ``problems_of`` (pydantic's validation errors as the API's 422 body: ``wire.Problems``), and the
 helpers that send answers (``answer``, ``json_text``) and read a run document (``read_json``).
 
-**The gate.** The engine (and its store) is used by one thread at a time, and the event loop is
-never the one that does its long work. ``ApiContext.gate`` is one ``asyncio.Lock``: the server's
-scheduling loop holds it while ``Engine.step`` runs in a worker thread, and every route holds it
-while it runs (``ApiRoute``). A route whose work grows with the cluster (a listing, a run's
-workers or events, a run cancelled with its 10,000 workers) is a plain function, which FastAPI
-runs in its thread pool; a route whose work is bounded by its request (one run created or
-updated, one inventory entry, the lock: what an apply sends for every run) is ``async`` and runs
-on the loop, sparing each one a thread's hand-off. Either way ``/healthz`` (which takes no gate)
-answers at once. Dependencies are ``async`` and quick.
+**The gate.** The engine (and its store) is changed by one thread at a time, and the event loop
+is never the one that does its long work. ``ApiContext.gate`` is a readers–writer lock
+(``gate.Gate``): the server's scheduling loop holds it alone while ``Engine.step`` runs in a
+worker thread; a route that changes something (any method but GET and HEAD) holds it alone
+while it runs; a GET (what a ``read`` token may call: it changes nothing) holds it shared, with
+the other reads, so reads run together and wait only for a step or a write, and a step or a
+write waits for the reads that hold it (a read sees the state before a step or after it, never
+half). A route whose work grows with the cluster (a listing, a run's workers or events, a run
+cancelled with its 10,000 workers) is a plain function, which FastAPI runs in its thread pool;
+a route whose work is bounded by its request (one run created or updated, one inventory entry,
+the lock: what an apply sends for every run) is ``async`` and runs on the loop, sparing each
+one a thread's hand-off. Either way ``/healthz`` (which takes no gate) answers at once.
+Dependencies are ``async`` and quick. What reads share besides the state (``ResponseCache``) is
+safe to use from several threads at once.
 
 **Who may.** ``admit``: a token this server does not know (or one revoked) is 401; a path naming
 a workspace outside the token's scope, or a call its role does not allow (``read`` for a GET,
@@ -34,7 +39,6 @@ Must not touch: routes, the store's SQL, scheduling rules.
 
 from __future__ import annotations
 
-import asyncio
 import difflib
 import re
 from collections.abc import Callable, Coroutine, Sequence
@@ -58,6 +62,7 @@ from ..metrics import Metrics
 from ..scopes import DEFAULT, DEFAULT_SCOPE, Scope, run_key, source_key, source_prefix
 from .body import StrictRequest, strict_json_off_loop
 from .cache import ResponseCache
+from .gate import Gate
 
 #: The ``responses`` of a route as FastAPI types them: status → its OpenAPI description.
 Responses = dict[int | str, dict[str, Any]]
@@ -107,8 +112,9 @@ class ApiContext:
     #: (org, workspace) of every workspace there is
     workspaces: set[tuple[str, str]] = field(init=False)
     caches: dict[Scope, ResponseCache] = field(init=False)
-    #: held by whoever uses the engines: a route (``ApiRoute``), the scheduling loop's step
-    gate: asyncio.Lock = field(init=False)
+    #: held by whoever uses the engines: a route (``ApiRoute``; a GET shared), the scheduling
+    #: loop's step (alone)
+    gate: Gate = field(init=False)
     #: what ``/metrics`` says (``controlplane.metrics``): one per app
     metrics: Metrics = field(init=False)
 
@@ -118,7 +124,7 @@ class ApiContext:
         self.tokens = Tokens(self.token, store)
         self.workspaces = {(DEFAULT, w) for w in store.workspace_names(DEFAULT)}
         self.caches = {}
-        self.gate = asyncio.Lock()
+        self.gate = Gate()
         self.metrics = Metrics(lambda: self.clusters, lambda: self.engine.store, self.clock.now)
 
     @property
@@ -128,8 +134,8 @@ class ApiContext:
 
     def cache_of(self, scope: Scope) -> ResponseCache:
         cache = self.caches.get(scope)
-        if cache is None:
-            cache = self.caches[scope] = ResponseCache(self.clusters[scope.cluster], scope)
+        if cache is None:  # two reads at once keep the same one
+            cache = self.caches.setdefault(scope, ResponseCache(self.clusters[scope.cluster], scope))
         return cache
 
     def add_workspace(self, org: str, name: str) -> bool:
@@ -269,8 +275,8 @@ class ApiRoute(APIRoute):
     """The class of every route of the API (``APIRouter(route_class=ApiRoute)``): the token is
     checked, the query held to the parameters the route declares (400 for any other: a typo as
     ``?veiw=summary`` is not silently ignored), the body read (bounded, and parsed strictly when
-    FastAPI asks for it as JSON), and only then the route runs, holding the engine's gate (see
-    the module's docstring)."""
+    FastAPI asks for it as JSON), and only then the route runs, holding the engine's gate: shared
+    for a GET or HEAD, alone for any other method (see the module's docstring)."""
 
     #: whether the bearer token is checked (a ``PublicRoute`` carries its own authentication)
     bearer = True
@@ -280,7 +286,8 @@ class ApiRoute(APIRoute):
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
         known = _query_names(self.dependant)
-        role = self.needs or (Role.READ if set(self.methods or ()) <= {"GET", "HEAD"} else Role.WRITE)
+        reads = set(self.methods or ()) <= {"GET", "HEAD"}
+        role = self.needs or (Role.READ if reads else Role.WRITE)
 
         async def gated(request: Request) -> Response:
             api: ApiContext = request.app.state.astra
@@ -290,7 +297,7 @@ class ApiRoute(APIRoute):
                 raise ApiError(400, wire.Detail(detail=unknown_query(unknown, known)))
             strict = StrictRequest(request.scope, request.receive)
             await strict.body()
-            async with api.gate:
+            async with api.gate.shared() if reads else api.gate:
                 return await handler(strict)
 
         return gated

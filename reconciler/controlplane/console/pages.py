@@ -50,9 +50,10 @@ class NotHere(Exception):
 
 async def engine_call(request: Request, read: Callable[[Scoped], T]) -> T:
     """``read(view)`` (the page's ``Scoped``, as an API route has it) in a worker thread, holding
-    the engines' gate (as every API route does)."""
+    the engines' gate as every API route does: shared for a page (GET), alone for a form's
+    POST."""
     api: ApiContext = request.app.state.astra
-    async with api.gate:
+    async with api.gate.shared() if request.method in ("GET", "HEAD") else api.gate:
         return await asyncio.to_thread(read, request.state.scoped)
 
 

@@ -9,10 +9,12 @@ holding ``<script>`` is shown as text. Must not touch: the engine, access rules.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import time
 from typing import Any
 
+import orjson
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -21,6 +23,9 @@ from ...state.naming import person
 from ..scopes import DEFAULT_SCOPE
 
 __all__ = ["ENV", "render"]
+
+#: How many YAML texts of documents ``as_yaml`` keeps (the run pages shown most recently)
+YAML_KEPT = 512
 
 ENV = Environment(
     loader=PackageLoader("reconciler.controlplane.console", "templates"),
@@ -57,7 +62,24 @@ def size(n: int | None) -> str:
 
 
 def as_yaml(data: Any) -> str:
-    """``data`` as block YAML, keys in their order (ruamel's round-trip dumper keeps it)."""
+    """``data`` as block YAML, keys in their order (ruamel's round-trip dumper keeps it).
+
+    ruamel's dumper is pure Python (milliseconds for a run's spec, the most of a run page's
+    time): the text is kept for the data's JSON text (``_yaml_of``), so that a run's page shown
+    again costs one ``orjson`` encoding."""
+    try:
+        key = orjson.dumps(data)
+    except TypeError:  # not JSON's: made each time
+        return _dumped(data)
+    return _yaml_of(key)
+
+
+@functools.lru_cache(maxsize=YAML_KEPT)
+def _yaml_of(text: bytes) -> str:
+    return _dumped(orjson.loads(text))
+
+
+def _dumped(data: Any) -> str:
     import io
 
     from ruamel.yaml import YAML

@@ -269,8 +269,13 @@ def _update_of(table: Any, keys: tuple[str, ...]) -> Any:
 def _next_value(conn: Any, name: str) -> int:
     """Take the next value of sequence ``name`` inside the caller's transaction.
 
-    The UPDATE comes first so that it holds the write lock (SQLite) or the row lock (others)
-    before the read: two writers never take the same value."""
+    One ``UPDATE … RETURNING`` (SQLite 3.35 and later, PostgreSQL): the write lock (SQLite) or
+    the row lock (others) is taken by the statement that reads the value, so two writers never
+    take the same value; where the database cannot return, the UPDATE comes first for the same
+    reason, then the read."""
     seq = SEQUENCES
-    conn.execute(update(seq).where(seq.c.name == name).values(value=seq.c.value + 1))
+    bump = update(seq).where(seq.c.name == name).values(value=seq.c.value + 1)
+    if conn.dialect.update_returning:
+        return conn.execute(bump.returning(seq.c.value)).scalar_one()
+    conn.execute(bump)
     return conn.execute(select(seq.c.value).where(seq.c.name == name)).scalar_one()
