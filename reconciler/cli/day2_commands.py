@@ -1,4 +1,5 @@
-"""Registers the day-2 commands (``get``, ``describe``, ``logs``, ``delete``, ``rerun``) on the
+"""Registers the day-2 commands (``get``, ``describe``, ``logs``, ``delete``, ``rerun``,
+``schedule``) on the
 ``astra`` application: one call from ``app``, so that their modules stay apart from it.
 
 Must not touch: the commands themselves.
@@ -32,3 +33,6 @@ def register(app: Any) -> None:
     from .rerun import rerun
 
     app.command("rerun")(rerun)
+    from .schedule import schedule_app
+
+    app.add_typer(schedule_app, name="schedule")
