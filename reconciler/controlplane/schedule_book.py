@@ -67,8 +67,10 @@ class ScheduleBook:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        #: the kept state of each schedule of this cluster, by its run's key; kept after the run
+        #: is deleted, so that one made again under its name (an apply's replace) keeps its suspension
         self.rows: dict[str, dict[str, Any]] = {
-            k: r for k, r in engine.store.schedule_rows().items() if k in engine.meta
+            k: r for k, r in engine.store.schedule_rows().items() if scope_of(k).cluster == engine.cluster
         }
         #: the runs on a schedule (keys), and each one's runs made (keys), by their label
         self.templates: dict[str, None] = {}
@@ -103,10 +105,9 @@ class ScheduleBook:
                 self._tick_one(key, now)
 
     def _forget(self, key: str) -> None:
+        """``key`` is no run on a schedule any more (its row stays: ``rows``)."""
         self.templates.pop(key, None)
         self._due.pop(key, None)
-        if self.rows.pop(key, None) is not None:
-            self.engine.store.forget_schedule(key)
 
     def _tick_one(self, key: str, now: float) -> None:
         engine, row = self.engine, self.row(key)

@@ -152,3 +152,19 @@ def test_a_run_with_no_schedule_has_none_to_suspend(tmp_path):
         {"detail": "run plain has no schedule: give it spec.schedule to make it one"},
     )
     assert s.call("PUT", "/api/runs/nope/schedule/suspend").status_code == 404
+
+
+def test_deleting_the_run_on_a_schedule_leaves_its_runs_and_one_made_again_keeps_the_suspension(tmp_path):
+    s = served(tmp_path, after=None)
+    s.call("POST", "/api/runs", json=every_minute())
+    run_for(s, 60)
+    s.call("PUT", "/api/runs/nightly/schedule/suspend", json={"reason": "maintenance"})
+    assert s.call("DELETE", "/api/runs/nightly").status_code == 200  # as an apply's replace does
+    s.step()
+    assert run_names(s) == ["nightly-20261202-0200"]  # the run it made goes on
+    assert s.call("GET", "/api/runs/nightly-20261202-0200").json()["status"]["state"] == "Running"
+    s.call("POST", "/api/runs", json=every_minute())
+    run_for(s, 120)
+    again = s.call("GET", "/api/runs/nightly").json()["status"]["schedule"]
+    assert again["suspended"] and again["active"] == ["nightly-20261202-0200"]
+    assert made(s) == ["nightly-20261202-0200"]  # suspended: 02:01 and 02:02 made nothing

@@ -2,7 +2,7 @@
 
 Owns the reads and writes of ``schedules`` (``KeptSchedules``, the part of ``Store`` that serves
 them): a row written whole with the events that say why (a run made, a time skipped), in one
-transaction; a row forgotten when its run is gone.
+transaction. A row outlives its run (a run made again under its name keeps its suspension).
 
 Must not touch: runs, workers (``facade``), when a schedule fires (``controlplane.schedules``).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Engine
 
 from .schedule_tables import SCHEDULES
@@ -41,8 +41,3 @@ class KeptSchedules:
             rows = [dict(e) for e in events]
             if rows:
                 conn.execute(insert(EVENTS), rows)
-
-    def forget_schedule(self, run: str) -> None:
-        """Forget the schedule of ``run`` (deleted, or no longer on a schedule)."""
-        with self.engine.begin() as conn:
-            conn.execute(delete(SCHEDULES).where(SCHEDULES.c.run == run))
