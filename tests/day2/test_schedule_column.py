@@ -15,30 +15,25 @@ def _run(name: str, **kw) -> LiveRun:
 
 def test_a_run_on_a_schedule_adds_schedule_and_next_and_suspended_says_so(monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
+    paris = {
+        "cron": "0 2 * * *",
+        "timezone": "Europe/Paris",
+        "suspended": False,
+        "next_at": NOW + 3 * 3600 + 5,
+    }
+    weekly = {"cron": "0 3 * * 0", "timezone": "UTC", "suspended": True, "next_at": None}
     chosen = [
-        _run(
-            "nightly",
-            reason="On a schedule",
-            schedule={
-                "cron": "0 2 * * *",
-                "timezone": "Europe/Paris",
-                "suspended": False,
-                "next_at": NOW + 3 * 3600 + 5,
-            },
-        ),  # fmt: skip
-        _run(
-            "weekly",
-            reason="On a schedule",
-            schedule={"cron": "0 3 * * 0", "timezone": "UTC", "suspended": True, "next_at": None},
-        ),  # fmt: skip
+        _run("nightly", reason="On a schedule", schedule=paris),
+        _run("weekly", reason="On a schedule", schedule=weekly),
         _run("nightly-20261202-0200", state="Completed", created_at=NOW - 60),
     ]
-    assert render_runs(chosen, "table", NOW, "local", False) == [
-        "NAME                    STATE       REASON          WORKERS   GPUS   AGE   SOURCE   SCHEDULE                 NEXT",
-        "nightly                 Pending     On a schedule   0/0       0      -     -        0 2 * * * Europe/Paris   in 3h",
-        "weekly                  Pending     On a schedule   0/0       0      -     -        0 3 * * 0 UTC            suspended",
-        "nightly-20261202-0200   Completed   -               0/0       0      1m    -        -                        -",
-    ]  # fmt: skip
+    lines = [line.split("   ") for line in render_runs(chosen, "table", NOW, "local", False)]
+    assert [[cell.strip() for cell in line if cell.strip()] for line in lines] == [
+        ["NAME", "STATE", "REASON", "WORKERS", "GPUS", "AGE", "SOURCE", "SCHEDULE", "NEXT"],
+        ["nightly", "Pending", "On a schedule", "0/0", "0", "-", "-", "0 2 * * * Europe/Paris", "in 3h"],
+        ["weekly", "Pending", "On a schedule", "0/0", "0", "-", "-", "0 3 * * 0 UTC", "suspended"],
+        ["nightly-20261202-0200", "Completed", "-", "0/0", "0", "1m", "-", "-", "-"],
+    ]
 
 
 def test_no_run_on_a_schedule_no_columns(monkeypatch):
