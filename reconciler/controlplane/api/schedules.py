@@ -21,6 +21,7 @@ from fastapi.responses import Response
 from ...wire import models as wire
 from .context import Api, ApiError, ApiRoute, answer
 from .runs import RUNS, RunName, the_run
+from .sources import INVALID
 
 __all__ = ["router"]
 
@@ -89,7 +90,7 @@ for word, runs in RUNS:
         methods=["PUT"],
         operation_id=f"suspend_{word}_schedule",
         response_model=wire.ScheduleStatus,
-        responses=_ERRORS,
+        responses={**_ERRORS, **INVALID},
     )
     router.add_api_route(
         one + "/suspend",
