@@ -9,6 +9,8 @@ Owns: ``Engine``, the one object that changes a cluster. It keeps the scheduler'
   executor, repeated until nothing more happens at this instant, then everything the tick changed
   (new workers, changed workers and runs, an event per decision and observation, the executor's
   process facts) written in ONE transaction with bulk statements;
+* ``schedules``: the runs on a schedule (``schedule_book``), whose runs due each step makes
+  first;
 * ``recover``: at start, workers that held a machine when the last server stopped have no
   process any more (one that somehow survived is killed): a running one is marked lost (``Down``,
   so the restart rules apply to it), one still preparing goes back to the queue.
