@@ -127,6 +127,8 @@ class LiveRun:
     finished_at: float | None = None
     workers_running: int = 0
     gpus_held: int = 0
+    #: a run on a schedule: its schedule as the cluster says it (``wire.ScheduleStatus``)
+    schedule: dict[str, Any] | None = None
 
     @property
     def final(self) -> bool:

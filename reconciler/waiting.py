@@ -6,6 +6,7 @@
   (a worker's restart count grew, or its reason says a restart is coming: ``Exited with code 1;
   restart 1 in 10 s``); one that restarts while waited on is **Restarting**, a failure named
   with its last reason, at once (a Service that fails at start would otherwise look Running);
+* a run on a schedule is **Scheduled** at once (a template, as a CronJob: it never runs itself);
 * a run that went away is **Gone** (a failure: what was applied no longer runs);
 * a Batch run whose reason says a worker could not start at all, or that one failure has cost
   half the restart budget (``runspec.restarting.hopeless``), is **Restarting** too, at once: the
@@ -33,6 +34,8 @@ __all__ = ["BAD", "DEFAULT_SETTLE", "Verdict", "WaitJudge", "wait_for"]
 DEFAULT_SETTLE = 10.0
 #: The verdicts that make ``--wait`` exit 1.
 BAD = frozenset({"Failed", "Cancelled", "Restarting", "Gone"})
+#: A run on a schedule, at once: it holds no workers; the runs it makes are made later.
+SCHEDULED = "on a schedule: it makes a run at each time (astra get runs shows the next)"
 #: What a worker's reason holds while a restart is coming (``messages.RESTART_REASON``).
 _RESTART_MARK = "; restart"
 
@@ -62,6 +65,8 @@ class WaitJudge:
             return Verdict("Gone", "the run is no longer on the cluster", True)
         if run.state in FINAL_RUN_STATES:
             return Verdict(run.state, run.reason, True)
+        if run.schedule is not None:  # a template: it never runs itself, so it is done at once
+            return Verdict("Scheduled", SCHEDULED, True)
         if not _is_service(run):
             why = self._hopeless(name, run.reason)
             if why is not None:

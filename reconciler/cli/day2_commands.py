@@ -1,8 +1,8 @@
-"""Registers the day-2 commands (``get``, ``describe``, ``logs``, ``delete``, ``rerun``) on the
-``astra`` application: one call from ``app``, so that their modules stay apart from it. The
-reads typed all day (``get runs``, ``get workers``, ``describe run``, ``logs``) are typer's
-commands made of their options (``flags``) over their bodies, which import no typer: the plain
-argv route (``cli/__init__.py``) runs the same bodies with the same options.
+"""Registers the day-2 commands (``get``, ``describe``, ``logs``, ``delete``, ``rerun``,
+``schedule``) on the ``astra`` application: one call from ``app``, so that their modules stay
+apart from it. The reads typed all day (``get runs``, ``get workers``, ``describe run``,
+``logs``) are typer's commands made of their options (``flags``) over their bodies, which import
+no typer: the plain argv route (``cli/__init__.py``) runs the same bodies with the same options.
 
 Must not touch: the commands themselves.
 """
@@ -52,3 +52,6 @@ def register(app: Any) -> None:
     from .rerun import rerun
 
     app.command("rerun")(rerun)
+    from .schedule import schedule_app
+
+    app.add_typer(schedule_app, name="schedule")

@@ -85,6 +85,9 @@ def describe_lines(cluster: Any, name: str, now: float) -> list[str]:
     found = run_labels(run)
     out.append("Labels:    " + (", ".join(f"{k}={v}" for k, v in sorted(found.items())) or "-"))
     out += _origin(cluster, run, notes)
+    from .schedule import schedule_lines
+
+    out += schedule_lines(run, now)
     out += ["", "Spec (normalised):", *_spec(run.document)]
     out += ["", *_events(cluster, name, run.created_at)]
     workers = cluster.workers(name)
@@ -107,9 +110,14 @@ def _no_workers(state: str) -> str:
 def _origin(cluster: Any, run: Any, notes: dict[str, str]) -> list[str]:
     """Where the run came from, and the reruns that came from it."""
     from ..runspec.rerun import RERUN_INDICES, RERUN_OF
+    from ..runspec.schedules import MADE_BY
+    from .runviews import run_labels
 
+    by = run_labels(run).get(MADE_BY)
     if "astra.source" not in notes and RERUN_OF in notes:
         lines = [f"Source:    made by astra rerun from run {notes[RERUN_OF]}"]
+    elif "astra.source" not in notes and by is not None:
+        lines = [f"Source:    made by the schedule of run {by}, not by a source"]
     elif "astra.source" in notes:
         where = [f"file {notes['astra.file']}"] if "astra.file" in notes else []
         if "astra.revision" in notes:

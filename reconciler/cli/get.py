@@ -38,7 +38,9 @@ def runs_command(options: GetRunsOptions) -> int:
     """List runs: NAME STATE REASON WORKERS GPUS AGE SOURCE.
 
     WORKERS is the readout "Workers 8 running of 100" in short (8/100); SOURCE is the source
-    that applied the run (astra plan/apply/watch), '-' for a run submitted by hand.
+    that applied the run (astra plan/apply/watch), '-' for a run submitted by hand. When a run
+    on a schedule is listed, SCHEDULE NEXT follow: its cron and timezone, and when it next makes
+    a run ('suspended': astra schedule resume NAME).
 
     Examples:
 
@@ -107,7 +109,14 @@ def render_runs(chosen: list[Any], output: str, now: float, address: str, filter
     from .colour import enabled, paint_state
 
     wide = output == "wide"
-    lines = layout(WIDE_COLUMNS if wide else RUN_COLUMNS, (run_row(r, now, wide=wide) for r in chosen))
+    columns = WIDE_COLUMNS if wide else RUN_COLUMNS
+    rows = [run_row(r, now, wide=wide) for r in chosen]
+    if any(r.schedule for r in chosen):  # a run on a schedule: SCHEDULE NEXT (else the table is as it was)
+        from .schedule import SCHEDULE_COLUMNS, schedule_cells
+
+        columns = (*columns, *SCHEDULE_COLUMNS)
+        rows = [row + schedule_cells(r, now) for row, r in zip(rows, chosen, strict=True)]
+    lines = layout(columns, rows)
     if not enabled():
         return lines
     start = lines[0].index("STATE")  # the column's place; its width runs to the next column's

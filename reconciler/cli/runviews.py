@@ -117,6 +117,7 @@ def run_record(run: LiveRun) -> dict[str, Any]:
         "source": notes.get("astra.source"),
         "file": notes.get("astra.file"),
         "revision": notes.get("astra.revision"),
+        **({"schedule": run.schedule} if run.schedule else {}),
     }
 
 

@@ -128,6 +128,7 @@ def live_of(data: Any) -> LiveRun:
         finished_at=time_of(status.get("finished_at")),
         workers_running=int(status.get("workers_running", counts.get("Running", 0)) or 0),
         gpus_held=int(status.get("gpus_held", 0) or 0),
+        schedule=status["schedule"] if isinstance(status.get("schedule"), dict) else None,
     )
 
 

@@ -264,6 +264,13 @@ class HttpCluster:
         path = f"/runs/{quote(name, safe='')}/rerun"
         return live_of(self._json(self.request("POST", path, json={"failed": failed})))
 
+    def suspend_schedule(self, name: str, suspended: bool, reason: str = "") -> dict[str, Any]:
+        """``PUT /runs/{name}/schedule/suspend`` (``DELETE`` to resume): the run's schedule."""
+        path = f"/runs/{quote(name, safe='')}/schedule/suspend"
+        if suspended:
+            return self._json(self.request("PUT", path, json={"reason": reason}))
+        return self._json(self.request("DELETE", path))
+
     def capacity(self) -> Capacity | None:
         """What the cluster's machines hold (``GET /machines``); ``None`` when the API does not
         say (an Astraeus API without that route)."""

@@ -9,6 +9,8 @@ Owns: ``Engine``, the one object that changes a cluster. It keeps the scheduler'
   executor, repeated until nothing more happens at this instant, then everything the tick changed
   (new workers, changed workers and runs, an event per decision and observation, the executor's
   process facts) written in ONE transaction with bulk statements;
+* ``schedules``: the runs on a schedule (``schedule_book``), whose runs due each step makes
+  first;
 * ``recover``: at start, workers that held a machine when the last server stopped have no
   process any more (one that somehow survived is killed): a running one is marked lost (``Down``,
   so the restart rules apply to it), one still preparing goes back to the queue.
@@ -43,6 +45,7 @@ from .budgets import BudgetBook
 from .holds import HoldBook
 from .inventory import Inventory
 from .needs import Needs, drive_finder, secret_finder
+from .schedule_book import ScheduleBook, schedule_finder
 from .scheduler import (
     HOLDING,
     QUEUED,
@@ -141,7 +144,11 @@ class Engine:
         for q in store.quota_rows(cluster):
             self.state.set_quota(f"{q['org']}/{q['workspace']}", Quota(q["gpus"], q["runs"]))
         #: what a run names that must exist before it starts (a drive, a secret: ``needs``)
-        self.needs = Needs([drive_finder(store.drive_rows), secret_finder(store.secret_names)])
+        self.needs = Needs(
+            [schedule_finder(), drive_finder(store.drive_rows), secret_finder(store.secret_names)]
+        )
+        #: the runs on a schedule, and the runs they made (``schedule_book``)
+        self.schedules = ScheduleBook(self)
         #: the GPU-hour budgets on this cluster, and what each has spent (``budgets``)
         self.budgets = BudgetBook(store, cluster, now)
         self.decisions = 0
@@ -194,6 +201,7 @@ class Engine:
         (``needs``): at start, after a run is made, and after a drive or a secret is made or
         deleted."""
         s = self.state
+        self.schedules.note(s.runs if names is None else names)
         for name in s.runs if names is None else names:
             r = s.runs.get(name)
             if r is None:
@@ -353,7 +361,9 @@ class Engine:
     # -- the tick ----------------------------------------------------------------------------
 
     def step(self, now: float) -> int:
-        """One tick at ``now``, settled, written in one transaction; how many decisions it made."""
+        """One tick at ``now``, settled, written in one transaction; how many decisions it made.
+        The schedules' runs due are made first (``schedule_book``: their own transactions)."""
+        self.schedules.tick(now)
         s = self.state
         s.spent = self.budgets.spent(now, self.holds)
         log = _TickLog(self, now)
@@ -396,8 +406,9 @@ class Engine:
 
     def next_wakeup(self, now: float) -> float | None:
         """When the next timer (a backoff, a barrier, a time limit, a GPU-hour budget reached or
-        its period turned) is due; ``None``: none is."""
-        due = [t for t in (self.state.next_wakeup(now), self.budgets.next_change()) if t is not None]
+        its period turned, a schedule's time) is due; ``None``: none is."""
+        timers = (self.state.next_wakeup(now), self.budgets.next_change(), self.schedules.next_wakeup())
+        due = [t for t in timers if t is not None]
         return min(due) if due else None
 
 

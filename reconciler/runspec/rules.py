@@ -119,9 +119,13 @@ def check_rules(doc: Any, *, partial: bool = False, combinations: bool = True) -
         errors.append(FieldError.required(_TEMPLATE, msg.NO_TEMPLATE))
     schedule = spec.get("schedule")
     if isinstance(schedule, dict):
-        from .schedules import schedule_errors
+        from .schedules import name_problem, schedule_errors
 
         errors += schedule_errors(schedule, SPEC.child("schedule"))
+        meta = doc.get("metadata")
+        name = meta.get("name") if isinstance(meta, dict) else None
+        if isinstance(name, str) and (problem := name_problem(name)):
+            errors.append(FieldError.invalid(FieldPath.root().child("metadata").child("name"), problem))
     template = spec.get("task_template")
     if isinstance(template, dict):
         _task_template(template, _TEMPLATE, False, errors)

@@ -10,20 +10,25 @@ Pure: no I/O, no clock (every time is given, in seconds since the epoch).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .errors import FieldError
+from .messages import RUN_NAME_MAX
 from .paths import FieldPath
 
 __all__ = [
     "BAD_CRON",
     "BAD_TIMEZONE",
     "KEEP_DEFAULT",
-    "NOT_SERVED",
+    "MADE_BY",
+    "NAME_MAX",
+    "SOURCE_NOTES",
     "Concurrency",
     "cron_problem",
     "last_due",
+    "made_document",
+    "name_problem",
     "next_time",
     "schedule_errors",
     "scheduled_name",
@@ -38,13 +43,18 @@ BAD_CRON = (
     "{cron!r} is not a cron schedule: give five fields, minute hour day-of-month month "
     'day-of-week ("0 2 * * *" is every day at 02:00)'
 )
-#: The server's words while it makes no scheduled run yet: a run with a schedule is refused rather
-#: than run once, now, as if it had none.
-NOT_SERVED = (
-    "this server does not make scheduled runs yet: remove spec.schedule and run it with a cron "
-    "job of your own (astra apply), or wait for a server that keeps schedules"
-)
 BAD_TIMEZONE = "{tz!r} is not a timezone: give an IANA name such as Europe/Paris or UTC"
+#: The label of a run a schedule made: the name of the run on a schedule that made it.
+MADE_BY = "astra.schedule"
+#: The annotations of the source that applied a document (``apply.stamped``): the run on a
+#: schedule is the source's, the runs it makes are not, so they do not carry them.
+SOURCE_NOTES = frozenset({"astra.source", "astra.file", "astra.revision"})
+#: The longest name of a run on a schedule: the runs it makes add ``-YYYYMMDD-HHMM``.
+NAME_MAX = RUN_NAME_MAX - len("-20261202-0200")
+TOO_LONG = (
+    "a run on a schedule makes runs named {name}-YYYYMMDD-HHMM: its name may have at most "
+    f"{NAME_MAX} characters (it has {{n}})"
+)
 
 
 def cron_problem(cron: str) -> str | None:
@@ -63,6 +73,28 @@ def timezone_problem(tz: str) -> str | None:
     except (ZoneInfoNotFoundError, ValueError):
         return BAD_TIMEZONE.format(tz=tz)
     return None
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` is too long for a run on a schedule, or ``None``."""
+    return TOO_LONG.format(name=name, n=len(name)) if len(name) > NAME_MAX else None
+
+
+def made_document(template: dict[str, Any], name: str, by: str) -> dict[str, Any]:
+    """The document of the run ``name`` that the run on a schedule ``by`` (its document
+    ``template``) makes: its metadata and spec, less the schedule and the source's annotations,
+    with the label ``astra.schedule: <by>``."""
+    meta = dict(template.get("metadata") or {})
+    meta.pop("resource_version", None)
+    meta["name"] = name
+    meta["labels"] = {**(meta.get("labels") or {}), MADE_BY: by}
+    notes = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in SOURCE_NOTES}
+    if notes:
+        meta["annotations"] = notes
+    else:
+        meta.pop("annotations", None)
+    spec = {k: v for k, v in template["spec"].items() if k != "schedule"}
+    return {"metadata": meta, "spec": spec}
 
 
 def schedule_errors(schedule: dict, path: FieldPath) -> list[FieldError]:

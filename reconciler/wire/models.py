@@ -77,6 +77,7 @@ __all__ = [
     "RunSummaryList",
     "RunView",
     "RunWritten",
+    "ScheduleStatus",
     "SourceDigests",
     "SourceList",
     "SourceRuns",
@@ -209,6 +210,24 @@ class RunMetadata(Metadata):
     resource_version: int = Field(ge=0, description="Give it back unchanged in a PUT.")
 
 
+class ScheduleStatus(Answer):
+    """A run on a schedule (``spec.schedule``), as a CronJob's status: when it next makes a run."""
+
+    cron: str
+    timezone: str
+    concurrency: str = Field(description="Forbid, Allow or Replace.")
+    keep: int = Field(description="How many finished runs it made are kept.")
+    suspended: bool
+    suspended_at: float | None = Field(description=EPOCH)
+    suspended_by: str | None
+    next_at: float | None = Field(
+        description=f"When it next makes a run ({EPOCH}); null: suspended or ended."
+    )
+    last_schedule_at: float | None = Field(description=f"The time of the last run it made ({EPOCH}).")
+    last_successful_at: float | None = Field(description=f"When a run it made last completed ({EPOCH}).")
+    active: list[str] = Field(description="The runs it made that have not ended.")
+
+
 class RunStatus(Answer):
     """Where a run is: its state and reason in words, its times, its workers."""
 
@@ -224,6 +243,7 @@ class RunStatus(Answer):
     readout: str = Field(description="``Workers R running of N``.")
     workspace: str
     url: str = Field(description="The run's own URL, under the long base path.")
+    schedule: ScheduleStatus | None = Field(None, description="Its schedule; null: it has none.")
 
 
 class Run(Answer):

@@ -142,3 +142,13 @@ def test_apply_help_says_when_wait_gives_up(cli):
     code, out, _ = cli("apply", "--help")
     assert code == 0
     assert HOPELESS_RULE in " ".join(out.replace("│", " ").split())
+
+
+def test_a_run_on_a_schedule_is_done_at_once_it_never_runs_itself():
+    from reconciler.runs import LiveRun
+    from reconciler.waiting import BAD, WaitJudge
+
+    run = LiveRun("nightly", {"spec": {}}, 1, "Pending", schedule={"cron": "0 2 * * *", "next_at": 1.0})
+    verdict = WaitJudge().see("nightly", run, [], 100.0)
+    assert (verdict.state, verdict.done, verdict.state in BAD) == ("Scheduled", True, False)
+    assert verdict.reason == "on a schedule: it makes a run at each time (astra get runs shows the next)"

@@ -73,11 +73,6 @@ def checked(doc: Any) -> dict[str, Any]:
                 "(astra template render, or astra apply)",
             )
         )
-    spec = doc.get("spec") if isinstance(doc, dict) else None
-    if isinstance(spec, dict) and "schedule" in spec and not found:
-        from ...runspec.schedules import NOT_SERVED
-
-        found.append(wire.Problem(path="spec.schedule", message=NOT_SERVED))
     if found:
         raise ApiError(422, wire.Problems(found))
     return doc

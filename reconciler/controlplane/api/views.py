@@ -68,8 +68,17 @@ def run_status(
         readout=readout(running, total),
         workspace=workspace,
         url=runs_url + shown(name),
+        schedule=_schedule(engine, name),
     )
     return status, counts
+
+
+def _schedule(engine: Engine, name: str) -> wire.ScheduleStatus | None:
+    """The run's schedule (``Engine.schedules``), or ``None``."""
+    if "schedule" not in engine.meta[name].document["spec"]:
+        return None
+    found = engine.schedules.status(name)
+    return None if found is None else wire.ScheduleStatus(**found)
 
 
 def run_view(engine: Engine, name: str, runs_url: str, workspace: str) -> wire.Run:

@@ -39,6 +39,7 @@ from .mapping import TickWrite, machine_json, run_record, run_values, tick_rows,
 from .migrations import REVISIONS, prepare
 from .migrations.legacy import fence
 from .migrations.schema4 import RESOURCE_VERSION
+from .schedules import KeptSchedules
 from .secretbox import SecretBox
 from .secrets import KeptSecrets
 from .sources import KeptSources, compact
@@ -52,7 +53,9 @@ __all__ = ["Audit", "Store"]
 Audit = tuple[Sequence[Mapping[str, Any]], int]
 
 
-class Store(BatchWrites, KeptSources, KeptTeams, KeptDrives, KeptSecrets, KeptUsage, KeptAlerts):
+class Store(
+    BatchWrites, KeptSources, KeptTeams, KeptDrives, KeptSecrets, KeptUsage, KeptAlerts, KeptSchedules
+):
     """One database. ``Store(url)`` brings it to this astra's schema (``migrations``) and is ready;
     ``secrets``: the key its secrets are sealed with (the server's: ``SecretBox.at(HOME/secrets.key)``;
     left out, a key in memory only, ``SecretBox.ephemeral``)."""

@@ -29,7 +29,7 @@ __all__ = ["BASELINE", "FENCE", "HEAD", "REVISIONS", "prepare"]
 
 BASELINE = "0001_schema4"
 #: The newest revision under ``versions/`` (a test holds it to the scripts).
-HEAD = "0008_alerts"
+HEAD = "0009_schedules"
 REVISIONS = Revisions(Path(__file__).parent, "astra_store_alembic", BASELINE, HEAD)
 _PEEK = (
     "SELECT (SELECT version FROM astra_schema WHERE id = 1), "
