@@ -85,7 +85,7 @@ def describe_lines(cluster: Any, name: str, now: float) -> list[str]:
     found = run_labels(run)
     out.append("Labels:    " + (", ".join(f"{k}={v}" for k, v in sorted(found.items())) or "-"))
     out += _origin(cluster, run, notes)
-    from .schedule import schedule_lines
+    from .scheduleviews import schedule_lines
 
     out += schedule_lines(run, now)
     out += ["", "Spec (normalised):", *_spec(run.document)]

@@ -112,7 +112,7 @@ def render_runs(chosen: list[Any], output: str, now: float, address: str, filter
     columns = WIDE_COLUMNS if wide else RUN_COLUMNS
     rows = [run_row(r, now, wide=wide) for r in chosen]
     if any(r.schedule for r in chosen):  # a run on a schedule: SCHEDULE NEXT (else the table is as it was)
-        from .schedule import SCHEDULE_COLUMNS, schedule_cells
+        from .scheduleviews import SCHEDULE_COLUMNS, schedule_cells
 
         columns = (*columns, *SCHEDULE_COLUMNS)
         rows = [row + schedule_cells(r, now) for row, r in zip(rows, chosen, strict=True)]

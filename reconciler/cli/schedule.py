@@ -1,6 +1,7 @@
 """``astra schedule suspend|resume NAME``: a run on a schedule stops making runs, and starts again
-(the control plane's ``PUT``/``DELETE /runs/{name}/schedule/suspend``); and how a schedule reads
-in ``astra get runs`` (``SCHEDULE NEXT``) and ``astra describe run``.
+(the control plane's ``PUT``/``DELETE /runs/{name}/schedule/suspend``). How a schedule reads in
+``astra get runs`` and ``astra describe run`` is ``scheduleviews``' (no typer: the reads' plain
+route prints it).
 
 Suspended, a schedule makes no run (the runs it made go on); resumed, a time missed while it was
 suspended starts once, the latest (Kubernetes CronJob without ``startingDeadlineSeconds``). The
@@ -10,18 +11,16 @@ undo it. Must not touch: the clusters' insides, the rules (the server's).
 
 from __future__ import annotations
 
-import datetime as dt
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-from .day2 import ServerOpt, TokenOpt, failing, open_cluster
+from .day2 import failing, open_cluster
+from .options import ServerOpt, TokenOpt
 from .output import echo
+from .scheduleviews import at
 
-if TYPE_CHECKING:
-    from ..runs import LiveRun
-
-__all__ = ["SCHEDULE_COLUMNS", "schedule_app", "schedule_cells", "schedule_lines"]
+__all__ = ["schedule_app"]
 
 schedule_app = typer.Typer(
     name="schedule",
@@ -30,9 +29,6 @@ schedule_app = typer.Typer(
     add_completion=False,
     rich_markup_mode=None,
 )
-
-#: The columns ``astra get runs`` adds when a run it lists is on a schedule.
-SCHEDULE_COLUMNS = ("SCHEDULE", "NEXT")
 
 
 def _suspend(name: str, suspended: bool, reason: str, server: str | None, token: str | None) -> dict:
@@ -82,48 +78,4 @@ def resume(
     with failing():
         said = _suspend(name, False, "", server, token)
     when = said.get("next_at") if isinstance(said, dict) else None
-    echo(f"schedule of {name} resumed: next run {_at(when)}")
-
-
-def _at(when: float | None) -> str:
-    if when is None:
-        return "-"
-    return dt.datetime.fromtimestamp(when, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def _in(when: float, now: float) -> str:
-    from .runviews import age
-
-    return "now" if when <= now else f"in {age(now, when)}"
-
-
-def schedule_cells(run: LiveRun, now: float) -> tuple[str, str]:
-    """``SCHEDULE NEXT`` of ``astra get runs``: ``0 2 * * * Europe/Paris``, ``in 9h`` (``-`` for
-    a run with no schedule; ``suspended``)."""
-    s = run.schedule
-    if not s:
-        return ("-", "-")
-    nxt = s.get("next_at")
-    shown = "suspended" if s.get("suspended") else "-" if nxt is None else _in(nxt, now)
-    return (f"{s.get('cron')} {s.get('timezone')}", shown)
-
-
-def schedule_lines(run: LiveRun, now: float) -> list[str]:
-    """What ``astra describe run`` says of a run on a schedule (a run it made says so in its
-    ``Source:`` line)."""
-    s = run.schedule
-    if not s:
-        return []
-    nxt = s.get("next_at")
-    if s.get("suspended"):
-        when = f"suspended by {s.get('suspended_by') or '?'} at {_at(s.get('suspended_at'))}"
-    else:
-        when = "-" if nxt is None else f"{_at(nxt)} ({_in(nxt, now)})"
-    active = ", ".join(s.get("active") or []) or "-"
-    return [
-        f"Schedule:  {s.get('cron')} ({s.get('timezone')}), concurrency {s.get('concurrency')}, "
-        f"keeps {s.get('keep')} finished",
-        f"Next run:  {when}",
-        f"Last made: {_at(s.get('last_schedule_at'))}; last completed: {_at(s.get('last_successful_at'))}",
-        f"Active:    {active}",
-    ]
+    echo(f"schedule of {name} resumed: next run {at(when)}")
