@@ -197,7 +197,13 @@ class LiveServer:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        until(self._up, timeout=DEADLINE, what="the server to answer")
+        try:
+            until(self._up, timeout=DEADLINE, what="the server to answer")
+        except BaseException:  # a server that did not answer in time is not left running
+            self.proc.kill()
+            self.proc.wait(timeout=60)
+            self.proc = None
+            raise
         return self
 
     def _up(self) -> bool:
