@@ -60,7 +60,6 @@ from typing import Any, assert_never
 from .batches import batch_creator
 from .clusters.base import Cluster, ClusterError, Conflict, NotFound, Unreachable
 from .clusters.batch import NOT_ATTEMPTED
-from .collector import gc_paused
 from .load import FileCache
 from .plan import Action, Change, Plan, compare, normalize
 from .reconcile import ReconcileError, Source, StalePlan, check_fresh, plan_source
@@ -183,21 +182,20 @@ def apply_plan(
     (what is applied is the plan's documents, as shown), and of the source's state only the
     entries of runs left as they are with a document are read (not the whole state, which a
     watch's store reads to keep it from one pass to the next)."""
-    with gc_paused():  # many small trees, no cycles: see ``collector``
-        return _apply_plan(
-            plan,
-            cluster,
-            store,
-            now=now,
-            who=who,
-            commit=commit,
-            on_entry=on_entry,
-            keep_going=keep_going,
-            only=only,
-            note=note,
-            held=held,
-            fresh=fresh,
-        )
+    return _apply_plan(
+        plan,
+        cluster,
+        store,
+        now=now,
+        who=who,
+        commit=commit,
+        on_entry=on_entry,
+        keep_going=keep_going,
+        only=only,
+        note=note,
+        held=held,
+        fresh=fresh,
+    )
 
 
 def _apply_plan(

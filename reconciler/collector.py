@@ -5,6 +5,11 @@ no cycles; the cyclic collector would walk them again and again (a quarter of a 
 3,000 files; 30 ms after a plan of 10,000 runs, at exit). Reference counting still frees
 everything as usual; only the search for cycles waits. Measured in ``task bench``.
 
+Where: only at the entry of a unit of work, once: a command (``cli.main``: validate, plan,
+apply), a loop's pass (``loop.steps.Reconciler.reconcile_once``), a server's batch of runs
+(``api.batch``) and the server's start (its long-lived state frozen). The library's calls
+(``plan_source``, ``apply_plan``) leave the collector as their caller has it.
+
 ``with gc_paused():`` pauses the collector for the block and runs it again after (when it ran
 before: blocks nest). Its options cover the other uses:
 

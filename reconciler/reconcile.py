@@ -61,7 +61,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .clusters.base import Cluster, LiveRun, RunSummary, Unreachable, WorkerInfo, summaries
-from .collector import gc_paused
 from .git import Checkout, Probe, content_id
 from .load import FileCache, Loaded, documents, load_source
 from .owners import held_elsewhere
@@ -482,51 +481,51 @@ def load_and_plan(
     cache: FileCache | None = None,
 ) -> tuple[Loaded, Plan]:
     """``plan_source``, with the load it planned (``Loaded.taken`` says which of the load's
-    fast paths it took); the cyclic collector is paused meanwhile (``gc_paused``)."""
-    with gc_paused():
-        checkout = source.checkout
-        paths = checkout.paths if checkout is not None else source.paths
-        probe = Probe(source.paths) if checkout is None and source.probe else None
+    fast paths it took). The cyclic collector is left as the caller has it: the entries pause it
+    (a command, a loop's pass; ``reconciler.collector``)."""
+    checkout = source.checkout
+    paths = checkout.paths if checkout is not None else source.paths
+    probe = Probe(source.paths) if checkout is None and source.probe else None
+    try:
+        found = find_files(paths)
+        ahead = read_ahead(source.name, cluster, store, files=len(found[0]), specs=not FAST_PATH)
         try:
-            found = find_files(paths)
-            ahead = read_ahead(source.name, cluster, store, files=len(found[0]), specs=not FAST_PATH)
-            try:
-                loaded = load_source(
-                    paths,
-                    template=source.template,
-                    sets=source.sets,
-                    cache=cache,
-                    found=found,
-                    held=ahead.held,
-                )
-                read = ahead.result()
-            finally:
-                ahead.close()
-        finally:
-            if probe is not None:
-                revision, top = probe.result()
-                checkout = Checkout(tuple(source.paths), tuple(source.paths), revision, top, top)
-        loaded = shown_as(loaded, checkout)
-        if read is not None and read.failed is not None and loaded.ok:  # a load that failed is said first
-            raise read.failed  # not read again: its retries are spent
-        made = make_plan(
-            source,
-            loaded,
-            cluster,
-            store,
-            now,
-            inventory=None if read is None else read.inventory,
-            listed=None if read is None else read.listed,
-        )
-        made = with_revision(made, checkout, loaded)
-        if source.replace:
-            from .plan.replace import force_replace
-
-            full = documents(loaded, source.replace)  # the load cache keeps digests, not documents
-            made = force_replace(
-                made, source.replace, lambda n: full[n].after() if n in full else None, _stops(cluster, now)
+            loaded = load_source(
+                paths,
+                template=source.template,
+                sets=source.sets,
+                cache=cache,
+                found=found,
+                held=ahead.held,
             )
-        return loaded, made
+            read = ahead.result()
+        finally:
+            ahead.close()
+    finally:
+        if probe is not None:
+            revision, top = probe.result()
+            checkout = Checkout(tuple(source.paths), tuple(source.paths), revision, top, top)
+    loaded = shown_as(loaded, checkout)
+    if read is not None and read.failed is not None and loaded.ok:  # a load that failed is said first
+        raise read.failed  # not read again: its retries are spent
+    made = make_plan(
+        source,
+        loaded,
+        cluster,
+        store,
+        now,
+        inventory=None if read is None else read.inventory,
+        listed=None if read is None else read.listed,
+    )
+    made = with_revision(made, checkout, loaded)
+    if source.replace:
+        from .plan.replace import force_replace
+
+        full = documents(loaded, source.replace)  # the load cache keeps digests, not documents
+        made = force_replace(
+            made, source.replace, lambda n: full[n].after() if n in full else None, _stops(cluster, now)
+        )
+    return loaded, made
 
 
 def _stops(cluster: Cluster, now: float) -> Callable[[str], Cost | None]:

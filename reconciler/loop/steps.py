@@ -72,6 +72,7 @@ from typing import Any, Protocol
 from ..applied import held_status, summary
 from ..apply import ApplyResult, apply_plan
 from ..clusters.base import Cluster, ClusterError
+from ..collector import gc_paused
 from ..git import Checkout, Probe, Remote, SourceError, SourceFetchFailed
 from ..git.agesecrets import AgeSecretError
 from ..load import FileCache, Loaded, load_source, refresh
@@ -279,6 +280,14 @@ class Reconciler:
 
     def reconcile_once(self, changed: Collection[str] | None = None, names: Collection[str] = ()) -> dict:
         """One pass of the steps; returns the status written. ``names``: runs due for a retry.
+        A pass is a loop's unit of work: the cyclic collector is paused for it, as a command
+        pauses it at its entry (``reconciler.collector``)."""
+        with gc_paused():
+            return self._pass(changed, names)
+
+    def _pass(self, changed: Collection[str] | None, names: Collection[str]) -> dict:
+        """``reconcile_once``'s steps (over 60 lines: one ``try`` whose every ``except`` is a
+        status the loop writes; split, the step each failure happened in would be passed around).
 
         The source's state is read once a pass (``_read``: the inventory the scope, the plan
         and the check for nothing to do use, and the status), and the status is written at each
