@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema
 
+from ..runspec.alertdecl import ALERT_KINDS
 from ..runspec.quantities import POSITIVE_DURATION_PATTERN, parse_duration
 from .models import EPOCH, Answer, RequestBody, _integral
 
@@ -33,27 +34,9 @@ __all__ = [
     "Sink",
 ]
 
-#: The kinds of event an alert may select (``controlplane.alerts.rules.KINDS`` gives each its
-#: severity; a test holds the two equal).
-EventKind = Literal[
-    "run.failed",
-    "run.cancelled",
-    "run.completed",
-    "run.worker_restarted",
-    "run.quota_wait",
-    "run.replace_held",
-    "run.replaced",
-    "source.stalled",
-    "source.load_failed",
-    "source.fetch_failed",
-    "source.ready",
-    "source.pending",
-    "source.suspended",
-    "source.resumed",
-    "alert.gave_up",
-    "plan.success",
-    "plan.failure",
-]
+#: The kinds of event an alert may select: astra.yaml's (``runspec.alertdecl.ALERT_KINDS``, one
+#: list; ``controlplane.alerts.rules.KINDS`` gives each its severity; a test holds the two equal).
+EventKind = Literal[ALERT_KINDS]  # type: ignore[valid-type]
 
 #: A sink's fields that name a secret (the value is the secret store's, never the alert's).
 SECRET_FIELDS = ("url", "key", "token")
