@@ -21,6 +21,7 @@ Must not touch: scheduling rules, SQL (the store's ``KeptDrives``), processes, t
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -44,6 +45,7 @@ __all__ = [
     "private_folder",
     "recheck_needs",
     "router",
+    "runs_needing",
     "used_by",
     "workspace_drives",
 ]
@@ -93,14 +95,20 @@ def workspace_drives(api: Api) -> set[str]:
 
 
 def used_by(api: Api, name: str) -> list[str]:
-    """The workspace's runs not ended whose workers mount drive ``name``: the call's cluster's
-    by name, in submission order, then any other cluster's (``NAME on cluster C``)."""
+    """The workspace's runs not ended whose workers mount drive ``name`` (``runs_needing``)."""
+    return runs_needing(api, lambda run: any(d == name for _, d in mounts(run)))
+
+
+def runs_needing(api: Api, needs: Callable[[Any], bool]) -> list[str]:
+    """The workspace's runs not ended whose spec ``needs`` says yes to (a drive they mount, a
+    secret they read): the call's cluster's by name, in submission order, then any other
+    cluster's (``NAME on cluster C``)."""
     found: list[str] = []
     for cluster, engine in sorted(api.app.clusters.items(), key=lambda c: c[0] != api.scope.cluster):
         runs = (r for r in engine.state.runs.values() if scope_of(r.name)[:2] == api.scope[:2])
         live = sorted((r for r in runs if r.state not in FINAL_RUN_STATES), key=lambda r: r.seq)
         on = "" if cluster == api.scope.cluster else f" on cluster {cluster}"
-        found += [shown(r.name) + on for r in live if any(d == name for _, d in mounts(r.run))]
+        found += [shown(r.name) + on for r in live if needs(r.run)]
     return found
 
 

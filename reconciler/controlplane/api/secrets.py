@@ -33,15 +33,13 @@ from fastapi import Path as PathParam
 from fastapi.responses import Response
 
 from ...runspec import secrets as spec_secrets
-from ...runspec.vocabulary import FINAL_RUN_STATES
 from ...wire import models as wire
 from ...wire.secrets import KeyRotated, Secret, SecretList, SecretsPlan, SecretsPlanned
 from ..auth import SERVER_TOKEN
-from ..scopes import scope_of, shown
 from ..store import NotFound
 from ..store.secrets import secret_missing
 from .context import Api, ApiError, ApiRoute, Responses, answer
-from .drives import recheck_needs
+from .drives import recheck_needs, runs_needing
 
 __all__ = ["router", "secret_users", "set_value"]
 
@@ -79,15 +77,8 @@ _VALUE_BODY = {
 
 
 def secret_users(api: Api, name: str) -> list[str]:
-    """The workspace's runs not ended whose workers read secret ``name``: the call's cluster's
-    by name, in submission order, then any other cluster's (``NAME on cluster C``)."""
-    found: list[str] = []
-    for cluster, engine in sorted(api.app.clusters.items(), key=lambda c: c[0] != api.scope.cluster):
-        runs = (r for r in engine.state.runs.values() if scope_of(r.name)[:2] == api.scope[:2])
-        live = sorted((r for r in runs if r.state not in FINAL_RUN_STATES), key=lambda r: r.seq)
-        on = "" if cluster == api.scope.cluster else f" on cluster {cluster}"
-        found += [shown(r.name) + on for r in live if name in _names(r.run)]
-    return found
+    """The workspace's runs not ended whose workers read secret ``name`` (``runs_needing``)."""
+    return runs_needing(api, lambda run: name in _names(run))
 
 
 def _names(run: Any) -> set[str]:
