@@ -16,6 +16,7 @@ import typer
 from .listing import ListFormat, print_listing
 from .options import ListOutput, ServerOpt, TokenOpt
 from .output import echo, error
+from .remote import called
 
 __all__ = ["alert_app"]
 
@@ -26,16 +27,6 @@ alert_app = typer.Typer(
     add_completion=False,
     rich_markup_mode=None,
 )
-
-
-def _call(method: str, path: str, *, server: str | None, token: str | None, **kw):
-    from .remote import CommandError, call
-
-    try:
-        return call(method, path, server=server, token=token, **kw)
-    except CommandError as exc:
-        error(str(exc))
-        raise typer.Exit(1) from exc
 
 
 @alert_app.command("create")
@@ -108,7 +99,7 @@ def create(
         "restarts": restarts,
         "waited": waited,
     }
-    made = _call("PUT", f"/alerts/{name}", server=server, token=token, json=body).json()
+    made = called("PUT", f"/alerts/{name}", server=server, token=token, json=body).json()
     echo(f"alert {made['name']} saved in workspace {made['workspace']}: {sink}")
 
 
@@ -117,7 +108,7 @@ def list_alerts(
     output: ListOutput = ListFormat.table, server: ServerOpt = None, token: TokenOpt = None
 ) -> None:
     """List the alerts: NAME SINK EVENTS SEVERITY."""
-    items = _call("GET", "/alerts", server=server, token=token, start=False).json()["items"]
+    items = called("GET", "/alerts", server=server, token=token, start=False).json()["items"]
     if output is not ListFormat.table:
         print_listing(items, output)
         return
@@ -133,7 +124,7 @@ def delete(
     name: Annotated[str, typer.Argument(help="The alert.")], server: ServerOpt = None, token: TokenOpt = None
 ) -> None:
     """Delete an alert (what it sent stays in the history)."""
-    _call("DELETE", f"/alerts/{name}", server=server, token=token)
+    called("DELETE", f"/alerts/{name}", server=server, token=token)
     echo(f"alert {name} deleted")
 
 
@@ -142,7 +133,7 @@ def test(
     name: Annotated[str, typer.Argument(help="The alert.")], server: ServerOpt = None, token: TokenOpt = None
 ) -> None:
     """Send a test message through the alert's sink; 'astra alert history NAME' shows the answer."""
-    _call("POST", f"/alerts/{name}/test", server=server, token=token)
+    called("POST", f"/alerts/{name}/test", server=server, token=token)
     echo(f"a test message of alert {name} is queued: 'astra alert history {name}' shows its answer")
 
 
@@ -155,7 +146,7 @@ def history(
 ) -> None:
     """What the alerts sent, newest first: WHEN ALERT STATE TRIES EVENT ANSWER."""
     query = f"?alert={name}" if name else ""
-    items = _call("GET", f"/alerts:history{query}", server=server, token=token, start=False).json()["items"]
+    items = called("GET", f"/alerts:history{query}", server=server, token=token, start=False).json()["items"]
     if output is not ListFormat.table:
         print_listing(items, output)
         return

@@ -21,6 +21,7 @@ from .day2 import failing
 from .listing import ListFormat, print_listing
 from .options import ListOutput, ServerOpt, TokenOpt
 from .output import echo, error
+from .remote import called
 
 __all__ = ["drive_app"]
 
@@ -41,16 +42,6 @@ def _slurm(server: str | None) -> Any:
 
     with failing():
         return connect(server, None)
-
-
-def _call(method: str, path: str, *, server: str | None, token: str | None, **kw):
-    from .remote import CommandError, call
-
-    try:
-        return call(method, path, server=server, token=token, **kw)
-    except CommandError as exc:
-        error(str(exc))
-        raise typer.Exit(1) from exc
 
 
 @drive_app.command("create")
@@ -84,7 +75,7 @@ def create(
             error(f"cannot make {folder}: {exc.strerror or exc}")
             raise typer.Exit(1) from exc
         body["path"] = folder
-    made = _call("POST", "/drives", server=server, token=token, json=body).json()
+    made = called("POST", "/drives", server=server, token=token, json=body).json()
     echo(f"drive {made['name']} created in workspace {made['workspace']}: {made['path']}")
 
 
@@ -100,7 +91,7 @@ def list_drives(
         with failing():
             items = slurm.drives()
     else:
-        items = _call("GET", "/drives", server=server, token=token, start=False).json()["items"]
+        items = called("GET", "/drives", server=server, token=token, start=False).json()["items"]
     if output is not ListFormat.table:
         print_listing(items, output)
         return
@@ -122,5 +113,5 @@ def delete(
         with failing():
             gone = slurm.delete_drive(name)
     else:
-        gone = _call("DELETE", f"/drives/{name}", server=server, token=token, start=False).json()
+        gone = called("DELETE", f"/drives/{name}", server=server, token=token, start=False).json()
     echo(f"drive {gone['name']} deleted (its folder {gone['path']} is left as it is)")

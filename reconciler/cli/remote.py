@@ -9,11 +9,25 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CommandError", "call"]
+__all__ = ["CommandError", "call", "called"]
 
 
 class CommandError(Exception):
     """A command failed; the message is the one line the user sees."""
+
+
+def called(method: str, path: str, *, server: str | None, token: str | None, **kw: Any) -> Any:
+    """``call``, with a failure said in its one line and the command ended (exit 1): what the
+    write verbs (``alert``, ``secret``, ``drive``, the teams' commands) do with an answer."""
+    import typer
+
+    from .output import error
+
+    try:
+        return call(method, path, server=server, token=token, **kw)
+    except CommandError as exc:
+        error(str(exc))
+        raise typer.Exit(1) from exc
 
 
 def call(

@@ -17,6 +17,7 @@ import typer
 from .listing import ListFormat, print_listing
 from .options import ListOutput, ServerOpt, TokenOpt
 from .output import echo, error
+from .remote import called
 
 __all__ = ["secret_app"]
 
@@ -27,16 +28,6 @@ secret_app = typer.Typer(
     add_completion=False,
     rich_markup_mode=None,
 )
-
-
-def _call(method: str, path: str, *, server: str | None, token: str | None, **kw):
-    from .remote import CommandError, call
-
-    try:
-        return call(method, path, server=server, token=token, **kw)
-    except CommandError as exc:
-        error(str(exc))
-        raise typer.Exit(1) from exc
 
 
 def _value(from_file: str | None) -> bytes:
@@ -67,7 +58,7 @@ def set_secret(
     """Set a secret's value, from standard input or --from-file (never an argument); runs
     started from now on read it, and none running is stopped."""
     value = _value(from_file)
-    done = _call("PUT", f"/secrets/{name}", server=server, token=token, content=value)
+    done = called("PUT", f"/secrets/{name}", server=server, token=token, content=value)
     body = done.json()
     said = "created" if done.status_code == 201 else "set"
     echo(f"secret {body['name']} {said} in workspace {body['workspace']} ({body['size']} bytes)")
@@ -86,7 +77,7 @@ def list_secrets(
     token: TokenOpt = None,
 ) -> None:
     """List the secrets: NAME SIZE SET-BY SET-AT USED-BY (never a value). Never starts the local server."""
-    items = _call("GET", "/secrets", server=server, token=token, start=False).json()["items"]
+    items = called("GET", "/secrets", server=server, token=token, start=False).json()["items"]
     if output is not ListFormat.table:
         print_listing(items, output)
         return
@@ -111,5 +102,5 @@ def delete(
 ) -> None:
     """Delete a secret: refused while a run not ended reads it, unless --force."""
     path = f"/secrets/{name}" + ("?force=true" if force else "")
-    gone = _call("DELETE", path, server=server, token=token, start=False).json()
+    gone = called("DELETE", path, server=server, token=token, start=False).json()
     echo(f"secret {gone['name']} deleted from workspace {gone['workspace']}")

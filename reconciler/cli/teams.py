@@ -57,14 +57,9 @@ class BudgetPer(StrEnum):
 
 def _call(method: str, path: str, server: str | None, token: str | None, **kw: Any) -> Any:
     """The API's answer (JSON), or the server's refusal in one line (exit 1)."""
-    from .remote import CommandError, call
+    from .remote import called
 
-    try:
-        response = call(method, path, server=server, token=token, start=kw.pop("start", True), **kw)
-    except CommandError as exc:
-        error(str(exc))
-        raise Exit(1) from exc
-    return response.json()
+    return called(method, path, server=server, token=token, start=kw.pop("start", True), **kw).json()
 
 
 def _table(rows: list[list[str]]) -> None:
