@@ -323,46 +323,20 @@ async def _main(
 ) -> None:
     """Serve until stopped: the default cluster's engine (and each other cluster's, on the same
     store) behind the API, stepped by ``_schedule``; each run's working folder under
-    ``work_root`` (``HOME/work``)."""
+    ``work_root`` (``HOME/work``). Over 60 lines: the server's parts are made in the order they
+    depend on each other and stopped in the reverse one, which reads best as one sequence."""
     import uvicorn
 
     from .api import create_app
 
     _Server = _server_class()
-    from ..sandbox import find_sandbox, no_sandbox_warning
-    from .bounds import bounds_said, find_cgroups
-    from .engine import Engine
-    from .executor import ProcessExecutor
     from .store import SecretBox, Store, default_url
     from .store.secretbox import KEY_FILE
 
     clock = SystemClock()
     box = SecretBox.at(secrets_key or home / KEY_FILE, create=secrets_key is None)
     store = Store(db or default_url(home), box)
-    sandbox, said = find_sandbox(hidden=[home])
-    print(said if sandbox is not None else no_sandbox_warning(said), flush=True)
-    cgroups = find_cgroups() if sandbox is not None else None
-    if sandbox is not None:
-        print(bounds_said(cgroups), flush=True)
-
-    def drive_folder(workspace: str, name: str) -> str | None:
-        row = store.drive_row(name, workspace)
-        return None if row is None else row["path"]
-
-    def secret_value(workspace: str, name: str) -> bytes | None:
-        return store.secret_value(name, workspace)
-
-    members = {}
-    for name, machines in inventories.items():  # each cluster's executor, in the one sandbox
-        made = ProcessExecutor(
-            home,
-            work_root=work_root,
-            sandbox=sandbox,
-            drives=drive_folder,
-            cgroups=cgroups,
-            secrets=secret_value,
-        )
-        members[name] = (Engine(store, machines, made, clock.now(), name), made)
+    members = _members(store, home, inventories, clock.now(), work_root)
     engine, executor = members[DEFAULT]
     fleet = Fleet(members)
     runner: tuple[Any, Any] = (engine, executor) if len(members) == 1 else (fleet, fleet)
@@ -411,6 +385,43 @@ async def _main(
             runner[1].shutdown()
             store.close()
         forget_info(home, info.pid)
+
+
+def _members(
+    store: Any, home: Path, inventories: dict[str, Inventory], now: float, work_root: Path | None
+) -> dict[str, tuple[Any, Any]]:
+    """Each cluster's engine and executor, on the one store, in the one sandbox (which the
+    server says as it starts, with the bounds it can keep)."""
+    from ..sandbox import find_sandbox, no_sandbox_warning
+    from .bounds import bounds_said, find_cgroups
+    from .engine import Engine
+    from .executor import ProcessExecutor
+
+    sandbox, said = find_sandbox(hidden=[home])
+    print(said if sandbox is not None else no_sandbox_warning(said), flush=True)
+    cgroups = find_cgroups() if sandbox is not None else None
+    if sandbox is not None:
+        print(bounds_said(cgroups), flush=True)
+
+    def drive_folder(workspace: str, name: str) -> str | None:
+        row = store.drive_row(name, workspace)
+        return None if row is None else row["path"]
+
+    def secret_value(workspace: str, name: str) -> bytes | None:
+        return store.secret_value(name, workspace)
+
+    members = {}
+    for name, machines in inventories.items():
+        made = ProcessExecutor(
+            home,
+            work_root=work_root,
+            sandbox=sandbox,
+            drives=drive_folder,
+            cgroups=cgroups,
+            secrets=secret_value,
+        )
+        members[name] = (Engine(store, machines, made, now, name), made)
+    return members
 
 
 def _alerts(store: Any, clock: Any, root: str, counted: Any) -> Any:
