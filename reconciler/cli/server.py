@@ -7,8 +7,9 @@ Thin: options in, one call into ``reconciler.controlplane.server`` (serving, sto
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -95,10 +96,12 @@ def server(
     ] = None,
 ) -> None:
     """Run the control plane until stopped (Ctrl-C, or 'astra server stop')."""
+    # Over 60 lines: its signature is its ten options' one declaration (typer's), and the body
+    # makes them one ServeOptions; the help text above is all a user sees of it.
     if ctx.invoked_subcommand is not None:
         return
     from ..controlplane.fleet import cluster_files
-    from ..controlplane.server import ServerError, read_token_file, reexec_without_token, serve
+    from ..controlplane.server import ServeOptions, ServerError, read_token_file, reexec_without_token, serve
     from ..controlplane.store import StoreError
 
     try:
@@ -106,34 +109,40 @@ def server(
     except ValueError as exc:
         raise _Fail(str(exc)) from exc
     default = files.pop("default", None)
+    options = ServeOptions(
+        host=host,
+        port=port,
+        db=db,
+        inventory=None if default is None else str(default),
+        clusters={name: str(path) for name, path in files.items()},
+        any_port_if_busy=any_port_if_busy,
+        audit_keep=audit_keep,
+        work_root=Path(work_root).resolve() if work_root else None,
+        secrets_key_file=secrets_key_file,
+        age_identity=age_identity,
+    )
     try:
         if token_file is not None:
             token = read_token_file(token_file)
         elif token:
-            args = ["--host", host, "--port", str(port)]
-            args += ["--any-port-if-busy"] if any_port_if_busy else []
-            args += ["--db", db] if db else []
-            args += [a for value in inventory or () for a in ("--inventory", value)]
-            args += ["--audit-keep", str(audit_keep)] if audit_keep else []
-            args += ["--work-root", work_root] if work_root else []
-            args += ["--secrets-key-file", secrets_key_file] if secrets_key_file else []
-            args += ["--age-identity", age_identity] if age_identity else []
-            reexec_without_token(token, args)
-        serve(
-            host=host,
-            port=port,
-            db=db,
-            inventory=default,
-            token=token,
-            any_port_if_busy=any_port_if_busy,
-            audit_keep=audit_keep,
-            clusters=files,
-            work_root=Path(work_root).resolve() if work_root else None,
-            secrets_key_file=secrets_key_file,
-            age_identity=age_identity,
-        )
+            reexec_without_token(token, _argv(options, inventory or ()))
+        serve(options, token=token)
     except (ServerError, StoreError) as exc:
         raise _Fail(str(exc)) from exc
+
+
+def _argv(options: Any, inventory: Sequence[str]) -> list[str]:
+    """The command line of ``options`` (a ``ServeOptions``), as the server starts over with it
+    (its token no longer in its command line or environment); ``inventory`` as given."""
+    args = ["--host", options.host, "--port", str(options.port)]
+    args += ["--any-port-if-busy"] if options.any_port_if_busy else []
+    args += ["--db", options.db] if options.db else []
+    args += [a for value in inventory for a in ("--inventory", value)]
+    args += ["--audit-keep", str(options.audit_keep)] if options.audit_keep else []
+    args += ["--work-root", str(options.work_root)] if options.work_root else []
+    args += ["--secrets-key-file", options.secrets_key_file] if options.secrets_key_file else []
+    args += ["--age-identity", options.age_identity] if options.age_identity else []
+    return args
 
 
 class _Fail(typer.Exit):

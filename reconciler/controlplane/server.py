@@ -29,6 +29,8 @@ import secrets
 import signal
 import socket
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -154,47 +156,39 @@ def stop_server(home: Path, timeout: float = 30.0) -> ServerInfo | None:
     return info
 
 
-def serve(
-    *,
-    host: str = "127.0.0.1",
-    port: int = DEFAULT_PORT,
-    db: str | None = None,
-    inventory: str | os.PathLike[str] | None = None,
-    token: str | None = None,
-    home: Path | None = None,
-    any_port_if_busy: bool = False,
-    audit_keep: int | None = None,
-    clusters: dict[str, str] | None = None,
-    work_root: Path | None = None,
-    secrets_key_file: str | os.PathLike[str] | None = None,
-    age_identity: str | None = None,
-) -> None:
-    """Run the control plane until SIGTERM or SIGINT (``clusters``: the inventory files of
-    clusters other than the default, by name). ``any_port_if_busy``: when ``port`` is taken,
-    listen on any free port instead (the local server astra starts: 8750 when free);
-    ``audit_keep``: the audit events each workspace keeps (``None``: ``api.context.AUDIT_KEEP``);
-    ``secrets_key_file``: the key the secrets are sealed with (``None``: ``HOME/secrets.key``,
-    made 0600 the first time; a file named must exist);
+@dataclass(frozen=True)
+class ServeOptions:
+    """What ``astra server`` is given, once (its command line's options): where it listens, its
+    store, its clusters' machines, what it keeps and where, and the keys it reads.
+
+    ``inventory``: the default cluster's machines file (``None``: the built-in machines);
+    ``clusters``: the other clusters' files, by name; ``any_port_if_busy``: when ``port`` is
+    taken, listen on any free port (the local server astra starts: 8750 when free);
+    ``audit_keep``: the audit events a workspace keeps (``None``: ``api.context.AUDIT_KEEP``);
     ``work_root``: where each run's working folder is made (``None``: ``HOME/work``);
-    ``age_identity``: an age identity file, read at the start (a wrong one stops it in words),
-    that opens the secrets a source sends still sealed (``api.secrets``)."""
+    ``secrets_key_file``: the key the secrets are sealed with (``None``: ``HOME/secrets.key``,
+    made 0600 the first time; a file named must exist); ``age_identity``: an age identity file,
+    read at the start (a wrong one stops it in words), that opens the secrets a source sends
+    still sealed (``api.secrets``)."""
+
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    db: str | None = None
+    inventory: str | None = None
+    clusters: Mapping[str, str] = field(default_factory=dict)
+    any_port_if_busy: bool = False
+    audit_keep: int | None = None
+    work_root: Path | None = None
+    secrets_key_file: str | None = None
+    age_identity: str | None = None
+
+
+def serve(options: ServeOptions, *, token: str | None = None, home: Path | None = None) -> None:
+    """Run the control plane until SIGTERM or SIGINT (``options``: ``ServeOptions``)."""
     home = home or astra_home()
     os.umask(0o077)  # what the server writes (database, logs, server.json) is its user's alone
     try:
-        _serve_home(
-            host,
-            port,
-            db=db,
-            inventory=inventory,
-            token=token,
-            home=home,
-            any_port_if_busy=any_port_if_busy,
-            audit_keep=audit_keep,
-            clusters=clusters,
-            work_root=work_root,
-            secrets_key_file=secrets_key_file,
-            age=_age_identities(age_identity),
-        )
+        _serve_home(options, token, home, _age_identities(options.age_identity))
     except Exception as exc:  # a full disk, at any point of the start, in the API's words
         from .store.full import disk_full, full_words
 
@@ -202,7 +196,7 @@ def serve(
             raise
         from .store import default_url
 
-        raise ServerError(full_words(db or default_url(home))) from None
+        raise ServerError(full_words(options.db or default_url(home))) from None
 
 
 def _age_identities(path: str | None) -> list[object] | None:
@@ -217,40 +211,13 @@ def _age_identities(path: str | None) -> list[object] | None:
         raise ServerError(f"--age-identity: {exc}") from None
 
 
-def _serve_home(
-    host: str,
-    port: int,
-    *,
-    db: str | None,
-    inventory: str | os.PathLike[str] | None,
-    token: str | None,
-    home: Path,
-    any_port_if_busy: bool,
-    audit_keep: int | None,
-    clusters: dict[str, str] | None,
-    work_root: Path | None,
-    secrets_key_file: str | os.PathLike[str] | None,
-    age: list[object] | None = None,
-) -> None:
+def _serve_home(options: ServeOptions, token: str | None, home: Path, age: list[object] | None) -> None:
     """``serve`` in its home: one server per home (``home_lock``)."""
     try:
         ensure_home(home)
         with home_lock(home, "serving", timeout=0, purpose=f"serve {home}"):
-            others = {name: load_inventory_file(path) for name, path in (clusters or {}).items()}
-            _serve(
-                host,
-                port,
-                db=db,
-                inventory=inventory,
-                token=token,
-                home=home,
-                any_port_if_busy=any_port_if_busy,
-                audit_keep=audit_keep,
-                others=others,
-                work_root=work_root,
-                secrets_key=Path(secrets_key_file) if secrets_key_file is not None else None,
-                age=age,
-            )
+            others = {name: load_inventory_file(path) for name, path in options.clusters.items()}
+            _serve(options, token, home, others, age)
     except HomeError as exc:
         running = read_info(home)
         if running is not None and running.pid != os.getpid():
@@ -260,38 +227,19 @@ def _serve_home(
 
 
 def _serve(
-    host: str,
-    port: int,
-    *,
-    db: str | None,
-    inventory: str | os.PathLike[str] | None,
+    options: ServeOptions,
     token: str | None,
     home: Path,
-    any_port_if_busy: bool,
-    audit_keep: int | None = None,
-    others: dict[str, Inventory] | None = None,
-    work_root: Path | None = None,
-    secrets_key: Path | None = None,
-    age: list[object] | None = None,
+    others: dict[str, Inventory],
+    age: list[object] | None,
 ) -> None:
-    machines = load_inventory_file(inventory)
+    machines = load_inventory_file(options.inventory)
     token = resolve_token(home, token or os.environ.get("ASTRA_TOKEN"))
-    sock = _listen(host, port, any_port_if_busy)
+    sock = _listen(options.host, options.port, options.any_port_if_busy)
     try:
         remember_port(home, sock.getsockname()[1])
-        clusters = {DEFAULT: machines, **(others or {})}
-        main = _main(
-            sock,
-            home,
-            db,
-            clusters,
-            token,
-            audit_keep,
-            work_root=work_root,
-            secrets_key=secrets_key,
-            age=age,
-        )
-        asyncio.run(main)
+        clusters = {DEFAULT: machines, **others}
+        asyncio.run(_main(sock, home, options, clusters, token, age))
     finally:
         sock.close()
 
@@ -312,14 +260,10 @@ def _listen(host: str, port: int, any_port_if_busy: bool) -> socket.socket:
 async def _main(
     sock: socket.socket,
     home: Path,
-    db: str | None,
+    options: ServeOptions,
     inventories: dict[str, Inventory],
     token: str,
-    audit_keep: int | None,
-    *,
-    work_root: Path | None = None,
-    secrets_key: Path | None = None,
-    age: list[object] | None = None,
+    age: list[object] | None,
 ) -> None:
     """Serve until stopped: the default cluster's engine (and each other cluster's, on the same
     store) behind the API, stepped by ``_schedule``; each run's working folder under
@@ -334,9 +278,10 @@ async def _main(
     from .store.secretbox import KEY_FILE
 
     clock = SystemClock()
-    box = SecretBox.at(secrets_key or home / KEY_FILE, create=secrets_key is None)
-    store = Store(db or default_url(home), box)
-    members = _members(store, home, inventories, clock.now(), work_root)
+    key = Path(options.secrets_key_file) if options.secrets_key_file is not None else None
+    box = SecretBox.at(key or home / KEY_FILE, create=key is None)
+    store = Store(options.db or default_url(home), box)
+    members = _members(store, home, inventories, clock.now(), options.work_root)
     engine, executor = members[DEFAULT]
     fleet = Fleet(members)
     runner: tuple[Any, Any] = (engine, executor) if len(members) == 1 else (fleet, fleet)
@@ -354,7 +299,7 @@ async def _main(
         token,
         clock,
         on_change=wake_up,
-        audit_keep=audit_keep or AUDIT_KEEP,
+        audit_keep=options.audit_keep or AUDIT_KEEP,
         clusters=others,
         drives_root=home / "drives",
         private_folders={"astra's home": home, "the runs' working folders": executor.work_root},

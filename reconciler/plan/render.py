@@ -86,34 +86,7 @@ def render_plan(data: dict[str, Any], *, verbose: bool = False) -> str:
         if action == "noop" and not verbose:
             continue
         shown += 1
-        words = ACTION_WORDS[action]
-        reruns = change["reason"] == "reruns"
-        if reruns:
-            words += ", reruns"
-        head = f"{SYMBOLS[action]} {name}  {words}"
-        if change["file"]:
-            head += f"  ({change['file']})"
-        lines.append(head)
-        if change["reason"] and not reruns:
-            lines.append(f"    why: {change['reason']}")
-        for f in change["fields"]:
-            if not f["drift"]:
-                lines.append(f"    {_field_line(f)}")
-        if change["cost"] is not None and action in ("replace", "delete"):
-            lines.append(f"    cost: {describe_cost(change['cost'], action)}")
-        budget = data.get("budget")
-        spends = describe_spend(change["after"], budget) if action == "create" and budget else None
-        if spends:
-            lines.append(f"    cost: {spends}")
-        asks = describe_ask(change.get("after")) if action == "create" else None
-        if asks:
-            lines.append(f"    asks: {asks}")
-        waits = _waits_for(change.get("after")) if action in ("create", "replace") else None
-        if waits:
-            lines.append(f"    waits for: {waits}")
-        where = outlook_line(change)
-        if where:
-            lines.append(f"    {where}")
+        lines += _change_lines(change, data.get("budget"))
     held = sorted(data.get("held", ()), key=lambda c: c["address"])
     for change in held:
         shown += 1
@@ -157,6 +130,38 @@ def render_plan(data: dict[str, Any], *, verbose: bool = False) -> str:
             lines.append("No changes: the cluster matches the files.")
     lines += ["", summary_line(data["summary"], resources)]
     return "\n".join(lines) + "\n"
+
+
+def _change_lines(change: dict[str, Any], budget: Any) -> list[str]:
+    """One change as the plan says it: its head, why, the fields it sets (drift is said apart),
+    what it costs and asks, whom it waits for, and where it would start."""
+    action, name = change["action"], change["address"]
+    words = ACTION_WORDS[action]
+    reruns = change["reason"] == "reruns"
+    if reruns:
+        words += ", reruns"
+    head = f"{SYMBOLS[action]} {name}  {words}"
+    if change["file"]:
+        head += f"  ({change['file']})"
+    lines = [head]
+    if change["reason"] and not reruns:
+        lines.append(f"    why: {change['reason']}")
+    lines += [f"    {_field_line(f)}" for f in change["fields"] if not f["drift"]]
+    if change["cost"] is not None and action in ("replace", "delete"):
+        lines.append(f"    cost: {describe_cost(change['cost'], action)}")
+    spends = describe_spend(change["after"], budget) if action == "create" and budget else None
+    if spends:
+        lines.append(f"    cost: {spends}")
+    asks = describe_ask(change.get("after")) if action == "create" else None
+    if asks:
+        lines.append(f"    asks: {asks}")
+    waits = _waits_for(change.get("after")) if action in ("create", "replace") else None
+    if waits:
+        lines.append(f"    waits for: {waits}")
+    where = outlook_line(change)
+    if where:
+        lines.append(f"    {where}")
+    return lines
 
 
 def _waits_for(document: Any) -> str | None:
