@@ -213,7 +213,9 @@ def _apply_plan(
     held: Lock | None,
     fresh: bool,
 ) -> ApplyResult:
-    """``apply_plan``'s work (the steps of the module docstring)."""
+    """``apply_plan``'s work (the steps of the module docstring).
+
+    Over 60 lines with its parameters, one a line: its body is the module docstring's steps, in order."""
     problems = [] if fresh else preflight(plan)
     if problems:
         raise ApplyFailed("the plan holds documents the cluster would refuse: " + "; ".join(problems))

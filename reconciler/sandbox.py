@@ -207,7 +207,10 @@ class Sandbox:
         ``binds``: more of the host's files at their targets (read-only); ``args_fd``: a
         descriptor of more of bwrap's arguments, read last (``--args``: a worker's secrets, which
         a command line would show every user). The working folder and the drives are bound by
-        descriptor (``opened``, as the worker starts)."""
+        descriptor (``opened``, as the worker starts).
+
+        Over 60 lines: bubblewrap's arguments in the order bubblewrap applies them (each mount over the
+        one before), which is the order a reader must check them in."""
         args: list[Word] = [
             self.bwrap,
             "--die-with-parent",

@@ -163,7 +163,10 @@ def _directives(text: str, file: str) -> tuple[list[tuple[int, str, str]], str]:
 
 
 def sbatch_document(text: str, file: str, default_name: str) -> dict[str, Any]:
-    """A batch script as a run spec; ``SubmitError`` (with ``FILE:LINE``) for what cannot be one."""
+    """A batch script as a run spec; ``SubmitError`` (with ``FILE:LINE``) for what cannot be one.
+
+    Over 60 lines: one branch per ``#SBATCH`` option it reads, each with its own words; a table of small
+    functions would only scatter them."""
     directives, interpreter = _directives(text, file)
     name = default_name
     image = None

@@ -116,7 +116,9 @@ def watch_command(
     webhook_secret_file: str | None,
     age_identity: str | None = None,
 ) -> int:
-    """``astra watch`` (its help is the typer command's); the exit code (``--once``: 0 if Ready)."""
+    """``astra watch`` (its help is the typer command's); the exit code (``--once``: 0 if Ready).
+
+    Over 60 lines with its parameters, one a line: the body is under 40."""
     from ..load import default_cache
     from ..loop import FileEvents, HookEvents, Watch
 
@@ -167,7 +169,10 @@ def _fleet(
     token: str | None,
     age_identity: str | None = None,
 ) -> int:
-    """``astra watch -c astra.yaml``: every source it declares (see the module docstring)."""
+    """``astra watch -c astra.yaml``: every source it declares (see the module docstring).
+
+    Over 60 lines with its parameters, one a line: each source's watch made, then the fleet run, in one
+    place."""
     from ..load import default_cache
     from ..loop import Fleet, HookEvents, Watch
     from ..runspec.astrafile import load_astra_file

@@ -140,7 +140,10 @@ def _cache_share(
     number. Each file is read once: the bytes hashed are the bytes loaded. The share goes one
     chunk (``turns.numbered()``) at a time, so that only one chunk's bytes and documents are
     alive at once: what is kept of each file is its small cache entry (and, in this process,
-    the documents of runs the inventory does not hold)."""
+    the documents of runs the inventory does not hold).
+
+    Over 60 lines with its parameters (one a line) and this docstring: the share's loop reads, hashes,
+    loads and caches in one place so that the bytes hashed are the bytes loaded."""
     cache, hashes = FileCache(folder), StatHashes(None)
     made: dict[str, dict[str, Any]] = {}
     here = share_index == 0

@@ -101,6 +101,9 @@ def build_plan(
     ``unchanged``: runs whose desired, last-applied and live documents have one digest
     (``reconciler.runspec.normalize.digest``): each is a noop without ``compare``, its live document
     is not needed (``live`` may hold its ``RunSummary``), and ``before`` is ``after``.
+
+    Over 60 lines with its parameters, one a line, and this docstring: its body is the plan's one pass
+    over the runs.
     """
     workers = workers or {}
     unchanged = unchanged if isinstance(unchanged, set | frozenset | dict) else set(unchanged)
@@ -188,6 +191,9 @@ def _for_desired(
     workers: Sequence[WorkerInfo] | None,
     now: float,
 ) -> Change:
+    """One desired run's three-way comparison: new, updated, replaced, noop, with the reason of
+    each (over 60 lines: the cases share the documents normalized once and compared once; most
+    of its length is the ``Change`` each case answers, field by field)."""
     after = want.after()
     if have is None:
         return Change(

@@ -69,7 +69,10 @@ def _side(field: dict[str, Any], side: str) -> str:
 
 
 def render_markdown(data: dict[str, Any]) -> str:
-    """The plan as a pull request's comment (see the module docstring)."""
+    """The plan as a pull request's comment (see the module docstring).
+
+    Over 60 lines: the comment's sections in the order a reviewer reads them, each a few lines, as
+    ``render_plan``'s."""
     shown, said = _revision_words(data.get("revision"))
     lines = [f"### astra plan: source `{data['source']}` on `{data['cluster']}`", ""]
     if shown:

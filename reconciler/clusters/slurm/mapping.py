@@ -256,7 +256,10 @@ def _script(
     run: Run, kind: Kind, size: int, opts: list[str], log_dir: str, images: Images, drives: SlurmDrives
 ) -> str:
     """The batch script of a run of one worker template: its env, CONTRACT §6's names, the
-    command (with drives: in the node's sandbox, or with pyxis' container mounts)."""
+    command (with drives: in the node's sandbox, or with pyxis' container mounts).
+
+    Over 60 lines: the batch script's lines in the order the job runs them, each a few lines, so that
+    the script reads as the job does."""
     t = run.spec.task_template
     assert t is not None and t.command is not None
     argv = " ".join(shlex.quote(a) for a in [t.command, *(t.args or [])])
