@@ -110,6 +110,7 @@ def test_the_run_decoder_is_the_run_model(data):
         finished_at=m.status.finished_at,
         workers_running=m.status.workers_running,
         gpus_held=m.status.gpus_held,
+        schedule=None if m.status.schedule is None else m.status.schedule.model_dump(),
     )
     read: set[str] = set()
     recorded = {

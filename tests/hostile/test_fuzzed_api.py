@@ -26,6 +26,9 @@ Two facts the document cannot state, each held here by other means:
   /drives`` takes an existing folder of the server's host: a path that is none is a 422 in words.
 * **Usage periods.** ``GET /usage`` takes ``since`` or ``month``, not both (as ``astra usage``):
   a valid request's only 422 is that one, in its words.
+* **Sealed secrets.** ``POST /secrets:plan`` takes values ``sealed`` with age, which a server
+  started without ``--age-identity`` (as this one) cannot open: a valid request's only 422 is
+  that, in its words, for each sealed value.
 * **Page tokens.** ``GET /workers?continue=`` takes only a token the server gave (any string by
   the schema): a valid request's only 422 is that one, in its words.
 
@@ -59,6 +62,9 @@ PAGED = {("GET", "/workers"), ("GET", "/tasks")}
 TOKEN_WRITE = ("POST", "/tokens")
 #: GPU-hours: ``since`` and ``month`` together are a 422.
 USAGE = ("GET", "/usage")
+#: A source's plan of its secrets: a sealed value this server (no age identity) cannot open.
+SECRETS_PLAN = ("POST", "/secrets:plan")
+UNSEALABLE = "the server holds no age identity to open it: start it with astra server --age-identity FILE"
 #: The drives' create, whose folder must exist on the server's host (no schema can say so).
 DRIVE_CREATE = ("POST", "/drives")
 #: A run naming a drive the workspace does not have (the fuzzed server has none).
@@ -115,7 +121,7 @@ def base_url(fuzzed_server):
 @settings(deadline=None, suppress_health_check=list(HealthCheck))
 def test_every_operation_holds_to_every_check(case, base_url):
     key = (case.method.upper(), case.path)
-    own = key in RUN_WRITES or key in PAGED or key in (TOKEN_WRITE, DRIVE_CREATE, USAGE)
+    own = key in RUN_WRITES or key in PAGED or key in (TOKEN_WRITE, DRIVE_CREATE, USAGE, SECRETS_PLAN)
     response = case.call_and_validate(
         base_url=base_url, excluded_checks=[positive_data_acceptance] if own else None
     )
@@ -132,6 +138,15 @@ def test_every_operation_holds_to_every_check(case, base_url):
         negative = case.meta is not None and case.meta.generation.mode.is_negative
         both = {"detail": "give --since or --month, not both"}
         assert negative or response.json() == both, case.as_curl_command()
+    elif key == SECRETS_PLAN:
+        negative = case.meta is not None and case.meta.generation.mode.is_negative
+        sealed = isinstance(case.body, dict) and isinstance(case.body.get("sealed"), dict)
+        words = {(p["path"], p["message"]) for p in response.json()} if sealed else set()
+        opened = {
+            (f"sealed.{name}", f"secret {name}: {UNSEALABLE}, or give the command --age-identity FILE")
+            for name in (case.body["sealed"] if sealed else {})
+        }
+        assert negative or (words and words == opened), case.as_curl_command()
     elif key == DRIVE_CREATE:
         negative = case.meta is not None and case.meta.generation.mode.is_negative
         words = {p["message"] for p in response.json()}

@@ -132,15 +132,34 @@ def test_a_secret_not_set_is_refused_in_words(slurm, tmp_path: Path):
 
 def test_the_loop_sets_age_secrets_on_a_slurm_cluster(tmp_path: Path):
     """``astra watch --age-identity`` plans and sets a source's secrets with the same two calls
-    as on an Astraeus server; sealed, never in the clear on disk."""
-    from reconciler.loop.secrets import SourceSecrets, secret_lines
+    as on an Astraeus server; sealed, never in the clear on disk. Without an identity, the
+    plan says in words that a Slurm cluster opens no age file."""
+    from reconciler.git.agesecrets import AgeSecretError
+    from reconciler.loop.declared import Declared, said
+    from reconciler.loop.secrets import SourceSecrets
+    from tests.sources.test_age_secrets import encrypt, keygen
 
     cluster = SlurmCluster("debug", state_dir=tmp_path / "state", images="host")
-    source = SourceSecrets([("hf-token", "hf.age")], identity=None)
-    planned = source.plan(cluster, {"hf-token": ENV_CANARY})
-    assert secret_lines(planned) == ["+ secret hf-token"]
-    source.apply(cluster, {"hf-token": ENV_CANARY}, planned)
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    identity = tmp_path / "key.txt"
+    recipient = keygen(identity)
+    encrypt(recipient, ENV_CANARY, folder / "hf.age")
+    declared = Declared("team", secrets=SourceSecrets([("hf-token", "hf.age")], identity=str(identity)))
+
+    planned = declared.plan(cluster, str(folder))
+    assert said(planned.resources) == ["+ secret hf-token"]
+    declared.apply(cluster, planned.resources, planned.values)
     assert cluster.secrets.read("hf-token") == ENV_CANARY
-    assert secret_lines(source.plan(cluster, {"hf-token": ENV_CANARY})) == []  # unchanged: nothing said
-    assert secret_lines(source.plan(cluster, {"hf-token": b"new"})) == ["~ secret hf-token (changed)"]
+    assert said(declared.plan(cluster, str(folder)).resources) == []  # unchanged: nothing said
+    encrypt(recipient, b"new", folder / "hf.age")
+    assert said(declared.plan(cluster, str(folder)).resources) == ["~ secret hf-token (changed)"]
     assert _files_with_canary(tmp_path / "state") == []
+
+    unopened = Declared("team", secrets=SourceSecrets([("hf-token", "hf.age")], identity=None))
+    with pytest.raises(AgeSecretError) as refused:
+        unopened.plan(cluster, str(folder))
+    assert str(refused.value) == (
+        "hf.age sealed with age, and the server said: slurm://debug opens no age file: "
+        "give --age-identity FILE to decrypt it"
+    )

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from reconciler import masking
+from reconciler.clusters.base import Rejected
 from reconciler.runspec.models import Run
 from reconciler.runspec.secrets import secrets_of_document
 
@@ -43,9 +44,16 @@ class ClusterSecrets:
         with self.records.locked():
             self.secrets.store(name, value)
 
-    def plan_secrets(self, values: Mapping[str, bytes]) -> dict[str, tuple[str, list[str]]]:
+    def plan_secrets(
+        self, values: Mapping[str, bytes], *, sealed: bool = False
+    ) -> dict[str, tuple[str, list[str]]]:
         """What setting each of ``values`` would do: ``create``, ``update`` or ``unchanged``,
-        and the runs not ended that read it (compared here: no value leaves this process)."""
+        and the runs not ended that read it (compared here: no value leaves this process).
+        ``sealed`` values (age files) are refused in words: no identity is kept here, as an
+        Astraeus server keeps its own (``astra server --age-identity``)."""
+        if sealed:
+            message = f"{self.address} opens no age file: give --age-identity FILE to decrypt it"
+            raise Rejected(message, [{"message": message}])
         with self.records.locked():
             readers: dict[str, list[str]] = {}
             for name in self.records.names():

@@ -84,7 +84,13 @@ def _labels(api: Api, run: str) -> dict[str, str]:
 def list_alerts(api: Api) -> Response:
     """The workspace's alerts, by name."""
     rules = api.engine.store.alert_rules(api.scope.workspace_key)
-    return answer(AlertList(items=[AlertRule(**r) for r in rules]))
+    return answer(AlertList(items=[_rule(Alert.from_json(r)) for r in rules]))
+
+
+def _rule(alert: Alert) -> AlertRule:
+    """An alert as answered: every field, ``declared_by`` ``null`` when made by hand (its stored
+    record leaves it out, as records made before it had one)."""
+    return AlertRule(**{**alert.to_json(), "declared_by": alert.declared_by})
 
 
 @router.put(
@@ -110,7 +116,7 @@ async def put_alert(api: Api, name: AlertName, body: AlertWrite) -> Response:
     )
     new = api.engine.store.put_alert(api.scope.workspace_key, name, alert.to_json(), api.clock.now())
     api.audit("create" if new else "update", "alert", name, {"sink": sink["kind"]})
-    return answer(AlertRule(**alert.to_json()), 201 if new else 200)
+    return answer(_rule(alert), 201 if new else 200)
 
 
 @router.delete(
