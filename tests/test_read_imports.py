@@ -59,3 +59,27 @@ def test_a_read_imports_no_typer_pydantic_or_httpx(server, tmp_path, argv):
     assert done.returncode == 0, done.stderr[-2000:]
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
     assert not sorted(m for m in imported if m.split(".")[0] in HEAVY)
+
+
+def test_a_plan_with_nothing_to_change_imports_no_httpx(tmp_path):
+    """``astra plan -f`` of an applied file makes only GETs: they go plain, httpx is not imported;
+    the apply before it writes, through httpx. The plan's words are the same either way."""
+    from tests.controlplane_api.conftest import LiveServer
+
+    cwd = tmp_path / "work"
+    (cwd / "runs").mkdir(parents=True)
+    (cwd / "runs" / "a.yaml").write_text(
+        "metadata: {name: a}\nspec:\n  task_template: {image: busybox, command: sleep, args: ['600']}\n"
+    )
+    live = LiveServer(tmp_path / "home", cwd).start()
+    try:
+        applied = live.astra("apply", "-f", "runs", "--yes")
+        assert applied.returncode == 0, applied.stderr[-2000:]
+        plain = [sys.executable, "-X", "importtime", "-m", "reconciler.cli", "plan", "-f", "runs"]
+        done = subprocess.run(plain, cwd=cwd, env=live.env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "No changes: the cluster matches the files." in done.stdout
+        imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+        assert not sorted(m for m in imported if m.split(".")[0] == "httpx")
+    finally:
+        live.stop()

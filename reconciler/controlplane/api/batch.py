@@ -39,7 +39,7 @@ from ...wire import models as wire
 from ..store import BatchRecord, LockMismatch, NameExists
 from .body import strict_json
 from .context import Api, ApiError, ApiRoute, Scoped, answer, problem, problems_of
-from .runs import RUNS, _source_of, checked
+from .runs import _source_of, checked, under_both
 from .sources import LOCK_HELD, TAG, LockId
 
 __all__ = ["TOO_MANY", "router"]
@@ -198,19 +198,19 @@ async def create_runs(request: Request, api: Api, lock_id: LockId) -> Response:
     return answer(result, headers={"ETag": tag} if tag else None)
 
 
-for word, runs in RUNS:
-    router.add_api_route(
-        runs + BATCH_PATH.removeprefix("/runs"),
-        create_runs,
-        methods=["POST"],
-        operation_id=f"create_{word}s_batch",
-        response_model=wire_batch.RunBatchResult,
-        responses={
-            200: {"headers": TAG},
-            **LOCK_HELD,
-            422: {"model": wire.Problems, "description": "Not a batch, or more runs than a batch holds."},
-        },
-        openapi_extra={
-            "requestBody": {"required": True, "content": {"application/json": {"schema": _body_schema()}}}
-        },
-    )
+under_both(
+    router,
+    BATCH_PATH.removeprefix("/runs"),
+    create_runs,
+    method="POST",
+    operation="create_{word}s_batch",
+    response_model=wire_batch.RunBatchResult,
+    responses={
+        200: {"headers": TAG},
+        **LOCK_HELD,
+        422: {"model": wire.Problems, "description": "Not a batch, or more runs than a batch holds."},
+    },
+    openapi_extra={
+        "requestBody": {"required": True, "content": {"application/json": {"schema": _body_schema()}}}
+    },
+)

@@ -30,7 +30,7 @@ from ..runnable import unrunnable
 from ..scheduler.outlook import Outlook, outlook
 from .batch import TOO_MANY
 from .context import Api, ApiError, ApiRoute, Scoped, answer, problem, problems_of, read_json
-from .runs import RUNS, checked
+from .runs import checked, under_both
 
 __all__ = ["router"]
 
@@ -100,17 +100,17 @@ async def place_runs(request: Request, api: Api) -> Response:
     return answer(await asyncio.to_thread(_place, api, asked))
 
 
-for word, runs in RUNS:
-    router.add_api_route(
-        runs + PLACEMENT_PATH.removeprefix("/runs"),
-        place_runs,
-        methods=["POST"],
-        operation_id=f"place_{word}s",
-        response_model=wire_placement.RunPlacementResult,
-        responses={
-            422: {"model": wire.Problems, "description": "Not a list of runs, or more than a batch holds."}
-        },
-        openapi_extra={
-            "requestBody": {"required": True, "content": {"application/json": {"schema": _body_schema()}}}
-        },
-    )
+under_both(
+    router,
+    PLACEMENT_PATH.removeprefix("/runs"),
+    place_runs,
+    method="POST",
+    operation="place_{word}s",
+    response_model=wire_placement.RunPlacementResult,
+    responses={
+        422: {"model": wire.Problems, "description": "Not a list of runs, or more than a batch holds."}
+    },
+    openapi_extra={
+        "requestBody": {"required": True, "content": {"application/json": {"schema": _body_schema()}}}
+    },
+)

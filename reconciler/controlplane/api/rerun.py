@@ -18,7 +18,7 @@ from ...wire import models as wire
 from ..rerun import RerunRefused
 from ..store import NotFound
 from .context import Api, ApiError, ApiRoute, Scoped, answer
-from .runs import RUNS, RunName, problems, view
+from .runs import RunName, problems, under_both, view
 
 __all__ = ["rerun", "router"]
 
@@ -59,15 +59,13 @@ def rerun_run(
     return answer(run, 201, {"Location": run.status.url})
 
 
-for word, runs in RUNS:
-    router.add_api_route(
-        runs + "/{name}/rerun",
-        rerun_run,
-        methods=["POST"],
-        status_code=201,
-        operation_id=f"rerun_{word}",
-        response_model=wire.Run,
-        responses={
-            s: {"model": m} for s, m in ((404, wire.Detail), (409, wire.Detail), (422, wire.Problems))
-        },
-    )
+under_both(
+    router,
+    "/{name}/rerun",
+    rerun_run,
+    method="POST",
+    operation="rerun_{word}",
+    status_code=201,
+    response_model=wire.Run,
+    responses={s: {"model": m} for s, m in ((404, wire.Detail), (409, wire.Detail), (422, wire.Problems))},
+)

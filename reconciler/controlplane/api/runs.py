@@ -207,59 +207,73 @@ def _errors(*statuses: int, conflict: type[wire.Detail] = wire.Detail) -> dict[i
     return {s: {"model": models[s]} for s in statuses}
 
 
-for word, runs in RUNS:
-    router.add_api_route(
-        runs,
-        create_run,
-        methods=["POST"],
-        status_code=201,
-        operation_id=f"create_{word}",
-        response_model=wire.RunWritten,
-        responses={
-            201: {"headers": {"Location": {"description": "The run's URL.", "schema": {"type": "string"}}}},
-            **_errors(409, 422),
-        },
-        openapi_extra=RUN_DOCUMENT,
-    )
-    router.add_api_route(
-        runs,
-        list_runs,
-        methods=["GET"],
-        operation_id=f"list_{word}s",
-        response_model=wire.RunList | wire.RunSummaryList,
-        responses={422: {"model": wire.Detail, "description": "An unknown view."}},
-    )
-    one = runs + "/{name}"
-    router.add_api_route(
-        one,
-        get_run,
-        methods=["GET"],
-        operation_id=f"get_{word}",
-        response_model=wire.Run,
-        responses=_errors(404),
-    )
-    router.add_api_route(
-        one,
-        update_run,
-        methods=["PUT"],
-        operation_id=f"update_{word}",
-        response_model=wire.RunWritten,
-        responses=_errors(404, 409, 422, conflict=wire.StaleDetail),
-        openapi_extra=RUN_DOCUMENT,
-    )
-    router.add_api_route(
-        one,
-        delete_run,
-        methods=["DELETE"],
-        operation_id=f"delete_{word}",
-        response_model=wire.Run,
-        responses=_errors(404),
-    )
-    router.add_api_route(
-        one + "/events",
-        run_events,
-        methods=["GET"],
-        operation_id=f"list_{word}_events",
-        response_model=wire.EventList,
-        responses=_errors(404),
-    )
+def under_both(
+    router: APIRouter, path: str, endpoint: Any, *, method: str, operation: str, **kw: Any
+) -> None:
+    """Serve ``endpoint`` at ``/runs{path}`` and at ``/jobs{path}`` (a run is a job), documented
+    under both: its ``operation`` id with ``{word}`` as ``run`` or ``job``."""
+    for word, runs in RUNS:
+        op = operation.format(word=word)
+        router.add_api_route(runs + path, endpoint, methods=[method], operation_id=op, **kw)
+
+
+under_both(
+    router,
+    "",
+    create_run,
+    method="POST",
+    operation="create_{word}",
+    status_code=201,
+    response_model=wire.RunWritten,
+    responses={
+        201: {"headers": {"Location": {"description": "The run's URL.", "schema": {"type": "string"}}}},
+        **_errors(409, 422),
+    },
+    openapi_extra=RUN_DOCUMENT,
+)
+under_both(
+    router,
+    "",
+    list_runs,
+    method="GET",
+    operation="list_{word}s",
+    response_model=wire.RunList | wire.RunSummaryList,
+    responses={422: {"model": wire.Detail, "description": "An unknown view."}},
+)
+under_both(
+    router,
+    "/{name}",
+    get_run,
+    method="GET",
+    operation="get_{word}",
+    response_model=wire.Run,
+    responses=_errors(404),
+)
+under_both(
+    router,
+    "/{name}",
+    update_run,
+    method="PUT",
+    operation="update_{word}",
+    response_model=wire.RunWritten,
+    responses=_errors(404, 409, 422, conflict=wire.StaleDetail),
+    openapi_extra=RUN_DOCUMENT,
+)
+under_both(
+    router,
+    "/{name}",
+    delete_run,
+    method="DELETE",
+    operation="delete_{word}",
+    response_model=wire.Run,
+    responses=_errors(404),
+)
+under_both(
+    router,
+    "/{name}/events",
+    run_events,
+    method="GET",
+    operation="list_{word}_events",
+    response_model=wire.EventList,
+    responses=_errors(404),
+)

@@ -20,7 +20,7 @@ from fastapi.responses import Response
 
 from ...wire import models as wire
 from .context import Api, ApiError, ApiRoute, answer
-from .runs import RUNS, RunName, the_run
+from .runs import RunName, the_run, under_both
 from .sources import INVALID
 
 __all__ = ["router"]
@@ -74,29 +74,30 @@ def resume_schedule(api: Api, name: RunName) -> Response:
 
 _ERRORS: dict[int | str, dict] = {404: {"model": wire.Detail}, 409: {"model": wire.Detail}}
 
-for word, runs in RUNS:
-    one = runs + "/{name}/schedule"
-    router.add_api_route(
-        one,
-        get_schedule,
-        methods=["GET"],
-        operation_id=f"get_{word}_schedule",
-        response_model=wire.ScheduleStatus,
-        responses=_ERRORS,
-    )
-    router.add_api_route(
-        one + "/suspend",
-        suspend_schedule,
-        methods=["PUT"],
-        operation_id=f"suspend_{word}_schedule",
-        response_model=wire.ScheduleStatus,
-        responses={**_ERRORS, **INVALID},
-    )
-    router.add_api_route(
-        one + "/suspend",
-        resume_schedule,
-        methods=["DELETE"],
-        operation_id=f"resume_{word}_schedule",
-        response_model=wire.ScheduleStatus,
-        responses=_ERRORS,
-    )
+under_both(
+    router,
+    "/{name}/schedule",
+    get_schedule,
+    method="GET",
+    operation="get_{word}_schedule",
+    response_model=wire.ScheduleStatus,
+    responses=_ERRORS,
+)
+under_both(
+    router,
+    "/{name}/schedule/suspend",
+    suspend_schedule,
+    method="PUT",
+    operation="suspend_{word}_schedule",
+    response_model=wire.ScheduleStatus,
+    responses={**_ERRORS, **INVALID},
+)
+under_both(
+    router,
+    "/{name}/schedule/suspend",
+    resume_schedule,
+    method="DELETE",
+    operation="resume_{word}_schedule",
+    response_model=wire.ScheduleStatus,
+    responses=_ERRORS,
+)

@@ -28,7 +28,7 @@ from ...wire import models as wire
 from ..logtimes import read_since
 from ..scheduler import WorkerRecord, WorkerState
 from .context import Api, ApiError, ApiRoute, Responses, answer
-from .runs import RUNS, RunName, the_run
+from .runs import RunName, the_run, under_both
 from .views import worker_page, worker_view, workers_view
 
 __all__ = ["router"]
@@ -166,16 +166,16 @@ def worker_logs(
     return PlainTextResponse(data.decode("utf-8", errors="replace"))
 
 
-for run_word, runs in RUNS:
-    for word, workers in WORKERS:
-        router.add_api_route(
-            runs + "/{name}" + workers,
-            run_workers,
-            methods=["GET"],
-            operation_id=f"list_{run_word}_{word}s",
-            response_model=wire.WorkerList,
-            responses=NOT_FOUND,
-        )
+for kind, workers in WORKERS:
+    under_both(
+        router,
+        "/{name}" + workers,
+        run_workers,
+        method="GET",
+        operation="list_{word}_" + kind + "s",
+        response_model=wire.WorkerList,
+        responses=NOT_FOUND,
+    )
 for word, workers in WORKERS:
     router.add_api_route(
         workers,
