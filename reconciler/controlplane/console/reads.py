@@ -267,12 +267,19 @@ def gpu_map(api: Scoped) -> dict[str, dict[str, list[GpuMachine]]]:
 
 
 def queue(api: Scoped, limit: int = 200) -> tuple[list[wire.Worker], list[wire.Run], int]:
-    """What of the workspace waits: pending workers (with their reasons), runs not admitted yet,
-    and how many workers wait in all."""
+    """What of the workspace waits: pending workers (with their reasons), runs not admitted yet
+    (not a run on a schedule: it waits for no room, its runs made do), and how many workers
+    wait in all."""
     engine = api.engine
     mine = api.runs()
     waiting, _ = worker_page(engine, mine, None, {WorkerState.PENDING}, limit, None)
     s = engine.state
-    unplaced = [n for n in mine if s.runs[n].state is RunState.PENDING and not s.run_workers.get(n)]
+    unplaced = [
+        n
+        for n in mine
+        if s.runs[n].state is RunState.PENDING
+        and not s.run_workers.get(n)
+        and s.runs[n].run.spec.schedule is None
+    ]
     runs = [run_view(engine, n, "", "") for n in unplaced[:limit]]
     return waiting.items, runs, waiting.total
