@@ -88,12 +88,30 @@ def describe_lines(cluster: Any, name: str, now: float) -> list[str]:
     from .scheduleviews import schedule_lines
 
     out += schedule_lines(run, now)
+    out += _chain(cluster, run)
     out += ["", "Spec (normalised):", *_spec(run.document)]
     out += ["", *_events(cluster, name, run.created_at)]
     workers = cluster.workers(name)
     out += ["", *_workers(workers)]
     out += _failed_logs(cluster, workers)
     return out
+
+
+def _chain(cluster: Any, run: Any) -> list[str]:
+    """The runs it waits for (``depends_on``: when, and their state) and the runs waiting for it."""
+    from ..runspec.dependencies import chain
+
+    documents = {r.name: (r.document or {}, r.state) for r in cluster.list_runs()}
+    if run.document:
+        documents[run.name] = (run.document, run.state)
+    found = chain(run.name, documents)
+    lines = []
+    if found.needs:
+        said = [f"{o} (when {w}; {f'it is {s}' if s else 'not created yet'})" for o, w, s in found.needs]
+        lines.append("Waits for: " + ", ".join(said))
+    if found.waited_by:
+        lines.append("Waited by: " + ", ".join(f"{o} (when {w})" for o, w in found.waited_by))
+    return lines
 
 
 def _no_workers(state: str) -> str:

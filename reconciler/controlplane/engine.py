@@ -45,7 +45,7 @@ from .budgets import BudgetBook
 from .holds import HoldBook
 from .inventory import Inventory
 from .needs import Needs, drive_finder, secret_finder
-from .schedule_book import ScheduleBook, schedule_finder
+from .schedule_book import ScheduleBook
 from .scheduler import (
     HOLDING,
     QUEUED,
@@ -144,9 +144,7 @@ class Engine:
         for q in store.quota_rows(cluster):
             self.state.set_quota(f"{q['org']}/{q['workspace']}", Quota(q["gpus"], q["runs"]))
         #: what a run names that must exist before it starts (a drive, a secret: ``needs``)
-        self.needs = Needs(
-            [schedule_finder(), drive_finder(store.drive_rows), secret_finder(store.secret_names)]
-        )
+        self.needs = Needs([drive_finder(store.drive_rows), secret_finder(store.secret_names)])
         #: the runs on a schedule, and the runs they made (``schedule_book``)
         self.schedules = ScheduleBook(self)
         #: the GPU-hour budgets on this cluster, and what each has spent (``budgets``)

@@ -1,7 +1,8 @@
 """The runs on a schedule of one engine, ticked on its clock: ``ScheduleBook``.
 
-A run with ``spec.schedule`` is a template, as a Kubernetes CronJob is: it holds no workers
-itself (it waits, in words, through ``Needs``: ``schedule_finder``), and at each time of its cron
+A run with ``spec.schedule`` is a template, as a Kubernetes CronJob is: the scheduler never
+admits it, so it holds no workers (it is Pending, ``Waiting for its schedule …``:
+``runspec.schedules.waiting_words``), and at each time of its cron
 the engine makes the run ``<name>-<YYYYMMDD-HHMM>`` (the time in the schedule's timezone) from
 its document (``runspec.schedules.made_document``: the spec less the schedule, the label
 ``astra.schedule: <name>``, none of the source's annotations, so no source owns it). What to do
@@ -27,11 +28,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from reconciler.runspec.errors import InvalidSpec
-from reconciler.runspec.models import Run
 from reconciler.runspec.schedules import KEEP_DEFAULT, MADE_BY, made_document, next_time
 from reconciler.runspec.vocabulary import FINAL_RUN_STATES, RunState
 
-from .needs import Finder
 from .scheduler import CancelRun
 from .schedules import Made, Schedule, decide
 from .scopes import run_key, scope_of, shown
@@ -40,26 +39,7 @@ from .store import NameExists
 if TYPE_CHECKING:
     from .engine import Engine
 
-__all__ = ["ScheduleBook", "schedule_finder", "waiting_words"]
-
-
-def waiting_words(run: Run) -> str:
-    """What a run on a schedule says while it waits (it always does: it is a template)."""
-    s = run.spec.schedule
-    assert s is not None
-    return (
-        f"On a schedule ({s.cron!r}, {s.timezone}): a run {run.metadata.name}-YYYYMMDD-HHMM is made "
-        "at each time; this one holds no workers (astra get runs shows the next time)"
-    )
-
-
-def schedule_finder() -> Finder:
-    """The finder (``needs``) that holds every run on a schedule waiting, in its words."""
-
-    def find(run: Run, workspace: str) -> list[str]:
-        return [waiting_words(run)] if run.spec.schedule is not None else []
-
-    return find
+__all__ = ["ScheduleBook"]
 
 
 class ScheduleBook:

@@ -33,6 +33,7 @@ __all__ = [
     "schedule_errors",
     "scheduled_name",
     "timezone_problem",
+    "waiting_words",
 ]
 
 Concurrency = Literal["Forbid", "Allow", "Replace"]
@@ -55,6 +56,15 @@ TOO_LONG = (
     "a run on a schedule makes runs named {name}-YYYYMMDD-HHMM: its name may have at most "
     f"{NAME_MAX} characters (it has {{n}})"
 )
+
+
+def waiting_words(name: str, cron: str, tz: str) -> str:
+    """The reason of a run on a schedule: it waits for its times, as a template (a Kubernetes
+    CronJob), and holds no workers itself (the scheduler never admits it)."""
+    return (
+        f"Waiting for its schedule ({cron!r}, {tz}): it makes a run {name}-YYYYMMDD-HHMM at each "
+        "time and holds no workers itself (astra get runs shows the next time)"
+    )
 
 
 def cron_problem(cron: str) -> str | None:

@@ -462,3 +462,26 @@ def test_a_run_that_failed_before_placement_says_so_and_the_icon_is_there(consol
     assert "running of 0" not in page
     icon = console.http.get("/favicon.ico")
     assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
+
+
+def test_a_run_page_shows_its_schedule_and_its_chain_both_ways(console, plane):
+    nightly = run_doc("nightly", schedule={"cron": "0 2 * * *", "timezone": "Europe/Paris", "keep": 5})
+    assert console.api("POST", "/runs", json=nightly).status_code == 201
+    assert console.api("POST", "/runs", json=run_doc("prep")).status_code == 201
+    train = run_doc("train", depends_on=[{"run": "prep"}, {"run": "tokens", "when": "Finished"}])
+    assert console.api("POST", "/runs", json=train).status_code == 201
+    plane.step()
+    console.login()
+    page = console.http.get(RUNS + "/nightly").text
+    assert "<code>0 2 * * *</code> (Europe/Paris), concurrency Forbid, keeps 5 finished" in page
+    assert "Waiting for its schedule (&#39;0 2 * * *&#39;, Europe/Paris)" in page
+    assert 'id="schedule-next">1970-01-13' in page  # the manual clock's next 02:00 in Paris
+    assert "No workers yet." in page and "data-worker=" not in page
+    page = console.http.get(RUNS + "/train").text
+    waits = re.sub(r"<[^>]+>", "", re.search(r'<dd id="waits-for">(.*?)</dd>', page).group(1))
+    state = plane.run("prep").state  # its process may be starting or running: the page says which
+    assert waits == f"prep (when Completed; it is {state}), tokens (when Finished; not created yet)"
+    assert 'id="schedule"' not in page
+    page = console.http.get(RUNS + "/prep").text
+    waited = re.sub(r"<[^>]+>", "", re.search(r'<dd id="waited-by">(.*?)</dd>', page).group(1))
+    assert waited == "train (when Completed)"

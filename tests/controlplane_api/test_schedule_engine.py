@@ -47,10 +47,11 @@ def test_a_schedule_is_accepted_and_holds_no_workers_and_says_its_next_time(tmp_
     s.step()
     run = s.call("GET", "/api/runs/nightly").json()
     assert run["status"]["gpus_held"] == 0 and run["status"]["workers_running"] == 0
+    assert run["status"]["workers"] == 0 and run["status"]["readout"] == "Workers 0 running of 0"
     assert run["status"]["state"] == "Pending"
     assert run["status"]["reason"] == (
-        "On a schedule ('* * * * *', Europe/Paris): a run nightly-YYYYMMDD-HHMM is made at each "
-        "time; this one holds no workers (astra get runs shows the next time)"
+        "Waiting for its schedule ('* * * * *', Europe/Paris): it makes a run nightly-YYYYMMDD-HHMM "
+        "at each time and holds no workers itself (astra get runs shows the next time)"
     )
     assert run["status"]["schedule"] == {
         "cron": "* * * * *",
@@ -168,3 +169,20 @@ def test_deleting_the_run_on_a_schedule_leaves_its_runs_and_one_made_again_keeps
     again = s.call("GET", "/api/runs/nightly").json()["status"]["schedule"]
     assert again["suspended"] and again["active"] == ["nightly-20261202-0200"]
     assert made(s) == ["nightly-20261202-0200"]  # suspended: 02:01 and 02:02 made nothing
+
+
+def test_a_run_on_a_schedule_makes_no_worker_while_its_runs_made_do(tmp_path):
+    """A template (a CronJob) is never admitted: ``astra get workers`` lists only the workers of
+    the runs it made, and the console's queue does not list it as waiting for room."""
+    s = served(tmp_path, after=None)
+    s.call("POST", "/api/runs", json=every_minute())
+    s.call("POST", "/api/runs", json=tiny("arrayed", schedule={"cron": "0 3 * * *"}, array={"size": 4}))
+    s.step()
+    assert s.call("GET", "/api/runs/nightly/workers").json()["items"] == []
+    arrayed = s.call("GET", "/api/runs/arrayed").json()["status"]
+    assert (arrayed["workers"], arrayed["state"]) == (0, "Pending")
+    assert arrayed["reason"].startswith("Waiting for its schedule ('0 3 * * *', UTC)")
+    run_for(s, 40)  # 02:00 comes: nightly-20261202-0200 is made, and it has its worker
+    workers = s.call("GET", "/api/workers").json()["items"]
+    assert [(w["run"], w["state"]) for w in workers] == [("nightly-20261202-0200", "Running")]
+    assert s.call("GET", "/api/runs/nightly/workers").json()["items"] == []

@@ -156,3 +156,14 @@ def test_describe_a_rerun_says_astra_rerun_made_it_and_from_which_run(world, cli
     assert "Source:    made by astra rerun from run lr-sweep\n" in out
     assert "Rerun of:  lr-sweep (its indices 2)\n" in out
     assert "not applied by astra" not in out
+
+
+def test_describe_shows_the_chain_of_runs_both_ways(world, cli):
+    image = {"task_template": {"image": "x"}}
+    world.cluster.create_run({"metadata": {"name": "prep"}, "spec": image})
+    deps = [{"run": "prep"}, {"run": "tokens", "when": "Finished"}]
+    world.cluster.create_run({"metadata": {"name": "train"}, "spec": {**image, "depends_on": deps}})
+    world.cluster.start("prep", workers=1)
+    out = cli("describe", "run", "train")[1]
+    assert "Waits for: prep (when Completed; it is Running), tokens (when Finished; not created yet)\n" in out
+    assert "Waited by: train (when Completed)\n" in cli("describe", "run", "prep")[1]

@@ -45,14 +45,15 @@ def run_status(
     engine: Engine, name: str, runs_url: str, workspace: str
 ) -> tuple[wire.RunStatus, dict[str, int]]:
     """The run's status and its task counts (``runs_url``: the runs' URL; its own is that and
-    its name). An array not admitted yet counts its whole size as pending."""
+    its name). An array not admitted yet counts its whole size as pending (not one on a
+    schedule: it is never admitted, and holds no workers)."""
     s = engine.state
     r = s.runs[name]
     meta = engine.meta[name]
     ws = s.workers_of(name)
     running = sum(1 for w in ws if w.state is WorkerState.RUNNING)
     counts = s.task_counts(name)
-    if not r.admitted and r.run.spec.array is not None:
+    if not r.admitted and r.run.spec.array is not None and r.run.spec.schedule is None:
         counts = {str(WorkerState.PENDING): r.run.spec.array.size}
     total = len(ws) or sum(counts.values())
     status = wire.RunStatus(

@@ -123,8 +123,8 @@ def new_context(values: dict[str, str], errors: dict[str, list[str]], above: lis
 
 @router.get(BASE + "/{name}")
 async def run_page(request: Request, _who: Who, name: str, page: int = 0) -> Response:
-    """A run: status and reason (and a replace its source holds), spec, events, actions, and its
-    Workers tab (one page)."""
+    """A run: status and reason (and a replace its source holds), its schedule and its chain of
+    runs (``depends_on``, both ways), spec, events, actions, and its Workers tab (one page)."""
 
     def read(api: Scoped) -> dict[str, Any] | None:
         key = api.key(name)
@@ -136,6 +136,7 @@ async def run_page(request: Request, _who: Who, name: str, page: int = 0) -> Res
         return {
             "run": run,
             "held": reads.held_replace(api, owner, name) if owner else None,
+            "chain": reads.chain_of(api, name),
             "workers": workers,
             "asked": reads.asked_gpus(api, workers.items),
             "wpage": shown,

@@ -4,7 +4,8 @@ Owns the page-sized reads: ``runs_page`` (the Runs page: filtered, one page of `
 ``workers_tab`` (one page of a run's workers: ``wire.WorkerPage``), ``asked_gpus`` (what workers
 ask, beside what they hold), ``run_events``, ``log_facts`` and ``log_chunk`` (a worker's Log: its
 state, attempt and machine; its output from an offset), ``sources`` (``wire.SourceList``, the
-latest active first; ``source``: one), ``gpu_map`` and ``queue`` (the Cluster page). Each is
+latest active first; ``source``: one), ``gpu_map`` and ``queue`` (the Cluster page),
+``chain_of`` (a run's ``depends_on``, both ways). Each is
 built from ``api.views`` (the API's own makers of ``wire`` models) and the store's answers the
 API sends, so a page says what the API says. Called under the engine's gate
 (``pages.engine_call``). Changes nothing. Must not touch: HTTP, SQL, rules.
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...runspec.dependencies import Chain, chain
 from ...runspec.secrets import masking_note, secret_refs
 from ...runspec.vocabulary import RunState, WorkerState
 from ...wire import models as wire
@@ -267,12 +269,33 @@ def gpu_map(api: Scoped) -> dict[str, dict[str, list[GpuMachine]]]:
 
 
 def queue(api: Scoped, limit: int = 200) -> tuple[list[wire.Worker], list[wire.Run], int]:
-    """What of the workspace waits: pending workers (with their reasons), runs not admitted yet,
-    and how many workers wait in all."""
+    """What of the workspace waits: pending workers (with their reasons), runs not admitted yet
+    (not a run on a schedule: it waits for no room, its runs made do), and how many workers
+    wait in all."""
     engine = api.engine
     mine = api.runs()
     waiting, _ = worker_page(engine, mine, None, {WorkerState.PENDING}, limit, None)
     s = engine.state
-    unplaced = [n for n in mine if s.runs[n].state is RunState.PENDING and not s.run_workers.get(n)]
+    unplaced = [
+        n
+        for n in mine
+        if s.runs[n].state is RunState.PENDING
+        and not s.run_workers.get(n)
+        and s.runs[n].run.spec.schedule is None
+    ]
     runs = [run_view(engine, n, "", "") for n in unplaced[:limit]]
     return waiting.items, runs, waiting.total
+
+
+def chain_of(api: Scoped, name: str) -> Chain:
+    """The runs ``name`` waits for (when, their state) and the runs that wait for it, in its workspace."""
+    engine = api.engine
+    documents = {
+        engine.meta[k].document["metadata"]["name"]: (
+            engine.meta[k].document,
+            str(engine.state.runs[k].state),
+        )
+        for k in api.runs()
+        if k in engine.meta
+    }
+    return chain(name, documents)

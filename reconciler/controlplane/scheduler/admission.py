@@ -1,7 +1,8 @@
 """Admission: a run's first look. Its start policy and on_failure, its workers, or why it can never fit.
 
 Owns: which workers a run has when it is admitted (an array's copies, a task group's replicas, a
-run split over ``machines``; none yet for a run whose shape is chosen when it is placed), and the
+run split over ``machines``; none yet for a run whose shape is chosen when it is placed; a run on
+a schedule is never admitted: it waits for its times, in words), and the
 verdict that no placement could ever satisfy a run on this inventory, empty, with the reason in
 words (``never_fits``): the run is then Failed at once rather than left waiting forever.
 
@@ -12,6 +13,7 @@ the moment (every verdict is on an empty cluster), clocks, I/O.
 from __future__ import annotations
 
 from reconciler.runspec.models import Run, TaskTemplate, resolve_on_failure, resolve_start
+from reconciler.runspec.schedules import waiting_words
 from reconciler.runspec.vocabulary import RunState
 
 from ..scopes import shown
@@ -38,8 +40,17 @@ def templates_of(run: Run) -> list[TaskTemplate]:
 
 
 def admit(state: ClusterState, r: RunRecord, memo: Memo | None = None) -> list[Decision]:
-    """Admit a run with its policies and workers, or fail it with the reason it can never fit."""
+    """Admit a run with its policies and workers, or fail it with the reason it can never fit.
+
+    A run on a schedule is a template (a Kubernetes CronJob): it is never admitted, has no
+    workers, and stays Pending with the words of its schedule (``waiting_words``), once its
+    first look found that it could fit (else it fails, and makes no runs)."""
     spec = r.run.spec
+    waits = None
+    if spec.schedule is not None:
+        waits = waiting_words(r.run.metadata.name, spec.schedule.cron, spec.schedule.timezone)
+        if r.reason == waits:
+            return []
     start = resolve_start(spec, state.max_gpus)
     on_failure = resolve_on_failure(spec, start)
     name = r.name
@@ -69,6 +80,8 @@ def admit(state: ClusterState, r: RunRecord, memo: Memo | None = None) -> list[D
     why = with_largest_group(never_fits(state, r, workers, start, memo), state.inventory, r.run)
     if why is not None:
         return [MarkRun(name, RunState.FAILED, why)]
+    if waits is not None:
+        return [MarkRun(name, RunState.PENDING, waits)]
     if spec.array is not None:
         workers = copies(name, spec)
     return [AdmitRun(name, start, on_failure, tuple(workers))]
