@@ -4,16 +4,20 @@ Thin: options in, one API call (``/secrets``, through ``remote.call``), a line o
 A value never comes from the command line (shell history keeps it): ``set`` reads it from
 ``--from-file`` or from standard input as it is (bytes, newlines kept), or, at a terminal, from
 a prompt that does not echo it. No output holds a value.
+
+On a Slurm cluster (``--server slurm://``) one call of ``SlurmCluster``'s instead (its sealed
+store in the Slurm state folder, ``clusters/slurm/clustersecrets.py``), as ``astra drive`` does.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from .day2 import failing
 from .listing import ListFormat, print_listing
 from .options import ListOutput, ServerOpt, TokenOpt
 from .output import echo, error
@@ -28,6 +32,16 @@ secret_app = typer.Typer(
     add_completion=False,
     rich_markup_mode=None,
 )
+
+
+def _slurm(server: str | None) -> Any:
+    """The Slurm cluster ``server`` names, or ``None`` for any other server."""
+    if not (server or "").startswith("slurm://"):
+        return None
+    from .connect import connect
+
+    with failing():
+        return connect(server, None)
 
 
 def _value(from_file: str | None) -> bytes:
@@ -58,6 +72,16 @@ def set_secret(
     """Set a secret's value, from standard input or --from-file (never an argument); runs
     started from now on read it, and none running is stopped."""
     value = _value(from_file)
+    slurm = _slurm(server)
+    if slurm is not None:
+        with failing():
+            row = slurm.put_secret(name, value)
+        echo(
+            f"secret {name} {'created' if row['created'] else 'set'} on {slurm.address} ({row['size']} bytes)"
+        )
+        if row["used_by"]:
+            echo(f"read by {', '.join(row['used_by'])}: each job submitted from now on reads the new value")
+        return
     done = called("PUT", f"/secrets/{name}", server=server, token=token, content=value)
     body = done.json()
     said = "created" if done.status_code == 201 else "set"
@@ -77,7 +101,12 @@ def list_secrets(
     token: TokenOpt = None,
 ) -> None:
     """List the secrets: NAME SIZE SET-BY SET-AT USED-BY (never a value). Never starts the local server."""
-    items = called("GET", "/secrets", server=server, token=token, start=False).json()["items"]
+    slurm = _slurm(server)
+    if slurm is not None:
+        with failing():
+            items = slurm.list_secrets()
+    else:
+        items = called("GET", "/secrets", server=server, token=token, start=False).json()["items"]
     if output is not ListFormat.table:
         print_listing(items, output)
         return
@@ -101,6 +130,12 @@ def delete(
     token: TokenOpt = None,
 ) -> None:
     """Delete a secret: refused while a run not ended reads it, unless --force."""
+    slurm = _slurm(server)
+    if slurm is not None:
+        with failing():
+            slurm.delete_secret(name, force=force)
+        echo(f"secret {name} deleted from {slurm.address}")
+        return
     path = f"/secrets/{name}" + ("?force=true" if force else "")
     gone = called("DELETE", path, server=server, token=token, start=False).json()
     echo(f"secret {gone['name']} deleted from workspace {gone['workspace']}")

@@ -126,7 +126,10 @@ def test_a_secret_not_set_is_refused_in_words(slurm, tmp_path: Path):
     d = doc("nosecret", "true", task_template={"env": {"T": {"secret": "never-set"}}})
     with pytest.raises(Rejected) as refused:
         cluster.create_run(d)
-    assert "Secret 'never-set' does not exist on slurm://debug" in str(refused.value)
+    assert (
+        "Secret 'never-set' does not exist on slurm://debug: astra secret set never-set --server slurm://debug"
+        in str(refused.value)
+    )
     assert cluster.get_run("nosecret") is None
 
 
@@ -163,3 +166,17 @@ def test_the_loop_sets_age_secrets_on_a_slurm_cluster(tmp_path: Path):
         "hf.age sealed with age, and the server said: slurm://debug opens no age file: "
         "give --age-identity FILE to decrypt it"
     )
+
+
+def test_a_secret_a_run_reads_is_not_deleted_without_force(slurm, tmp_path: Path):
+    cluster, cli = slurm
+    cluster.set_secret("tok", b"v")
+    cluster.create_run(doc("reader", "sleep 30", task_template={"env": {"T": {"secret": "tok"}}}))
+    try:
+        assert "reader" in cli("secret", "list")
+        with pytest.raises(Rejected) as refused:
+            cluster.delete_secret("tok")
+        assert "secret 'tok' is read by reader: delete those runs or give --force" in str(refused.value)
+        assert cli("secret", "delete", "tok", "--force") == f"secret tok deleted from {SERVER}\n"
+    finally:
+        cli("delete", "reader", "--yes")

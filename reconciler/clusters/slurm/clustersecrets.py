@@ -1,7 +1,8 @@
 """The Slurm cluster's secrets, as the ``Cluster`` protocol's callers ask for them.
 
 Owns: ``ClusterSecrets``, the part of ``SlurmCluster`` that sets and plans secrets
-(``set_secret``, ``plan_secrets``: the calls ``astra watch --age-identity`` makes, as of an
+(``set_secret``, ``plan_secrets``, and ``put_secret``/``list_secrets``/``delete_secret`` for
+``astra secret … --server slurm://``: the calls ``astra watch --age-identity`` makes, as of an
 Astraeus server) and gives a submission its secrets (``_secrets_env``: each copy's file, the
 wrapper's program, the path to the job). The store is ``secrets``'; the node's side is
 ``jobwrapper``'s.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from reconciler import masking
 from reconciler.clusters.base import Rejected
@@ -44,6 +46,53 @@ class ClusterSecrets:
         with self.records.locked():
             self.secrets.store(name, value)
 
+    def _readers(self) -> dict[str, list[str]]:
+        """Each secret's readers: the recorded runs whose document names it (``records`` locked)."""
+        readers: dict[str, list[str]] = {}
+        for name in self.records.names():
+            for secret in secrets_of_document(self.records.load(name)["document"]):
+                readers.setdefault(secret, []).append(name)
+        return readers
+
+    def put_secret(self, name: str, value: bytes) -> dict[str, Any]:
+        """``astra secret set NAME --server slurm://…``: seal it; its metadata (``created``: new)."""
+        with self.records.locked():
+            created = self.secrets.store(name, value)
+            return {**self._secret_row(name, self._readers()), "created": created}
+
+    def list_secrets(self) -> list[dict[str, Any]]:
+        """``astra secret list``: each secret's name, size, owner, time set and readers; no value."""
+        with self.records.locked():
+            readers = self._readers()
+            return [self._secret_row(n, readers) for n in self.secrets.names()]
+
+    def delete_secret(self, name: str, *, force: bool = False) -> dict[str, Any]:
+        """``astra secret delete``: refused in words while a recorded run reads it, unless ``force``."""
+        with self.records.locked():
+            used = self._readers().get(name, [])
+            if used and not force:
+                message = f"secret {name!r} is read by {', '.join(used)}: delete those runs or give --force"
+                raise Rejected(message, [{"message": message}])
+            self.secrets.delete(name)
+            return {"name": name, "cluster": self.address}
+
+    def _secret_row(self, name: str, readers: Mapping[str, list[str]]) -> dict[str, Any]:
+        import pwd
+
+        st = (self.secrets.folder / name).stat()
+        try:
+            owner = pwd.getpwuid(st.st_uid).pw_name
+        except KeyError:
+            owner = str(st.st_uid)
+        size = st.st_size - 12 - 16  # AES-GCM: the nonce and the tag around the value
+        return {
+            "name": name,
+            "size": size,
+            "set_by": owner,
+            "set_at": st.st_mtime,
+            "used_by": readers.get(name, []),
+        }
+
     def plan_secrets(
         self, values: Mapping[str, bytes], *, sealed: bool = False
     ) -> dict[str, tuple[str, list[str]]]:
@@ -55,10 +104,7 @@ class ClusterSecrets:
             message = f"{self.address} opens no age file: give --age-identity FILE to decrypt it"
             raise Rejected(message, [{"message": message}])
         with self.records.locked():
-            readers: dict[str, list[str]] = {}
-            for name in self.records.names():
-                for secret in secrets_of_document(self.records.load(name)["document"]):
-                    readers.setdefault(secret, []).append(name)
+            readers = self._readers()
             out = {}
             for name, value in values.items():
                 now = self.secrets.read(name)

@@ -39,9 +39,7 @@ _NONCE = 12
 
 
 def missing_secret(name: str, address: str) -> str:
-    return (
-        f"Secret {name!r} does not exist on {address}: set it (astra watch --age-identity; docs/secrets.md)"
-    )
+    return f"Secret {name!r} does not exist on {address}: astra secret set {name} --server {address}"
 
 
 def _private_dir(path: Path) -> Path:
