@@ -143,12 +143,6 @@ class Aside:
             raise value
         return value
 
-    def ready(self) -> bool:
-        """Whether it has ended (its answer can be had without waiting); never waits."""
-        if not self._done and os.waitpid(self._pid, os.WNOHANG)[0] != 0:
-            self._done = True
-        return self._done
-
     def close(self) -> None:
         """Stop it if it is still running (its answer is not wanted)."""
         if not self._done:

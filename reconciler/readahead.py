@@ -8,22 +8,20 @@ can; or, without copies, the cluster and store themselves when they say ``reads_
 process (``reconciler.cores.aside``) that reads the source's inventory (without specs when the
 plan takes its fast path) and the cluster's run summaries, and sends them back as plain tuples
 (pickled 20,000 at a time in a few milliseconds; as objects, in 50).
-``held()`` says, once the forked process has answered and without waiting for it, which runs
-the inventory holds (a cold load keeps the documents of the others: ``load.parallel``).
+Its caller (``reconcile.load_and_plan``) starts it, loads the files, and then takes what it read:
 ``result()`` gives them back as ``Ahead``: plain data, or the error that stopped the
 reads (after the retries ``reconcile.retrying`` gives them), which is the plan's error once the
 files have loaded. ``result()`` is ``None`` when nothing was read ahead (too few files, a cluster
 that cannot be read apart, no fork, or the forked process could not answer: the last two are
 logged at debug level); the plan then reads them in its turn, with the same result.
 
-Must not touch: the files, the plan. It calls the store and the cluster only through their
+Must not touch: the files, the load, the plan. It calls the store and the cluster only through their
 protocols.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,16 +67,6 @@ class ReadAhead:
                 )
                 self._answer = (None,)
         return self._answer[0]
-
-    def held(self) -> Collection[str] | None:
-        """The runs the source's inventory holds, once the read has answered (never waits for
-        it): ``None`` until then, or when it read nothing. The load keeps the documents of the
-        others as it reads them (``load.parallel``): they are the plan's creates, whose
-        documents it would otherwise read again."""
-        if self._apart is None or (self._answer is None and not self._apart.ready()):
-            return None
-        got = self.result()
-        return None if got is None or got.inventory is None else got.inventory.keys()
 
     def close(self) -> None:
         if self._apart is not None:

@@ -35,8 +35,11 @@ their desired document, and are planned in full; so do runs a prune would delete
 plan takes, and why it is not the fast one, is logged at debug level.
 
 While a large source loads, the inventory and the summaries are read in a forked process when
-the cluster and the store allow it (``reconciler.readahead``); a read that fails there (its
-retries spent) is the plan's error, unless the files failed to load, which is said first.
+the cluster and the store allow it (``reconciler.readahead``): ``load_and_plan`` starts it, loads
+the files (which know nothing of it), then takes what it read and gives it to observe as
+values; a read that fails there (its retries spent) is the plan's error, unless the files
+failed to load, which is said first. A cold load on every core keeps the documents of the runs
+this process loads (``documents=True``), as a load in one process does: the creates' are needed.
 
 ``check_fresh(plan, cluster)`` says why a plan no longer holds: a file it was made from
 changed (sha256), or a run it looked at changed on the cluster (resource version).
@@ -496,7 +499,7 @@ def load_and_plan(
                 sets=source.sets,
                 cache=cache,
                 found=found,
-                held=ahead.held,
+                documents=True,
             )
             read = ahead.result()
         finally:

@@ -7,7 +7,8 @@ hashed are the bytes loaded), answers what the cache already knows and loads the
 writes its part of one new pack. Each file is then taken as its cache entry gives it
 (``cache.cached_file``, as from a warm cache), so the result is the load in one process
 (``tests/plan/test_fast.py`` compares the two). This process's share makes its files itself,
-while the others still load; a forked share sends back each file's hash and entry as plain
+while the others still load (with ``documents``, with their runs' documents, as the load in
+one process keeps them); a forked share sends back each file's hash and entry as plain
 lists (``_Plain``), and the hashes its ``StatHashes`` learned.
 
 Before forking, one file is loaded here and thrown away (``_warm``): the imports, the compiled
@@ -22,7 +23,6 @@ Must not touch: clusters, the plan, the source's state.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -45,14 +45,6 @@ PARALLEL_FROM = 500
 #: and the shares end within one chunk's time of each other.
 CHUNK = 250
 
-#: What tells the share of this process which runs the source's inventory holds: ``None`` until
-#: it is known (``ReadAhead.held``, asked before each chunk). From then on, the runs it does not
-#: hold, the plan's creates, keep their documents as they are loaded: the plan needs them, and
-#: would read their files again otherwise (``load.reread``). The forked shares keep none: their
-#: documents would cost more to send back than to read again.
-Held = Callable[[], Collection[str] | None]
-
-
 #: What a forked share answers for each file of a chunk, in the chunk's order: its hash, its runs'
 #: ``[index, name, digest]`` and whether a template made them (what its cache entry holds); or
 #: ``None``, a file the share did not take (see ``fill_cache``). Plain lists, by the chunk's
@@ -61,17 +53,20 @@ _Plain = tuple[str, list[list[Any]], bool] | None
 
 
 def fill_cache(
-    loaded: Loaded, names: list[str], cache: FileCache, held: Held | None = None
+    loaded: Loaded, names: list[str], cache: FileCache, *, documents: bool = False
 ) -> dict[str, LoadedFile]:
     """Hash ``names`` on every core, and load the ones the cache does not know: the files the
     shares took, in the order of ``names``, each as a usable cache entry gives it (its runs
-    with their digests; with ``held``, the runs this process loaded keep their documents: see
-    ``Held``). A file not taken (it has problems, or a run without a digest) is not there: the
-    caller loads it in its turn. The new entries go into the cache (one pack when many), and
-    the hashes learned into ``cache.hashes``."""
+    with their digests). With ``documents``, the runs this process's share loaded keep their
+    documents too, as a load in one process keeps them: a plan needs those of its creates, and
+    would read their files again otherwise (``load.reread``); the forked shares keep none, their
+    documents would cost more to send back than to read again. A file not taken (it has
+    problems, or a run without a digest) is not there: the caller loads it in its turn. The new
+    entries go into the cache (one pack when many), and the hashes learned into
+    ``cache.hashes``."""
     if names:
         _warm(loaded, names[0])
-    work = partial(_cache_share, loaded.template, loaded.templates, cache.folder, new_generation(), held)
+    work = partial(_cache_share, loaded.template, loaded.templates, cache.folder, new_generation(), documents)
     taken: dict[str, LoadedFile] = {}
     wrote = False
     try:
@@ -108,11 +103,6 @@ def fill_cache(
     return taken
 
 
-def _new(inventory: Collection[str]) -> Callable[[str], bool]:
-    """Whether a run is not one ``inventory`` holds."""
-    return lambda run: run not in inventory
-
-
 def _warm(loaded: Loaded, name: str) -> None:
     """Load one file here, for nothing but what loading makes on its way (the loader's and the
     YAML parser's imports, the schema's compiled validator, the caches of its rules): the shares
@@ -128,29 +118,29 @@ def _cache_share(
     templates: dict[str, str],
     folder: Path | None,
     generation: str,
-    held: Held | None,
+    documents: bool,
     share_index: int,
     turns: Turns,
 ) -> tuple[dict[str, LoadedFile], list[tuple[int, list[_Plain]]], bool, dict[str, str]]:
     """One process's share: the files it took (from the cache, else loaded), whether it wrote
     the entries it made (its part of the pack ``generation``), and what its ``StatHashes``
     remembered. The share of this process (``on_every_core`` runs share 0 here) gives its files
-    as ``LoadedFile``s, its creates with their documents (``Held``): made while the others load,
-    not after; a forked share gives each chunk's as plain lists (``_Plain``), by the chunk's
+    as ``LoadedFile``s (with ``documents``, its runs with their documents: made while the others
+    load, not after); a forked share gives each chunk's as plain lists (``_Plain``), by the chunk's
     number. Each file is read once: the bytes hashed are the bytes loaded. The share goes one
     chunk (``turns.numbered()``) at a time, so that only one chunk's bytes and documents are
     alive at once: what is kept of each file is its small cache entry (and, in this process,
-    the documents of runs the inventory does not hold).
+    with ``documents``, the documents of the runs it loaded).
 
     Over 60 lines with its parameters (one a line) and this docstring: the share's loop reads, hashes,
     loads and caches in one place so that the bytes hashed are the bytes loaded."""
     cache, hashes = FileCache(folder), StatHashes(None)
     made: dict[str, dict[str, Any]] = {}
     here = share_index == 0
+    keep = here and documents
     taken: dict[str, LoadedFile] = {}
     numbered: list[tuple[int, list[_Plain]]] = []
     for number, chunk in turns.numbered():
-        inventory = held() if here and held is not None else None
         share = Loaded([], template, (), templates=templates)
         got: dict[str, tuple[str, Any]] = {}
         missed = []
@@ -169,9 +159,7 @@ def _cache_share(
                 if data is not None:
                     contents[name] = data
         if missed:
-            fresh = load_here(
-                share, missed, contents, documents=False if inventory is None else _new(inventory)
-            )
+            fresh = load_here(share, missed, contents, documents=keep)
             made.update(fresh)
             for n in missed:
                 sha = share.files[n].sha256

@@ -324,10 +324,10 @@ def test_a_cold_plan_reads_the_cluster_apart_while_other_cores_load_its_files(wo
     assert [c.action.value for c in ahead.changes if c.action.value != "noop"] == ["replace"]
 
 
-def test_a_cold_load_keeps_the_documents_of_runs_the_inventory_does_not_hold(world, monkeypatch):
-    """Once the read-ahead has said which runs the source's inventory holds, the share of the
-    load that runs in this process keeps the documents of the others (the plan's creates), so
-    that the plan does not read their files again; those it holds keep their digests only."""
+def test_a_plans_cold_load_keeps_the_documents_this_process_loads(world, monkeypatch):
+    """With ``documents`` (what a plan asks: its creates need them), the share of a cold load
+    that runs in this process keeps the documents of the runs it loads, as a load in one
+    process does, so that the plan does not read their files again; without, digests only."""
     from reconciler.load import FileCache
 
     for i in range(6):
@@ -336,25 +336,23 @@ def test_a_cold_load_keeps_the_documents_of_runs_the_inventory_does_not_hold(wor
     _cold_on_two_cores(monkeypatch)
     monkeypatch.setattr(cores, "cores", lambda: 1)  # one share, in this process
     monkeypatch.setattr(parallel_module, "CHUNK", 2)
-    answers = iter([None])  # the first chunk is loaded before the inventory is known
-    loaded = load_source(
-        ["runs"], cache=FileCache(world.root / "c"), held=lambda: next(answers, {"r2", "r3", "r5"})
-    )
-    assert loaded.taken == {"shares": 6}
-    kept = sorted(n for n, r in loaded.runs.items() if r.document is not None)
-    assert kept == ["r4"]  # r0 and r1 came before the answer; r2, r3 and r5 are held
-    item = loaded.runs["r4"]
-    assert (item.document, item.after(), item.digest) == (
-        alone.runs["r4"].document,
-        alone.runs["r4"].after(),
-        alone.runs["r4"].digest,
-    )
-    assert [r.digest for r in loaded.runs.values()] == [r.digest for r in alone.runs.values()]
+    bare = load_source(["runs"], cache=FileCache(world.root / "bare"))
+    loaded = load_source(["runs"], cache=FileCache(world.root / "c"), documents=True)
+    assert loaded.taken == bare.taken == {"shares": 6}
+    assert [n for n, r in bare.runs.items() if r.document is not None] == []
+    assert sorted(n for n, r in loaded.runs.items() if r.document is not None) == sorted(alone.runs)
+    for name, item in loaded.runs.items():
+        assert (item.document, item.after(), item.digest) == (
+            alone.runs[name].document,
+            alone.runs[name].after(),
+            alone.runs[name].digest,
+        )
     reads = []
     monkeypatch.setattr(documents_module, "_reload", lambda loaded, path: reads.append(path) or {})
+    assert documents(loaded, {"r0", "r4"}) == loaded.runs  # kept: not read again
     with pytest.raises(Exception, match="changed while it was being planned"):  # nothing read back
-        documents(loaded, {"r0", "r4"})
-    assert reads == [os.path.join("runs", "r0.yaml")]  # r4's document was kept: not read again
+        documents(bare, {"r0"})
+    assert reads == [os.path.join("runs", "r0.yaml")]
 
 
 def _cold_on_two_cores(monkeypatch) -> None:
