@@ -13,7 +13,7 @@ kept in the Slurm state folder's table (``clusters/slurm/drives.py``, docs/slurm
 from __future__ import annotations
 
 import os
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -21,7 +21,7 @@ from .day2 import failing
 from .listing import ListFormat, print_listing
 from .options import ListOutput, ServerOpt, TokenOpt
 from .output import echo, error
-from .remote import called
+from .remote import called, slurm_named
 
 __all__ = ["drive_app"]
 
@@ -32,16 +32,6 @@ drive_app = typer.Typer(
     add_completion=False,
     rich_markup_mode=None,
 )
-
-
-def _slurm(server: str | None) -> Any:
-    """The Slurm cluster ``server`` names, or ``None`` for any other server."""
-    if not (server or "").startswith("slurm://"):
-        return None
-    from .connect import connect
-
-    with failing():
-        return connect(server, None)
 
 
 @drive_app.command("create")
@@ -57,7 +47,7 @@ def create(
     """Create a drive: NAME at DIR, or at a folder the server makes under its home.
 
     On Slurm (--server slurm://): --path names an existing folder of the cluster's shared filesystem."""
-    slurm = _slurm(server)
+    slurm = slurm_named(server)
     if slurm is not None:
         if path is None:
             error("on Slurm a drive is a folder of the cluster's shared filesystem: give --path FOLDER")
@@ -86,7 +76,7 @@ def list_drives(
     token: TokenOpt = None,
 ) -> None:
     """List the drives: NAME PATH USED-BY. Never starts the local server."""
-    slurm = _slurm(server)
+    slurm = slurm_named(server)
     if slurm is not None:
         with failing():
             items = slurm.drives()
@@ -108,7 +98,7 @@ def delete(
     token: TokenOpt = None,
 ) -> None:
     """Delete a drive: refused while a run not ended mounts it; its folder and files stay."""
-    slurm = _slurm(server)
+    slurm = slurm_named(server)
     if slurm is not None:
         with failing():
             gone = slurm.delete_drive(name)

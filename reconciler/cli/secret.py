@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -21,7 +21,7 @@ from .day2 import failing
 from .listing import ListFormat, print_listing
 from .options import ListOutput, ServerOpt, TokenOpt
 from .output import echo, error
-from .remote import called
+from .remote import called, slurm_named
 
 __all__ = ["secret_app"]
 
@@ -32,16 +32,6 @@ secret_app = typer.Typer(
     add_completion=False,
     rich_markup_mode=None,
 )
-
-
-def _slurm(server: str | None) -> Any:
-    """The Slurm cluster ``server`` names, or ``None`` for any other server."""
-    if not (server or "").startswith("slurm://"):
-        return None
-    from .connect import connect
-
-    with failing():
-        return connect(server, None)
 
 
 def _value(from_file: str | None) -> bytes:
@@ -72,7 +62,7 @@ def set_secret(
     """Set a secret's value, from standard input or --from-file (never an argument); runs
     started from now on read it, and none running is stopped."""
     value = _value(from_file)
-    slurm = _slurm(server)
+    slurm = slurm_named(server)
     if slurm is not None:
         with failing():
             row = slurm.put_secret(name, value)
@@ -101,7 +91,7 @@ def list_secrets(
     token: TokenOpt = None,
 ) -> None:
     """List the secrets: NAME SIZE SET-BY SET-AT USED-BY (never a value). Never starts the local server."""
-    slurm = _slurm(server)
+    slurm = slurm_named(server)
     if slurm is not None:
         with failing():
             items = slurm.list_secrets()
@@ -130,7 +120,7 @@ def delete(
     token: TokenOpt = None,
 ) -> None:
     """Delete a secret: refused while a run not ended reads it, unless --force."""
-    slurm = _slurm(server)
+    slurm = slurm_named(server)
     if slurm is not None:
         with failing():
             slurm.delete_secret(name, force=force)
