@@ -16,7 +16,7 @@ from typing import Any
 from .output import error
 from .runviews import CommandFailed
 
-__all__ = ["clock", "failing", "open_cluster", "sleep"]
+__all__ = ["clock", "failing", "open_cluster", "sleep", "slurm_named"]
 
 
 def clock() -> float:
@@ -35,6 +35,15 @@ def open_cluster(server: str | None, token: str | None, *, start: bool = False) 
     from . import connect as chosen  # looked up at the call: tests put a fake cluster there
 
     return chosen.connect(server, token, start=start)
+
+
+def slurm_named(server: str | None) -> Any:
+    """The Slurm cluster ``server`` names (``--server slurm://…``), or ``None`` for any other
+    server: the verbs that keep their own store there (``drive``, ``secret``) call it instead."""
+    if not (server or "").startswith("slurm://"):
+        return None
+    with failing():
+        return open_cluster(server, None)
 
 
 @contextmanager

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CommandError", "call", "called", "slurm_named"]
+__all__ = ["CommandError", "call", "called"]
 
 
 class CommandError(Exception):
@@ -28,18 +28,6 @@ def called(method: str, path: str, *, server: str | None, token: str | None, **k
     except CommandError as exc:
         error(str(exc))
         raise typer.Exit(1) from exc
-
-
-def slurm_named(server: str | None) -> Any:
-    """The Slurm cluster ``server`` names (``--server slurm://…``), or ``None`` for any other
-    server: the verbs that keep their own store there (``drive``, ``secret``) call it instead."""
-    if not (server or "").startswith("slurm://"):
-        return None
-    from .connect import connect
-    from .day2 import failing
-
-    with failing():
-        return connect(server, None)
 
 
 def call(

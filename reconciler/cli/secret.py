@@ -21,7 +21,8 @@ from .day2 import failing
 from .listing import ListFormat, print_listing
 from .options import ListOutput, ServerOpt, TokenOpt
 from .output import echo, error
-from .remote import called, slurm_named
+from .day2 import slurm_named
+from .remote import called
 
 __all__ = ["secret_app"]
 
