@@ -3,15 +3,14 @@ typer's commands (``reconciler.cli.plan``, ``reconciler.cli.watch``) and, when t
 are plain, straight from ``reconciler.cli.main`` (``flags.parse``), which spares typer's import.
 
 ``apply_command`` makes three calls into the library, as Terraform does: the source's lock and
-its plan (``apply.locked``, ``reconcile.plan_source``; or a saved plan), then, once it has shown
-the plan and asked here (``_review``), ``apply.apply_locked`` with the plan it showed (a dry
+its plan (``apply.locked``, ``reconcile.plan_source``; or a saved plan), then, once the plan is
+shown and the user asked (``reviewing``), ``apply.apply_locked`` with the plan it showed (a dry
 run: ``apply.check_plan``); it prints the outcome. ``force_unlock_command`` clears a lock. Both
 return the exit code; our errors become one line and exit 1 (``planning.failures``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 import time
@@ -19,19 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .output import echo, error
-from .planning import (
-    Exit,
-    Setup,
-    failures,
-    git_of,
-    impossible_asks,
-    plan_warnings,
-    require_files,
-    setup,
-    shown_plan,
-    source_setup,
-    with_outlook,
-)
+from .planning import Exit, Setup, apply_setup, failures, setup
 
 __all__ = ["apply_command", "force_unlock_command"]
 
@@ -49,13 +36,8 @@ def apply_command(options: Any) -> int:
         with failures():
             from .declaring import configured
 
-            if planfile is not None and options.config is not None:  # the saved plan's secrets
-                options, declared = configured(dataclasses.replace(options, targets=()))
-            else:
-                options, declared = configured(options)
-                if declared is not None:
-                    paths = [Path(f) for f in options.files] or None
-            saved, s = _setup(planfile, paths, options)
+            options, declared = configured(options, saved_plan=planfile is not None)
+            saved, s = apply_setup(planfile, options)
             with progress:
                 done = _planned_and_applied(saved, s, options, progress, declared)
             return _outcome(
@@ -66,43 +48,39 @@ def apply_command(options: Any) -> int:
 
 
 def _planned_and_applied(saved: Any, s: Setup, options: Any, progress: _Progress, declared: Any) -> Any:
-    """Lock (unless a dry run), plan (or take ``saved``), review here, then apply or check: a
-    ``SourceApplied``. The lock is taken before the plan and held while the user is asked; the
-    secrets and alerts astra.yaml declares (``declared``, with ``-c``) are set first."""
+    """Lock (unless a dry run), plan (or take ``saved``), review (``reviewing``), then apply or
+    check: a ``SourceApplied``. The lock is taken before the plan and held while the user is
+    asked; the secrets and alerts astra.yaml declares (``declared``, with ``-c``) are set first."""
+    from contextlib import nullcontext
+
     from ..apply import SourceApplied, apply_locked, check_plan, locked, refuse_dirty
     from ..load import default_cache
     from ..reconcile import plan_source
     from ..state import owner
-    from .declaring import apply_declared, said_applied, saved_values, with_declared
+    from .declaring import apply_declared, declared_plan
+    from .reviewing import reviewed
 
-    extra: Any = None  # the declared secrets' values (never shown, never saved)
-
-    def planned() -> Any:
-        nonlocal extra
-        if saved is not None:
-            extra = saved_values(saved, s, declared, options.files[0] if options.files else None)
-            return saved
-        made = plan_source(s.source, s.cluster, s.store, time.time(), cache=default_cache())
-        made, extra = with_declared(made, s, declared)
-        return made
-
-    if options.dry_run:
-        made = planned()
-        if not _review(made, s.cluster, options):
-            return SourceApplied(made, dry_run=True)
-        return check_plan(made, s.cluster)
-    who = owner()
-    with locked(
-        s.store, saved.source if saved is not None else s.source.name, who=who, now=time.time
-    ) as lock:
-        made = planned()
-        refuse_dirty(made, allow_dirty=options.allow_dirty)
-        if not _review(made, s.cluster, options) or not _asked(made, options):
-            return SourceApplied(made)
+    dry = options.dry_run
+    name = saved.source if saved is not None else s.source.name
+    held = nullcontext() if dry else locked(s.store, name, who=owner(), now=time.time)
+    with held as lock:
+        fresh = saved is None
+        made = (
+            saved
+            if not fresh
+            else plan_source(s.source, s.cluster, s.store, time.time(), cache=default_cache())
+        )
+        folder = options.files[0] if options.files else None
+        made, extra = declared_plan(made, s, declared, saved=not fresh, folder=folder)
+        if not dry:
+            refuse_dirty(made, allow_dirty=options.allow_dirty)
+        if not reviewed(made, s.cluster, options):
+            return SourceApplied(made, dry_run=dry)
+        if dry:
+            return check_plan(made, s.cluster)
+        assert lock is not None  # held: not a dry run
         progress.start(made)
         apply_declared(made, s.cluster, extra)
-        for line in said_applied(made):
-            echo(line)
         return apply_locked(
             made,
             s.source,
@@ -110,7 +88,7 @@ def _planned_and_applied(saved: Any, s: Setup, options: Any, progress: _Progress
             s.store,
             lock,
             now=time.time,
-            fresh=saved is None,
+            fresh=fresh,
             on_entry=progress.advance,
         )
 
@@ -144,33 +122,6 @@ def force_unlock_command(options: Any) -> int:
     return 0
 
 
-def _review(made: Any, cluster: Any, options: Any) -> bool:
-    """Show the plan; refuse runs no machine of the cluster could hold (and, ``--strict``,
-    warnings): whether it may go on."""
-    from ..plan import plan_to_json
-
-    seen = with_outlook(made, cluster)
-    sys.stdout.write(shown_plan(plan_to_json(seen), verbose=options.verbose))
-    impossible = impossible_asks(seen, cluster)
-    if impossible:
-        for line in impossible:
-            error(line)
-        error("not applied: this cluster could never run these runs")
-        return False
-    warned = plan_warnings(made)
-    for line in warned:
-        echo(line, err=True)
-    if options.strict and warned:
-        error("not applied: there are warnings, and --strict makes them errors")
-        return False
-    return True
-
-
-def _asked(made: Any, options: Any) -> bool:
-    """Whether the user said yes (``--yes``, or a plan that changes nothing, need not ask)."""
-    return not made.has_changes or options.yes or _confirm(made.source, made.cluster)
-
-
 def _saved_plan_or_paths(
     targets: list[Path], files: list[Path] | None
 ) -> tuple[Path | None, list[Path] | None]:
@@ -185,27 +136,6 @@ def _saved_plan_or_paths(
         if isinstance(data, dict) and "format_version" in data:
             plan, targets = targets[0], []
     return plan, [*(files or []), *targets] or None
-
-
-def _setup(planfile: Path | None, files: list[Path] | None, options: Any) -> tuple[Any, Setup]:
-    """The saved plan (``None`` for -f) and the source, cluster and store the options name."""
-    from ..plan import plan_from_json
-
-    if planfile is None:
-        return None, source_setup(require_files(files, git_of(options)), options)
-    try:
-        saved = plan_from_json(json.loads(planfile.read_text(encoding="utf-8")))
-    except (OSError, ValueError) as exc:
-        error(f"cannot read the plan {planfile}: {exc}")
-        raise Exit(1) from None
-    s = setup(
-        [str(planfile.parent)],
-        source=saved.source,
-        state=options.state,
-        server=options.server,
-        token=options.token,
-    )
-    return saved, s
 
 
 def _outcome(done: Any, cluster: Any, *, verbose: bool, wait: bool, settle: float = 10.0) -> int:
@@ -232,17 +162,6 @@ def _outcome(done: Any, cluster: Any, *, verbose: bool, wait: bool, settle: floa
         with resumed():
             return wait_and_report(cluster, [c.address for c in kept], fresh, settle)
     return 0
-
-
-def _confirm(source: str, cluster: str) -> bool:
-    """Whether the user types 'yes' (said why not, when not)."""
-    from .confirming import confirmed
-
-    return confirmed(
-        f"Apply these changes to source {source} on {cluster}?",
-        no_terminal="no terminal to ask on: give --yes to apply without asking",
-        declined="not applied: the answer was not 'yes'",
-    )
 
 
 class _Progress:

@@ -3,12 +3,11 @@ beside its runs (its secrets in age, its alerts), planned and applied as ``astra
 
 * ``configured(options)``: the options of the source ``-c astra.yaml`` names (``--source NAME``,
   or the file's only source): its files or repository, prune and cluster; and its ``Declared``
-  (``loop.declared``). Without ``-c``, the options as given and nothing declared.
-* ``declared_of(decl, identity)``: the ``Declared`` of one source of astra.yaml (the watch's too).
-* ``with_declared(made, s, declared)``: the plan with the secrets' and alerts' lines (the secrets
+  (``loop.declared.declared_of``). Without ``-c``, the options as given and nothing declared.
+* ``declared_plan(made, s, declared)``: the plan with the secrets' and alerts' lines (the secrets
   decrypted with ``--age-identity``); a file that does not decrypt is a ``LoadFailed`` naming it,
-  and nothing is applied.
-* ``apply_declared``: set what the plan shows, before the runs are applied; ``said_applied``: its words.
+  and nothing is applied. For a saved plan, its values decrypted again (a plan holds none).
+* ``apply_declared``: set what the plan shows, before the runs are applied, and say so.
 
 Must not touch: the runs' plan and apply (``planning``, ``applying``).
 """
@@ -20,7 +19,7 @@ from typing import Any
 
 from .output import echo
 
-__all__ = ["apply_declared", "configured", "declared_of", "said_applied", "with_declared"]
+__all__ = ["apply_declared", "configured", "declared_plan", "with_declared"]
 
 _DONE = {"create": "created", "update": "updated", "delete": "deleted"}
 
@@ -32,21 +31,11 @@ def _refused(words: str) -> Exception:
     return PlanError(words)
 
 
-def declared_of(decl: Any, identity: str | None) -> Any:
-    """The ``Declared`` of a source of astra.yaml (``SourceDecl``)."""
-    from ..loop.declared import Declared, alert_rule
-    from ..loop.secrets import SourceSecrets
-
-    secrets = SourceSecrets([(x.name, x.file) for x in decl.secrets], identity) if decl.secrets else None
-    alerts = {
-        a.name: alert_rule(a.model_dump(by_alias=True, exclude={"name"}), decl.name)
-        for a in decl.alerts or ()
-    }
-    return Declared(decl.name, decl.prune, secrets, alerts, decl.alerts is not None)
-
-
-def configured(options: Any) -> tuple[Any, Any]:
-    """The options of ``-c astra.yaml``'s source, and its ``Declared`` (see the module docstring)."""
+def configured(options: Any, *, saved_plan: bool = False) -> tuple[Any, Any]:
+    """The options of ``-c astra.yaml``'s source, and its ``Declared`` (see the module docstring);
+    ``saved_plan``: apply's arguments name a saved plan, whose secrets ``-c`` decrypts again."""
+    if saved_plan and options.config is not None:  # the plan file is no run spec
+        options = dataclasses.replace(options, targets=())
     if options.config is None:
         if options.age_identity:
             raise _refused("--age-identity decrypts the secrets astra.yaml declares: give -c astra.yaml too")
@@ -66,6 +55,8 @@ def configured(options: Any) -> tuple[Any, Any]:
     else:
         changed["files"] = (decl.path,)
     made = dataclasses.replace(options, **changed)
+    from ..loop.declared import declared_of
+
     return made, dataclasses.replace(declared_of(decl, options.age_identity), prune=made.prune)
 
 
@@ -117,6 +108,14 @@ def with_declared(made: Any, s: Any, declared: Any, folder: str | None = None) -
     ), planned
 
 
+def declared_plan(made: Any, s: Any, declared: Any, *, saved: bool, folder: str | None) -> tuple[Any, Any]:
+    """``with_declared`` of a plan made now; of a saved one (``saved``, its files in ``folder``),
+    the plan as it is and the values it sets (``saved_values``)."""
+    if saved:
+        return made, saved_values(made, s, declared, folder)
+    return with_declared(made, s, declared)
+
+
 def saved_values(saved: Any, s: Any, declared: Any, folder: str | None) -> Any:
     """The secrets' values a saved plan sets (a saved plan never holds one): decrypted again from
     ``-c astra.yaml --age-identity``, refused when what they would do is not what the plan says."""
@@ -145,17 +144,11 @@ def saved_values(saved: Any, s: Any, declared: Any, folder: str | None) -> Any:
 
 def apply_declared(made: Any, cluster: Any, planned: Any) -> None:
     """Set the plan's secrets and alerts (before its runs: a run that reads a new secret does not
-    wait for it)."""
+    wait for it), and say what was done: ``secret hf-token: updated``, ``alert failures: created``."""
     if not made.resources:
         return
     from ..loop.declared import Declared
 
     Declared(made.source).apply(cluster, made.resources, planned.values, planned.sealed)
-
-
-def said_applied(made: Any) -> list[str]:
-    """``secret hf-token: updated``, ``alert failures: created``: what ``apply_declared`` did."""
-    return [
-        f"{r.kind} {r.name}: {_DONE[r.action]}"
-        for r in sorted(made.resources, key=lambda r: (r.kind, r.name))
-    ]
+    for r in sorted(made.resources, key=lambda r: (r.kind, r.name)):
+        echo(f"{r.kind} {r.name}: {_DONE[r.action]}")

@@ -25,6 +25,7 @@ __all__ = [
     "Exit",
     "Git",
     "Setup",
+    "apply_setup",
     "checkout_of",
     "failures",
     "git_of",
@@ -326,6 +327,29 @@ def source_setup(paths: list[str], options: Any) -> Setup:
         git=git_of(options),
         replace=options.replace,
     )
+
+
+def apply_setup(planfile: Path | None, options: Any) -> tuple[Any, Setup]:
+    """``astra apply``'s saved plan (``None`` for -f) and the source, cluster and store its
+    options name (the files: ``-f`` and the plain arguments)."""
+    from ..plan import plan_from_json
+
+    if planfile is None:
+        files = [*options.files, *options.targets] or None
+        return None, source_setup(require_files(files, git_of(options)), options)
+    try:
+        saved = plan_from_json(json.loads(planfile.read_text(encoding="utf-8")))
+    except (OSError, ValueError) as exc:
+        error(f"cannot read the plan {planfile}: {exc}")
+        raise Exit(1) from None
+    s = setup(
+        [str(planfile.parent)],
+        source=saved.source,
+        state=options.state,
+        server=options.server,
+        token=options.token,
+    )
+    return saved, s
 
 
 def plan_command(options: Any) -> int:

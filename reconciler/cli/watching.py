@@ -208,7 +208,7 @@ def _fleet(
             def said(st: dict[str, Any], name: str = d.name) -> None:
                 print_status(name, st)
 
-            from .declaring import declared_of
+            from ..loop.declared import declared_of
 
             watches[d.name] = Watch(
                 _reconciler(s, git, cache=cache, declared=declared_of(d, age_identity)),

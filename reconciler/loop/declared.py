@@ -31,7 +31,7 @@ from ..plan import Resource
 from ..plan.resources import alert_changes, secret_changes
 from .secrets import SourceSecrets
 
-__all__ = ["NO_ALERTS_API", "NO_SECRETS_API", "Declared", "Planned", "alert_rule", "said"]
+__all__ = ["NO_ALERTS_API", "NO_SECRETS_API", "Declared", "Planned", "alert_rule", "declared_of", "said"]
 
 NO_SECRETS_API = (
     "this source declares secrets, and its cluster keeps none: secrets need an Astraeus API (http…)"
@@ -53,6 +53,17 @@ def alert_rule(declared: Mapping[str, Any], source: str) -> dict[str, Any]:
         "waited": int(declared.get("waited") or 1800),
         "declared_by": source,
     }
+
+
+def declared_of(decl: Any, identity: str | None) -> Declared:
+    """The ``Declared`` of one source of astra.yaml (its ``SourceDecl``), its secrets opened with
+    the age ``identity`` file (``--age-identity``): ``astra plan|apply -c`` and the watch's."""
+    secrets = SourceSecrets([(x.name, x.file) for x in decl.secrets], identity) if decl.secrets else None
+    alerts = {
+        a.name: alert_rule(a.model_dump(by_alias=True, exclude={"name"}), decl.name)
+        for a in decl.alerts or ()
+    }
+    return Declared(decl.name, decl.prune, secrets, alerts, decl.alerts is not None)
 
 
 @dataclass(frozen=True)
