@@ -58,9 +58,10 @@ def _end(code: Any) -> None:
 
 
 #: The commands that run without typer when their arguments are plain (``flags.parse``: anything
-#: else, ``--help`` say, goes to typer, which answers as for any command; both routes call the
-#: same function with the same options): the words that name each, its options (``flags``) and
-#: its body (module, function). It saves typer's import, and typer's app made of every command:
+#: else, an unknown option say, goes to typer, which answers as for any command; both routes call
+#: the same function with the same options): the words that name each, its options (``flags``)
+#: and its body (module, function), whose docstring is its help (``--help`` alone: ``plainhelp``).
+#: It saves typer's import, and typer's app made of every command:
 #: ``astra validate examples/laptop`` took 283 ms by this route and 724 ms through typer
 #: (medians of 9 runs, 2 December 2026, on the project's shared 2-core machine under load);
 #: the reads typed all day likewise (docs/performance.md, "The commands typed all day").
@@ -93,10 +94,22 @@ def _fast_call(args: list[str]) -> tuple[Any, Any] | None:
     from . import flags
 
     declared, module, function = _PLAIN[words]
-    options = flags.parse(getattr(flags, declared), args[len(words) :])
+    rest = args[len(words) :]
+    if rest in (["--help"], ["-h"]):  # its help, from the same options and the body's docstring
+        body = getattr(import_module(f".{module}", __name__), function)
+        return _helped, ("astra " + " ".join(words), getattr(flags, declared), body.__doc__ or "")
+    options = flags.parse(getattr(flags, declared), rest)
     if options is None:
         return None
     return getattr(import_module(f".{module}", __name__), function), options
+
+
+def _helped(asked: tuple[str, type, str]) -> int:
+    """Print a plain command's help (``plainhelp``: typer's text, without typer)."""
+    from .plainhelp import help_text
+
+    sys.stdout.write(help_text(*asked))
+    return 0
 
 
 def _guarded(command: Any, options: Any) -> int:

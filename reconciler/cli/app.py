@@ -12,6 +12,7 @@ from . import flags
 from .guard import guarded
 from .helpgroup import WholeFirstSentence
 from .output import echo, error
+from .validating import validate_command
 
 __all__ = ["app", "run"]
 
@@ -57,31 +58,12 @@ class SchemaKind(StrEnum):
     astra = "astra"
 
 
-def _validate(options: flags.ValidateOptions) -> int:
-    from .validating import validate_command
-
-    return validate_command(options)
-
-
 app.command("validate")(
     flags.typer_command(
         flags.ValidateOptions,
-        _validate,
+        validate_command,
         "validate",
-        """Check run specs against the published schema and rules, reporting every problem.
-
-    Every problem of every document of every file is reported at once, one per line, as
-    FILE:LINE:COLUMN: FIELD.PATH: MESSAGE. Exit 0 when all are valid, 1 otherwise. Warnings
-    (FILE:LINE:COLUMN: FIELD.PATH: warning: MESSAGE: a run without a time limit, an array that
-    reads SLURM_ARRAY_TASK_ID, a command of one string with spaces) follow on stderr and leave
-    the exit code 0, unless --strict.
-
-    Examples:
-
-        astra validate examples/
-
-        astra validate run.yaml -o json
-    """,
+        validate_command.__doc__ or "",
     )
 )
 

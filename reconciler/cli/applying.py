@@ -24,7 +24,21 @@ __all__ = ["apply_command", "force_unlock_command"]
 
 
 def apply_command(options: Any) -> int:
-    """``astra apply`` of its ``ApplyOptions`` (its help is the typer command's); the exit code."""
+    """Apply the files (-f) or a saved plan (PLANFILE) to the cluster: exactly what the plan shows.
+
+    Shows the plan and asks (type 'yes'), unless --yes; with no terminal to ask on it refuses
+    without --yes. One apply per source at a time (a lock; see 'astra force-unlock'). A saved
+    plan is refused when the files or the runs changed since it was made.
+
+    Examples:
+
+        astra apply -f examples/laptop --yes --wait
+
+        astra plan -f runs/ --out plan.json && astra apply plan.json
+
+        astra apply -f runs/ --revision 3f8a819 --yes   (a rollback: the files as of that commit)
+    """
+    # its help, typer's and the plain route's; the body of astra apply: the exit code
     planfile, paths = _saved_plan_or_paths(
         [Path(t) for t in options.targets], [Path(f) for f in options.files]
     )
@@ -94,7 +108,8 @@ def _planned_and_applied(saved: Any, s: Setup, options: Any, progress: _Progress
 
 
 def force_unlock_command(options: Any) -> int:
-    """``astra force-unlock ID`` of its ``UnlockOptions`` (its help is the typer command's)."""
+    """Clear a stale apply lock (left by an apply that was killed). Be sure no apply is running."""
+    # its help, typer's and the plain route's; the body of astra force-unlock ID
     from ..state import StateError
 
     lock_id, source, state, server, token = (

@@ -25,7 +25,7 @@ def register(app: Any) -> None:
     )
     runs = flags.typer_command(flags.GetRunsOptions, get.runs_command, "runs", get.runs_command.__doc__ or "")
     get_app.command("runs")(runs)
-    get_app.command("workers", help=get.GET_WORKERS_HELP)(workers)
+    get_app.command("workers")(workers)  # the help: its body's docstring, as astraeus workers'
     # one `astra get`: its runs and workers join a group registered already (`get workspaces`)
     same = next((g.typer_instance for g in app.registered_groups if g.name == "get"), None)
     if same is None:

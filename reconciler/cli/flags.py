@@ -10,8 +10,8 @@ made, both:
   ``--help`` lists them as declared), and
 * the plain argv route (``parse``: the same options read without importing typer, which costs
   every such command a few hundred milliseconds on a shared two-core machine; anything it does
-  not know, ``--help`` or a value out of its choices, goes to typer, which answers as for any
-  command).
+  not know, a value out of its choices say, goes to typer, which answers as for any command),
+  and its ``--help`` (``plainhelp``: typer's text, written by click from the same fields).
 
 Both routes give the command's body one value, the dataclass, with the same fields: lists as
 tuples of strings, a choice as its word.

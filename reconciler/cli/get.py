@@ -24,12 +24,6 @@ __all__ = ["render_runs", "runs_command", "select_runs", "worker_table", "worker
 
 #: ``astra get``'s help.
 GET_HELP = "List runs, or a run's workers."
-#: ``astra get workers``' help (``astra astraeus workers``' is ``workers_command``'s docstring).
-GET_WORKERS_HELP = (
-    "A run's workers: WORKER RANK STATE MACHINE REASON, and how many run "
-    "(the same command as 'astra astraeus workers')."
-)
-
 #: How long ``--watch`` waits between two looks at the cluster.
 WATCH_EVERY = 2.0
 

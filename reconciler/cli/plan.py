@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from . import flags
+from .applying import apply_command
+from .planning import plan_command
 
 __all__ = [
     "AllowEmpty",
@@ -36,59 +38,16 @@ GitPath = Annotated[str | None, flags.typer_info(flags.PATH)]
 GitTokenFile = Annotated[str | None, flags.typer_info(flags.GIT_TOKEN_FILE)]
 
 
-def _plan(options: flags.PlanOptions) -> int:
-    from .planning import plan_command
-
-    return plan_command(options)
-
-
-def _apply(options: flags.ApplyOptions) -> int:
-    from .applying import apply_command
-
-    return apply_command(options)
-
-
 plan: Any = flags.typer_command(
     flags.PlanOptions,
-    _plan,
+    plan_command,
     "plan",
-    """Show what apply would change, and what it costs; change nothing.
-
-    + create, ~ update in place, -/+ replace (with the workers, GPUs and time it stops),
-    - delete (only with --prune, only runs this source applied), = unchanged (with -v).
-
-    Examples:
-
-        astra plan -f examples/
-
-        astra plan examples/laptop
-
-        astra plan -f runs/ --prune --out plan.json --detailed-exitcode
-
-        astra plan --git https://github.com/acme/runs.git --ref main --path runs -o markdown
-
-        astra plan -f runs/ --replace nightly-eval   (rerun it, the plan reviewed)
-
-        astra plan -c astra.yaml --source team-a --age-identity age.txt   (its secrets and alerts too)
-    """,
+    plan_command.__doc__ or "",
 )
 
 apply: Any = flags.typer_command(
     flags.ApplyOptions,
-    _apply,
+    apply_command,
     "apply",
-    """Apply the files (-f) or a saved plan (PLANFILE) to the cluster: exactly what the plan shows.
-
-    Shows the plan and asks (type 'yes'), unless --yes; with no terminal to ask on it refuses
-    without --yes. One apply per source at a time (a lock; see 'astra force-unlock'). A saved
-    plan is refused when the files or the runs changed since it was made.
-
-    Examples:
-
-        astra apply -f examples/laptop --yes --wait
-
-        astra plan -f runs/ --out plan.json && astra apply plan.json
-
-        astra apply -f runs/ --revision 3f8a819 --yes   (a rollback: the files as of that commit)
-    """,
+    apply_command.__doc__ or "",
 )

@@ -353,7 +353,26 @@ def apply_setup(planfile: Path | None, options: Any) -> tuple[Any, Setup]:
 
 
 def plan_command(options: Any) -> int:
-    """``astra plan`` of its ``PlanOptions`` (its help is the typer command's); the exit code."""
+    """Show what apply would change, and what it costs; change nothing.
+
+    + create, ~ update in place, -/+ replace (with the workers, GPUs and time it stops),
+    - delete (only with --prune, only runs this source applied), = unchanged (with -v).
+
+    Examples:
+
+        astra plan -f examples/
+
+        astra plan examples/laptop
+
+        astra plan -f runs/ --prune --out plan.json --detailed-exitcode
+
+        astra plan --git https://github.com/acme/runs.git --ref main --path runs -o markdown
+
+        astra plan -f runs/ --replace nightly-eval   (rerun it, the plan reviewed)
+
+        astra plan -c astra.yaml --source team-a --age-identity age.txt   (its secrets and alerts too)
+    """
+    # its help, typer's and the plain route's; the body of astra plan: the exit code
     from ..plan import plan_to_json
     from .declaring import configured, with_declared
 

@@ -13,14 +13,24 @@ __all__ = ["validate_command"]
 
 
 def validate_command(options: Any) -> int:
-    """``astra validate`` of its ``ValidateOptions``: print every problem; 0 when all documents
-    are valid, 1 otherwise.
+    """Check run specs against the published schema and rules, reporting every problem.
 
-    Runs that name a template (or ``--template``, ``--set``) are rendered and merged first;
-    what is validated is the final run, as plan and apply see it. Warnings
-    (``reconciler.runspec.lint``; of files without errors) are printed after the errors, on
-    stderr, and leave the exit code 0; ``--strict``: they are errors (and in ``-o json``'s list).
+    Every problem of every document of every file is reported at once, one per line, as
+    FILE:LINE:COLUMN: FIELD.PATH: MESSAGE. Exit 0 when all are valid, 1 otherwise. Warnings
+    (FILE:LINE:COLUMN: FIELD.PATH: warning: MESSAGE: a run without a time limit, an array that
+    reads SLURM_ARRAY_TASK_ID, a command of one string with spaces) follow on stderr and leave
+    the exit code 0, unless --strict.
+
+    Examples:
+
+        astra validate examples/
+
+        astra validate run.yaml -o json
     """
+    # Its help (typer's and --help's by the plain route). Runs that name a template (or
+    # --template, --set) are rendered and merged first: what is validated is the final run, as
+    # plan and apply see it. Warnings (runspec.lint; of files without errors) are printed after
+    # the errors, on stderr, and leave the exit code 0; --strict: they are errors.
     from dataclasses import replace
 
     from ..check import check

@@ -4,6 +4,7 @@ and ``reconciler.state``."""
 from __future__ import annotations
 
 from . import flags
+from .applying import force_unlock_command
 from .sources import status_command
 
 __all__ = ["force_unlock", "status", "watch"]
@@ -62,15 +63,9 @@ watch = flags.typer_command(
 status = flags.typer_command(flags.SourcesOptions, status_command, "status", status_command.__doc__ or "")
 
 
-def _force_unlock(options: flags.UnlockOptions) -> int:
-    from .applying import force_unlock_command
-
-    return force_unlock_command(options)
-
-
 force_unlock = flags.typer_command(
     flags.UnlockOptions,
-    _force_unlock,
+    force_unlock_command,
     "force_unlock",
-    "Clear a stale apply lock (left by an apply that was killed). Be sure no apply is running.",
+    force_unlock_command.__doc__ or "",
 )

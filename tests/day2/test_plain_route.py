@@ -51,7 +51,7 @@ def test_the_plain_route_says_what_typer_says(world, cli, capsys, argv):
 @pytest.mark.parametrize(
     "argv",
     [
-        ("get", "runs", "--help"),
+        ("get", "runs", "-o", "json", "--help"),  # --help alone is plain: tests/test_plain_help.py
         ("get", "runs", "-o", "tsv"),
         ("logs", "sweep", "--since", "yesterday"),
         ("logs", "sweep", "--tail", "-1"),

@@ -152,7 +152,7 @@ def test_apply_and_force_unlock_with_plain_arguments_run_without_typer_and_alike
 @pytest.mark.parametrize(
     "args",
     [
-        ("plan", "--help"),
+        ("plan", "-f", "runs", "--help"),  # --help alone is plain: tests/test_plain_help.py
         ("plan", "-f", "runs", "--sourse", "s"),
         ("plan", "-f", "runs", "-o", "yaml"),
         ("plan", "-f"),
