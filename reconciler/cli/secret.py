@@ -17,11 +17,10 @@ from typing import Annotated
 
 import typer
 
-from .day2 import failing
+from .day2 import failing, slurm_named
 from .listing import ListFormat, print_listing
 from .options import ListOutput, ServerOpt, TokenOpt
 from .output import echo, error
-from .day2 import slurm_named
 from .remote import called
 
 __all__ = ["secret_app"]
