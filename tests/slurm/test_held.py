@@ -136,3 +136,27 @@ def test_runs_and_secrets_waited_for_by_one_release(tmp_path: Path):
     cluster._release(record, parse_run(waiter))
     assert fake.calls == ["update 11 Dependency=afterok:5", "release 11"]
     assert cluster.records.load("ev")["dependency"] == "--dependency=afterok:5"
+
+
+def test_a_restart_held_for_a_secret_is_the_job_released(tmp_path: Path):
+    cluster, fake = _cluster(tmp_path)
+    record = _record(_document("r", {"A": {"secret": "a"}}, array=3), 20, None)
+    record["attempts"].append(
+        {
+            "job_id": 21,
+            "nonce": "n21",
+            "indices": [1],
+            "restart": 1,
+            "why": "Exited with code 1",
+            "held": True,
+        }
+    )
+    run = parse_run(record["document"])
+    assert cluster._hold_restart(record, run) is True
+    assert awaited(record) == ([], ["a"])
+    cluster.records.save(record)
+    cluster.set_secret("a", b"1")
+    assert fake.calls == ["release 21"]  # the restart, not the first job (long ended)
+    assert sorted(p.name for p in cluster.secrets.jobs.iterdir()) == ["n21.1"]  # its one copy's file
+    assert "held" not in cluster.records.load("r")["attempts"][1]
+    assert cluster._hold_restart(cluster.records.load("r"), run) is False  # set: not held

@@ -18,7 +18,7 @@ from reconciler.cli.app import run
 from reconciler.clusters import Rejected
 from reconciler.clusters.slurm import SlurmCluster
 
-from .test_integration import _cluster_up, doc, final
+from .test_integration import _cluster_up, doc, final, wait_for
 
 SERVER = "slurm://debug"
 ENV_CANARY = b"hf_canary_ENV_7f3a91"
@@ -140,8 +140,8 @@ def _missing(name: str) -> str:
 
 
 def _held_job(cluster: SlurmCluster, name: str) -> str:
-    """``STATE REASON`` of the run's job as squeue says (an array's pending copies: one row)."""
-    job = str(cluster.records.load(name)["attempts"][0]["job_id"])
+    """``STATE REASON`` of the run's last job as squeue says (an array's pending copies: one row)."""
+    job = str(cluster.records.load(name)["attempts"][-1]["job_id"])
     rows = subprocess.run(
         ["squeue", "-h", "-j", job, "-o", "%T %r"], capture_output=True, text=True, check=True
     ).stdout.split("\n")
@@ -189,6 +189,31 @@ def test_a_run_naming_a_secret_not_set_waits_held_and_starts_once_it_is_set(slur
         assert list(cluster.secrets.jobs.iterdir()) == []  # each copy's wrapper read and removed its file
     finally:
         cli("delete", "waiter", "--yes")
+
+
+def test_a_restart_whose_secret_was_deleted_waits_held_until_it_is_set_again(slurm, tmp_path: Path):
+    """The secret deleted (``--force``) while the run's first attempt failed: the restart astra
+    resubmits is held in the same words, not refused (nor run without its value)."""
+    cluster, cli = slurm
+    marker = tmp_path / "tried"
+    cluster.set_secret("tok", b"first_canary")
+    script = f"echo t=$T; [ -e {marker} ] && exit 0; touch {marker}; exit 1"  # OnFailure: the default
+    cluster.create_run(doc("again", script, task_template={"env": {"T": {"secret": "tok"}}}))
+    try:
+        job = str(cluster.records.load("again")["attempts"][0]["job_id"])
+        wait_for("the first attempt ends", lambda: cluster.commands.live([job]), lambda left: left == [], 60)
+        cli("secret", "delete", "tok", "--force")
+        waiting = cluster.get_run("again")  # judged now: failed, resubmitted held
+        assert (waiting.state, waiting.reason) == ("Pending", _missing("tok"))
+        attempts = cluster.records.load("again")["attempts"]
+        assert len(attempts) == 2 and attempts[1]["held"] is True
+        assert _held_job(cluster, "again") == "PENDING JobHeldUser"
+        cluster.set_secret("tok", b"second_canary")
+        done = final(cluster, "again", 90)
+        assert (done.state, cluster.records.load("again")["attempts"][1].get("held")) == ("Completed", None)
+        assert [line for line in cli("logs", "again-0").splitlines() if line.startswith("t=")] == ["t=***"]
+    finally:
+        cli("delete", "again", "--yes")
 
 
 def test_the_loop_sets_age_secrets_on_a_slurm_cluster(tmp_path: Path):

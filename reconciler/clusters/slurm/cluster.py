@@ -194,6 +194,8 @@ class SlurmCluster(ClusterSecrets):
             record = new_record(run, doc, sub, now, job_id=job_id, nonce=nonce)
         if run.spec.depends_on or hold:
             record["dependency"], record["awaiting"] = needs, awaiting
+        for attempt in record["attempts"] if hold else ():
+            attempt["held"] = True
         self.records.save(record)
 
     def update_run(self, name: str, document: dict[str, Any], resource_version: int) -> LiveRun:
@@ -425,7 +427,10 @@ class SlurmCluster(ClusterSecrets):
                         cause=r.cause,
                     )
                 case ResubmitUnit(r):
-                    resubmit(record, found.run, r, self._sbatch, now, self._secrets_env)
+                    held = self._hold_restart(record, found.run)
+                    resubmit(record, found.run, r, self._sbatch, now, self._secrets_env, hold=held)
+                    if held and waits is None:  # said at once: observed again with its words
+                        found.again, waits = True, held_words(record, self.address)
                 case StartNow(attempt, job_id):
                     self.commands.update(job_id, "StartTime=now")
                     record["attempts"][attempt]["nudged"] = True

@@ -6,7 +6,9 @@ A new run is submitted held while something it names does not exist yet, and its
 before secrets waited, is runs): a run of its ``depends_on`` that has no record yet (its create
 failed, or a later batch makes it), a secret its workers read that is not set (``astra secret
 set NAME --server slurm://…``). The run is created, not refused, so a repo and what it names can
-be set up in either order, as on an Astraeus cluster.
+be set up in either order, as on an Astraeus cluster. A restart astra resubmits whose secret
+was deleted since the run started is held the same way (``_hold_restart``). The attempts
+submitted held say so (``held``), and are the ones released.
 
 ``HeldRuns._release`` is the one way out, taken by each observation of the run and by setting a
 secret (``ClusterSecrets.put_secret``/``set_secret``, for the runs that wait for it). It asks
@@ -19,9 +21,11 @@ workers say why (``held_words``: ``Secret 'hf-token' does not exist on slurm://d
 secret set hf-token --server slurm://debug``; the words of a run it waits for come first, as
 the control plane's do).
 
-Owns: the record's ``awaiting`` and ``dependency``, what a new run waits for (``_waits_at_create``),
-and its release. Must not touch: the spec's rules, Slurm's words (``commands``), what a job's
-secrets file holds (``secrets``), values in any words.
+Owns: the record's ``awaiting``, ``dependency`` and ``held_why``, the attempts' ``held``, what a
+new run or a restart waits for (``_waits_at_create``, ``_hold_restart``), and the release.
+
+Must not touch: the spec's rules, Slurm's words (``commands``), what a job's secrets file holds
+(``secrets``), values in any words.
 """
 
 from __future__ import annotations
@@ -70,6 +74,11 @@ def _first_jobs(record: dict[str, Any]) -> list[dict[str, Any]]:
     return [a for a in record["attempts"] if a["restart"] == 0 and not a["why"]]
 
 
+def _held_jobs(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The attempts submitted held (``held``; a record made before they said so: the first)."""
+    return [a for a in record["attempts"] if a.get("held")] or _first_jobs(record)
+
+
 class HeldRuns:
     """The part of ``SlurmCluster`` that holds and releases new runs (which sets ``records``,
     ``secrets``, ``commands`` and ``address``)."""
@@ -111,31 +120,41 @@ class HeldRuns:
         elif (runs, secrets) == (was_runs, was_secrets) and "held_why" not in record:
             return  # nothing changed: still waiting (or long released)
         if not runs and not secrets and (was_runs or was_secrets):
-            why = self._write_files(record, run, first) if was_secrets else None
+            held = _held_jobs(record)
+            why = self._write_files(record, run, held) if was_secrets else None
             if why is not None:  # still held, in the words of what stopped it
                 record["held_why"] = why
                 self.records.save(record)
                 return
-            for attempt in first:
+            for attempt in held:
                 self.commands.release(attempt["job_id"])
+                attempt.pop("held", None)
         record.pop("held_why", None)
         record["awaiting"] = {"runs": runs, "secrets": secrets}
         self.records.save(record)
 
-    def _write_files(self, record: dict[str, Any], run: Run, first: list[dict[str, Any]]) -> str | None:
+    def _write_files(self, record: dict[str, Any], run: Run, held: list[dict[str, Any]]) -> str | None:
         """Each held copy's secrets file, with the values as set now; the words of what stops it
         (``secrets.job_file``'s refusal: a NUL byte in an env value), else ``None``."""
         t = run.spec.task_template
         assert t is not None  # only a run of one worker template reads secrets on Slurm
         try:
-            for attempt in first:
+            for attempt in held:
                 copies = attempt["indices"] if attempt["indices"] is not None else range(record["size"])
                 for i in copies if record["kind"] == "array" else [0]:
                     self.secrets.job_file(t, attempt["nonce"], i, self.address)
         except Rejected as exc:
-            self.secrets.forget({a["nonce"] for a in first})
+            self.secrets.forget({a["nonce"] for a in held})
             return str(exc)
         return None
+
+    def _hold_restart(self, record: dict[str, Any], run: Run) -> bool:
+        """Whether a restart astra resubmits must be held for secrets not set (deleted since the
+        run started): those noted in ``awaiting``, released as a new run's are."""
+        secrets = missing_secrets(run, self.secrets.names()) if secret_refs(run) else []
+        if secrets:
+            record["awaiting"] = {"runs": awaited(record)[0], "secrets": secrets}
+        return bool(secrets)
 
     def _release_readers(self, secret: str) -> None:
         """Release the runs held for ``secret`` that nothing else holds (``_release``), as it has
