@@ -170,7 +170,8 @@ def test_a_run_naming_a_secret_not_set_waits_held_and_starts_once_it_is_set(slur
         assert not cluster.secrets.jobs.exists() or list(cluster.secrets.jobs.iterdir()) == []
 
         value.write_bytes(b"alpha_canary")
-        assert "created" in cli("secret", "set", "tok-a", "--from-file", str(value))
+        said = cli("secret", "set", "tok-a", "--from-file", str(value))
+        assert "created" in said and "released" not in said
         assert cluster.get_run("waiter").reason == _missing("tok-b")  # one of two: still held
         cli("secret", "delete", "tok-a", "--force")  # deleted while it waits
         value.write_bytes(b"beta_canary")
@@ -179,7 +180,11 @@ def test_a_run_naming_a_secret_not_set_waits_held_and_starts_once_it_is_set(slur
         assert _held_job(cluster, "waiter") == "PENDING JobHeldUser"
 
         value.write_bytes(b"alpha_canary")
-        cli("secret", "set", "tok-a", "--from-file", str(value))
+        said = cli("secret", "set", "tok-a", "--from-file", str(value))
+        assert said.splitlines()[1:] == [
+            "read by waiter: each job submitted from now on reads the new value",
+            "released waiter, which waited for it",
+        ]
         done = final(cluster, "waiter", 60)
         assert done.state == "Completed", done
         for rank in (0, 1):

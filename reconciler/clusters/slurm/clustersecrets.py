@@ -60,11 +60,11 @@ class ClusterSecrets(HeldRuns):
 
     def put_secret(self, name: str, value: bytes) -> dict[str, Any]:
         """``astra secret set NAME --server slurm://…``: seal it, release the runs held for it
-        (``held``); its metadata (``created``: new)."""
+        (``held``); its metadata (``created``: new; ``released``: the runs released)."""
         with self.records.locked():
             created = self.secrets.store(name, value)
-            self._release_readers(name)
-            return {**self._secret_row(name, self._readers()), "created": created}
+            released = self._release_readers(name)
+            return {**self._secret_row(name, self._readers()), "created": created, "released": released}
 
     def list_secrets(self) -> list[dict[str, Any]]:
         """``astra secret list``: each secret's name, size, owner, time set and readers; no value."""

@@ -156,10 +156,14 @@ class HeldRuns:
             record["awaiting"] = {"runs": awaited(record)[0], "secrets": secrets}
         return bool(secrets)
 
-    def _release_readers(self, secret: str) -> None:
+    def _release_readers(self, secret: str) -> list[str]:
         """Release the runs held for ``secret`` that nothing else holds (``_release``), as it has
-        just been set (the caller holds the lock)."""
+        just been set (the caller holds the lock); the names of those released."""
+        released = []
         for name in self.records.names():
             record = self.records.load(name)
             if secret in awaited(record)[1] and not record.get("unmet"):
                 self._release(record, parse_run(record["document"]))
+                if not any(awaited(record)):
+                    released.append(name)
+        return released
