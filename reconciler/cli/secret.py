@@ -71,6 +71,8 @@ def set_secret(
         )
         if row["used_by"]:
             echo(f"read by {', '.join(row['used_by'])}: each job submitted from now on reads the new value")
+        if row["released"]:
+            echo(f"released {', '.join(row['released'])}, which waited for it")
         return
     done = called("PUT", f"/secrets/{name}", server=server, token=token, content=value)
     body = done.json()

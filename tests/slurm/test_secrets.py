@@ -18,7 +18,7 @@ from reconciler.cli.app import run
 from reconciler.clusters import Rejected
 from reconciler.clusters.slurm import SlurmCluster
 
-from .test_integration import _cluster_up, doc, final
+from .test_integration import _cluster_up, doc, final, wait_for
 
 SERVER = "slurm://debug"
 ENV_CANARY = b"hf_canary_ENV_7f3a91"
@@ -121,16 +121,104 @@ def test_a_run_with_secrets_runs_on_slurm_and_no_canary_is_anywhere(slurm, tmp_p
         cli("delete", "canary", "--yes")
 
 
-def test_a_secret_not_set_is_refused_in_words(slurm, tmp_path: Path):
-    cluster, _ = slurm
-    d = doc("nosecret", "true", task_template={"env": {"T": {"secret": "never-set"}}})
-    with pytest.raises(Rejected) as refused:
-        cluster.create_run(d)
-    assert (
-        "Secret 'never-set' does not exist on slurm://debug: astra secret set never-set --server slurm://debug"
-        in str(refused.value)
-    )
-    assert cluster.get_run("nosecret") is None
+WAITER = """metadata: {name: waiter}
+spec:
+  array: {size: 2}
+  task_template:
+    image: debian:12
+    command: sh
+    args: ["-c", "echo a=$A b=$B"]
+    restart_policy: Never
+    env:
+      A: {secret: tok-a}
+      B: {secret: tok-b}
+"""
+
+
+def _missing(name: str) -> str:
+    return f"Secret {name!r} does not exist on {SERVER}: astra secret set {name} --server {SERVER}"
+
+
+def _held_job(cluster: SlurmCluster, name: str) -> str:
+    """``STATE REASON`` of the run's last job as squeue says (an array's pending copies: one row)."""
+    job = str(cluster.records.load(name)["attempts"][-1]["job_id"])
+    rows = subprocess.run(
+        ["squeue", "-h", "-j", job, "-o", "%T %r"], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    return rows[0]
+
+
+def test_a_run_naming_a_secret_not_set_waits_held_and_starts_once_it_is_set(slurm, tmp_path: Path):
+    """Created, not refused: Pending in words, its job held in Slurm's queue and no secrets file
+    written; a secret deleted while it waits keeps it waiting; once both are set it runs, masked."""
+    cluster, cli = slurm
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "waiter.yaml").write_text(WAITER)
+    assert f"would wait: {_missing('tok-a')}" in cli("plan", "-f", str(folder))
+    assert "1 created" in cli("apply", "-f", str(folder), "--yes")
+    value = tmp_path / "value"
+    try:
+        waiting = cluster.get_run("waiter")
+        assert (waiting.state, waiting.reason) == ("Pending", _missing("tok-a"))
+        assert [(w.state, w.reason) for w in cluster.workers("waiter")] == [
+            ("Pending", _missing("tok-a"))
+        ] * 2
+        assert f"Reason:    {_missing('tok-a')}" in cli("describe", "run", "waiter")
+        assert _missing("tok-a") in cli("get", "runs", "-o", "json")
+        assert _held_job(cluster, "waiter") == "PENDING JobHeldUser"
+        assert not cluster.secrets.jobs.exists() or list(cluster.secrets.jobs.iterdir()) == []
+
+        value.write_bytes(b"alpha_canary")
+        said = cli("secret", "set", "tok-a", "--from-file", str(value))
+        assert "created" in said and "released" not in said
+        assert cluster.get_run("waiter").reason == _missing("tok-b")  # one of two: still held
+        cli("secret", "delete", "tok-a", "--force")  # deleted while it waits
+        value.write_bytes(b"beta_canary")
+        cli("secret", "set", "tok-b", "--from-file", str(value))
+        assert cluster.get_run("waiter").reason == _missing("tok-a")  # never released without it
+        assert _held_job(cluster, "waiter") == "PENDING JobHeldUser"
+
+        value.write_bytes(b"alpha_canary")
+        said = cli("secret", "set", "tok-a", "--from-file", str(value))
+        assert said.splitlines()[1:] == [
+            "read by waiter: each job submitted from now on reads the new value",
+            "released waiter, which waited for it",
+        ]
+        done = final(cluster, "waiter", 60)
+        assert done.state == "Completed", done
+        for rank in (0, 1):
+            log = cli("logs", f"waiter-{rank}")
+            assert log.splitlines()[0] == "a=*** b=***", log
+            assert "canary" not in log
+        assert list(cluster.secrets.jobs.iterdir()) == []  # each copy's wrapper read and removed its file
+    finally:
+        cli("delete", "waiter", "--yes")
+
+
+def test_a_restart_whose_secret_was_deleted_waits_held_until_it_is_set_again(slurm, tmp_path: Path):
+    """The secret deleted (``--force``) while the run's first attempt failed: the restart astra
+    resubmits is held in the same words, not refused (nor run without its value)."""
+    cluster, cli = slurm
+    marker = tmp_path / "tried"
+    cluster.set_secret("tok", b"first_canary")
+    script = f"echo t=$T; [ -e {marker} ] && exit 0; touch {marker}; exit 1"  # OnFailure: the default
+    cluster.create_run(doc("again", script, task_template={"env": {"T": {"secret": "tok"}}}))
+    try:
+        job = str(cluster.records.load("again")["attempts"][0]["job_id"])
+        wait_for("the first attempt ends", lambda: cluster.commands.live([job]), lambda left: left == [], 60)
+        cli("secret", "delete", "tok", "--force")
+        waiting = cluster.get_run("again")  # judged now: failed, resubmitted held
+        assert (waiting.state, waiting.reason) == ("Pending", _missing("tok"))
+        attempts = cluster.records.load("again")["attempts"]
+        assert len(attempts) == 2 and attempts[1]["held"] is True
+        assert _held_job(cluster, "again") == "PENDING JobHeldUser"
+        cluster.set_secret("tok", b"second_canary")
+        done = final(cluster, "again", 90)
+        assert (done.state, cluster.records.load("again")["attempts"][1].get("held")) == ("Completed", None)
+        assert [line for line in cli("logs", "again-0").splitlines() if line.startswith("t=")] == ["t=***"]
+    finally:
+        cli("delete", "again", "--yes")
 
 
 def test_the_loop_sets_age_secrets_on_a_slurm_cluster(tmp_path: Path):

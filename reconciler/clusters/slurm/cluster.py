@@ -34,9 +34,10 @@ from reconciler.runspec.vocabulary import same
 from ..base import ClusterError, Conflict, LiveRun, NotFound, Rejected, Unreachable, WorkerInfo
 from .clustersecrets import ClusterSecrets
 from .commands import COMMAND_TIMEOUT, SlurmCommands
-from .dependencies import Blocked, blocked, dependency_option, waves
+from .dependencies import Blocked, blocked, waves
 from .drives import SlurmDrives, drive_problem, mounted_drives, parse_drives
 from .groups import group_gpus
+from .held import awaited, held_words
 from .mapping import to_submission, update_errors
 from .observe import (
     CancelJobs,
@@ -169,7 +170,8 @@ class SlurmCluster(ClusterSecrets):
         nonce = new_nonce()
         sub = self._submission(run, nonce)
         now = self._clock()
-        needs, awaiting = self._needs(run)
+        needs, awaiting = self._waits_at_create(run)
+        hold = bool(awaiting["runs"] or awaiting["secrets"])
         if sub.jobs:
             record = self._group_record(run, doc, sub, now)
             self._submit_groups(
@@ -181,25 +183,20 @@ class SlurmCluster(ClusterSecrets):
                 not_before=None,
                 now=now,
                 needs=needs,
-                hold=bool(awaiting),
+                hold=hold,
             )
         else:
             copies = list(range(sub.size)) if sub.kind == "array" else [0]
-            extra = needs_options(needs, hold=bool(awaiting)) + self._secrets_env(run, nonce, copies)
+            # a secret not set: no file yet; ``held`` writes them all before it releases the job
+            files = [] if awaiting["secrets"] else copies
+            extra = needs_options(needs, hold=hold) + self._secrets_env(run, nonce, files)
             job_id = self._sbatch(sub.script, extra)
             record = new_record(run, doc, sub, now, job_id=job_id, nonce=nonce)
-        if run.spec.depends_on:
+        if run.spec.depends_on or hold:
             record["dependency"], record["awaiting"] = needs, awaiting
+        for attempt in record["attempts"] if hold else ():
+            attempt["held"] = True
         self.records.save(record)
-
-    def _needs(self, run: Run) -> tuple[str | None, list[str]]:
-        """The ``--dependency`` of a new run (``dependencies.dependency_option``) from the records
-        of the runs it depends on, and the names of those not created yet."""
-        if not run.spec.depends_on:
-            return None, []
-        names = {d.run for d in run.spec.depends_on}
-        records = {n: self.records.load(n) if self.records.exists(n) else None for n in names}
-        return dependency_option(run, records)
 
     def update_run(self, name: str, document: dict[str, Any], resource_version: int) -> LiveRun:
         doc = _own_copy(document)
@@ -381,41 +378,36 @@ class SlurmCluster(ClusterSecrets):
             run = parse_run(record["document"])
             waits = blocked(run, others)
             self._follow(record, run, waits)
-        seen[name] = self._observe(record, queue, waits)
+        elif any(awaited(record)) and not record.get("unmet"):
+            self._release(record, parse_run(record["document"]))
+        words = waits[0] if waits is not None else held_words(record, self.address)
+        seen[name] = self._observe(record, queue, words)
         return seen[name]
 
     def _follow(self, record: dict[str, Any], run: Run, waits: Blocked | None) -> None:
         """Keep a waiting run's Slurm dependency on the jobs astra holds for the runs it waits
-        for (a run created since: its jobs, then released; a restarted one: its new jobs), or
-        cancel its jobs once a dependency can no longer be met (``dependencies``)."""
-        first = sorted({str(a["job_id"]) for a in record["attempts"] if a["restart"] == 0 and not a["why"]})
+        for, and release it once nothing it waits for is missing (``held``), or cancel its jobs
+        once a dependency can no longer be met (``dependencies``)."""
         if waits is not None and waits[1]:
+            first = sorted(
+                {str(a["job_id"]) for a in record["attempts"] if a["restart"] == 0 and not a["why"]}
+            )
             self.commands.scancel(first, check=False)
             record["unmet"] = waits[0]
             self.records.save(record)
             return
-        if waits is None and not record.get("awaiting"):
+        if waits is None and not any(awaited(record)):
             return  # met: Slurm starts it (or has)
-        needs, missing = self._needs(run)
-        if needs is None or missing or (needs == record.get("dependency") and not record.get("awaiting")):
-            return
-        for attempt in record["attempts"]:
-            if str(attempt["job_id"]) in first:
-                spec = ",".join(p for p in (attempt.get("after"), needs.removeprefix("--dependency=")) if p)
-                self.commands.update(attempt["job_id"], f"Dependency={spec}")
-                if record.get("awaiting"):
-                    self.commands.run(["scontrol", "release", str(attempt["job_id"])], check=False)
-        record["dependency"], record["awaiting"] = needs, []
-        self.records.save(record)
+        self._release(record, run)
 
     def _observe(
-        self, record: dict[str, Any], queue: Queue, waits: Blocked | None = None
+        self, record: dict[str, Any], queue: Queue, waits: str | None = None
     ) -> tuple[LiveRun, list[WorkerInfo]]:
         """Decode, judge and decide (``observe``), act (resubmit, cancel), remember, and report
-        one run (``waits``: what it waits for of other runs, ``dependencies.blocked``)."""
+        one run (``waits``: the words of what it waits for, other runs or secrets: ``held``)."""
         now = self._clock()
         self._ending(record, now)
-        found = observe(record, queue.of(record), now, waits[0] if waits is not None else None)
+        found = observe(record, queue.of(record), now, waits)
         record.setdefault("seen", {}).update(found.remember)
         for action in found.actions:
             match action:
@@ -435,7 +427,10 @@ class SlurmCluster(ClusterSecrets):
                         cause=r.cause,
                     )
                 case ResubmitUnit(r):
-                    resubmit(record, found.run, r, self._sbatch, now, self._secrets_env)
+                    held = self._hold_restart(record, found.run)
+                    resubmit(record, found.run, r, self._sbatch, now, self._secrets_env, hold=held)
+                    if held and waits is None:  # said at once: observed again with its words
+                        found.again, waits = True, held_words(record, self.address)
                 case StartNow(attempt, job_id):
                     self.commands.update(job_id, "StartTime=now")
                     record["attempts"][attempt]["nudged"] = True

@@ -5,7 +5,7 @@ Owns: ``ClusterSecrets``, the part of ``SlurmCluster`` that sets and plans secre
 ``astra secret … --server slurm://``: the calls ``astra watch --age-identity`` makes, as of an
 Astraeus server) and gives a submission its secrets (``_secrets_env``: each copy's file, the
 wrapper's program, the path to the job). The store is ``secrets``'; the node's side is
-``jobwrapper``'s.
+``jobwrapper``'s; a run held for a secret not set is ``held``'s (setting one releases them).
 
 Must not touch: Slurm's commands, the run records' shape, values in any words.
 """
@@ -23,6 +23,7 @@ from reconciler.runspec.models import Run
 from reconciler.runspec.secrets import secrets_of_document
 
 from . import jobwrapper
+from .held import HeldRuns
 from .jobwrapper import program_text
 from .records import RunRecords
 from .secrets import SlurmSecrets
@@ -31,8 +32,9 @@ from .submission import reads_secrets, wrapper_path
 __all__ = ["ClusterSecrets"]
 
 
-class ClusterSecrets:
-    """Secrets of a ``SlurmCluster`` (which sets ``records``, ``secrets`` and ``address``)."""
+class ClusterSecrets(HeldRuns):
+    """Secrets of a ``SlurmCluster`` (which sets ``records``, ``secrets``, ``commands`` and
+    ``address``)."""
 
     records: RunRecords
     secrets: SlurmSecrets
@@ -42,9 +44,11 @@ class ClusterSecrets:
 
     def set_secret(self, name: str, value: bytes) -> None:
         """Seal secret ``name`` (``astra watch --age-identity`` sets a source's so): the next
-        jobs submitted read it; none is stopped."""
+        jobs submitted read it, and the runs held for it are released (``held``); none is
+        stopped."""
         with self.records.locked():
             self.secrets.store(name, value)
+            self._release_readers(name)
 
     def _readers(self) -> dict[str, list[str]]:
         """Each secret's readers: the recorded runs whose document names it (``records`` locked)."""
@@ -55,10 +59,12 @@ class ClusterSecrets:
         return readers
 
     def put_secret(self, name: str, value: bytes) -> dict[str, Any]:
-        """``astra secret set NAME --server slurm://…``: seal it; its metadata (``created``: new)."""
+        """``astra secret set NAME --server slurm://…``: seal it, release the runs held for it
+        (``held``); its metadata (``created``: new; ``released``: the runs released)."""
         with self.records.locked():
             created = self.secrets.store(name, value)
-            return {**self._secret_row(name, self._readers()), "created": created}
+            released = self._release_readers(name)
+            return {**self._secret_row(name, self._readers()), "created": created, "released": released}
 
     def list_secrets(self) -> list[dict[str, Any]]:
         """``astra secret list``: each secret's name, size, owner, time set and readers; no value."""

@@ -131,6 +131,10 @@ class SlurmCommands:
         """``scontrol update JobId=… <setting>``; its words (it is judged by what squeue says next)."""
         return self.run(["scontrol", "update", f"JobId={job_id}", setting], check=False)
 
+    def release(self, job_id: int) -> str:
+        """``scontrol release``: a job submitted ``--hold`` may start; its words (judged by squeue)."""
+        return self.run(["scontrol", "release", str(job_id)], check=False)
+
     def throttle(self, job_id: int, cap: int, comment: str) -> None:
         """An array's ``max_parallel`` in place (``ArrayTaskThrottle``), and its new comment."""
         # scontrol exits 1 when some tasks have ended ("Job has already finished") even though

@@ -8,9 +8,11 @@ drive 'results' is not known to this Slurm cluster: …``). A run of one job is 
 partition P``) is put in words: ``start`` (``on nodes vm-n1 in partition debug``) when Slurm
 would start it now, else ``wait`` (``Slurm expects it to start at 2026-12-01T05:10:00``), or
 ``fail`` with Slurm's refusal (``Slurm: Requested node configuration is not available``). A run
-of worker groups (several jobs), or an answer of another form, is left out; any
-``ClusterError`` (Slurm not reached) leaves them all out: the dry run never fails a plan (said
-at debug level).
+naming a secret not set would be held (``held``): ``wait`` with the words it would wait with
+(``Secret 'hf-token' does not exist on slurm://debug: astra secret set hf-token --server
+slurm://debug``), Slurm not asked. A run of worker groups (several jobs), or an answer of
+another form, is left out; any ``ClusterError`` (Slurm not reached) leaves them all out: the dry
+run never fails a plan (said at debug level).
 
 Must not touch: the records, the log folders (the submission is made without ``_submission``'s
 folder), the jobs.
@@ -27,6 +29,8 @@ from reconciler.runspec.errors import InvalidSpec
 from reconciler.runspec.parse import parse_run
 
 from ..base import ClusterError
+from .held import missing_secrets
+from .secrets import missing_secret
 from .submit import new_nonce
 
 if TYPE_CHECKING:
@@ -78,6 +82,10 @@ def placement_of(
                 out[run.metadata.name] = {"kind": "fail", "words": words}
                 continue
             if sub.jobs or not sub.script:
+                continue
+            unset = missing_secrets(run, cluster.secrets.names())
+            if unset:
+                out[run.metadata.name] = {"kind": "wait", "words": missing_secret(unset[0], cluster.address)}
                 continue
             said = cluster.commands.run(["sbatch", "--test-only"], input=sub.script, check=False)
             found = read_test_only(said, now)

@@ -124,7 +124,8 @@ class SlurmSecrets:
 
     def job_file(self, template: TaskTemplate, nonce: str, index: int, address: str) -> Path | None:
         """The secrets file of copy ``index`` of submission ``nonce`` (module docstring), or
-        ``None`` when its template reads none; ``Rejected`` naming a secret not set."""
+        ``None`` when its template reads none; ``Rejected`` naming a secret not set (a run
+        naming one is held until it is, ``held``: none reaches here) or a NUL in an env value."""
         env, files = {}, {}
         for key, value in sorted((template.env or {}).items()):
             if isinstance(value, SecretRef):

@@ -126,13 +126,20 @@ def resubmit(
     sbatch: Sbatch,
     now: float,
     secrets: Callable[[Run, str, list[int]], list[str]] | None = None,
+    *,
+    hold: bool = False,
 ) -> None:
     """Submit a unit of a run of one worker template again (an array's copy, or the whole job);
-    ``secrets``: the options that give the new submission (its nonce, its copies) its secrets."""
+    ``secrets``: the options that give the new submission (its nonce, its copies) its secrets;
+    ``hold``: submitted ``--hold``, no secrets file written (a secret it reads is not set:
+    ``held`` writes them and releases it)."""
     nonce = new_nonce()
     extra = [f"--comment={comment_for(run, nonce)}"]
-    given = secrets(run, nonce, [r.index] if record["kind"] == "array" else [0]) if secrets else []
+    copies = [] if hold else [r.index] if record["kind"] == "array" else [0]
+    given = secrets(run, nonce, copies) if secrets else []
     extra += restart_env(_attempts_of(record, r.index), r.cause, given)
+    if hold:
+        extra.append("--hold")
     if record["kind"] == "array":
         extra.append(f"--array={r.index}")
     if r.not_before > now:
@@ -148,5 +155,6 @@ def resubmit(
             "why": r.why,
             "at": now,
             "not_before": r.not_before,
+            **({"held": True} if hold else {}),
         }
     )
