@@ -91,11 +91,10 @@ def _folder(s: Any, folder: str | None = None) -> str:
 
 def with_declared(made: Any, s: Any, declared: Any, folder: str | None = None) -> tuple[Any, Any]:
     """The plan with what the source declares beside its runs, and its ``Planned`` (the secrets'
-    values, for the apply: never shown, never saved)."""
-    from ..loop.declared import Planned
-
+    values, for the apply: never shown, never saved); ``None`` when the source declares nothing
+    (a plan without ``-c`` imports nothing of the loop's)."""
     if declared is None or declared.empty:
-        return made, Planned()
+        return made, None
     from ..git import SourceError
     from ..git.agesecrets import AgeSecretError
 
@@ -145,7 +144,7 @@ def saved_values(saved: Any, s: Any, declared: Any, folder: str | None) -> Any:
 def apply_declared(made: Any, cluster: Any, planned: Any) -> None:
     """Set the plan's secrets and alerts (before its runs: a run that reads a new secret does not
     wait for it), and say what was done: ``secret hf-token: updated``, ``alert failures: created``."""
-    if not made.resources:
+    if not made.resources:  # nothing declared (``planned`` may be ``None``), or nothing to change
         return
     from ..loop.declared import Declared
 
