@@ -106,12 +106,14 @@ class Delivery:
         base = min(BACKOFF_MAX, BACKOFF_BASE * 2 ** (attempts - 1))
         return base * (1 + JITTER * (2 * self.rng.random() - 1))
 
-    def notice(self, events: Iterable[Event]) -> int:
-        """Queue each event for each alert that selects it; how many messages were queued."""
+    def notice(self, events: Iterable[Event], rules: list[Alert] | None = None) -> int:
+        """Queue each event for each alert that selects it (of ``rules``, read from the store if
+        not given); how many messages were queued."""
         events = list(events)
         if not events:
             return 0
-        rules = [Alert.from_json(r) for r in self.store.alert_rules()]
+        if rules is None:
+            rules = [Alert.from_json(r) for r in self.store.alert_rules()]
         messages = [(a.workspace, a.name, e.key, e.to_json()) for e in events for a in rules if matches(a, e)]
         return self.store.enqueue(messages, self.clock()) if messages else 0
 
@@ -122,15 +124,18 @@ class Delivery:
             waiting = self.store.runs_waiting("Pending", QUOTA_LIKE)
             self.waits = rebuild(self.store.event_rows(run) for run in waiting)
         self.waits.see(rows)
+        # with no alert at all, no event would be queued: none is made (each reads its run's
+        # row for the labels, a read of the store per event the scheduler records)
+        rules = [Alert.from_json(r) for r in self.store.alert_rules()] if rows else []
         found = []
-        for row in rows:
+        for row in rows if rules else ():
             if row.get("worker") is None and row.get("state"):
                 event = self._run_event(row)
                 if event is not None:
                     found.append(event)
             elif row.get("kind") == "RequeueWorker":
                 found.append(self._restart_event(row))
-        queued = self.notice(found)
+        queued = self.notice(found, rules)
         if rows:
             self.store.move_cursor(cursor)
         return queued + self._quota_waits()

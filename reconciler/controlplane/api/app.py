@@ -211,6 +211,19 @@ def create_app(
     app.state.astra = ApiContext(
         engine, token, clock, on_change, executor_name, clusters=clusters or {}, audit_keep=audit_keep
     )
+    # the console's pages, /metrics and /healthz first: their paths share no prefix with the
+    # API's (/api), so the order changes no answer, and a page is matched in a few steps where
+    # behind the API it was tried against each of its routes under both base paths (FastAPI
+    # matches in order, routers included whole: about a millisecond a page)
+    from ..console import mount  # here: the console reads the API's own modules
+
+    mount(app)
+    metrics.mount(app)
+
+    @app.get("/healthz", include_in_schema=False, response_model=wire.Health)
+    async def healthz() -> Response:
+        return answer(wire.Health(ok=True))
+
     router = api_router()
     app.state.router = documented_router(router)
     app.include_router(router, prefix=API, include_in_schema=False)
@@ -228,16 +241,6 @@ def create_app(
     app.add_exception_handler(OSError, _full)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected)
-
-    from ..console import mount  # here: the console reads the API's own modules
-
-    mount(app)
-    metrics.mount(app)
-
-    @app.get("/healthz", include_in_schema=False, response_model=wire.Health)
-    async def healthz() -> Response:
-        return answer(wire.Health(ok=True))
-
     return app
 
 

@@ -32,6 +32,9 @@ ENV = Environment(
     autoescape=select_autoescape(default=True, default_for_string=True),
     trim_blocks=True,
     lstrip_blocks=True,
+    # the templates are the package's, fixed while the server runs: not checked on the disk
+    # (a stat of the file) each time a page is rendered
+    auto_reload=False,
 )
 
 
