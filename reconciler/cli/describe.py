@@ -91,9 +91,13 @@ def describe_lines(cluster: Any, name: str, now: float) -> list[str]:
     out += _chain(cluster, run)
     out += ["", "Spec (normalised):", *_spec(run.document)]
     out += ["", *_events(cluster, name, run.created_at)]
+    if callable(getattr(cluster, "workers_page", None)):  # the pages shown, not 10,000 workers
+        out += _paged_workers(cluster, name)
+        return out
     workers = cluster.workers(name)
     out += ["", *_workers(workers)]
-    out += _failed_logs(cluster, workers)
+    by_rank = sorted(workers, key=lambda w: w.rank)
+    out += _failed_logs(cluster, [w for w in by_rank if w.state == "Failed"])
     return out
 
 
@@ -101,16 +105,22 @@ def _chain(cluster: Any, run: Any) -> list[str]:
     """The runs it waits for (``depends_on``: when, and their state) and the runs waiting for it."""
     from ..runspec.dependencies import chain
 
-    documents = {r.name: (r.document or {}, r.state) for r in cluster.list_runs()}
+    if callable(getattr(cluster, "related_runs", None)):  # the server finds those waiting for it
+        needed = [d.get("run") for d in (run.document.get("spec") or {}).get("depends_on") or []]
+        found = [cluster.get_run(n) for n in needed if isinstance(n, str) and n != run.name]
+        found += cluster.related_runs(depends_on=run.name)
+    else:
+        found = cluster.list_runs()
+    documents = {r.name: (r.document or {}, r.state) for r in found if r is not None}
     if run.document:
         documents[run.name] = (run.document, run.state)
-    found = chain(run.name, documents)
+    said = chain(run.name, documents)
     lines = []
-    if found.needs:
-        said = [f"{o} (when {w}; {f'it is {s}' if s else 'not created yet'})" for o, w, s in found.needs]
-        lines.append("Waits for: " + ", ".join(said))
-    if found.waited_by:
-        lines.append("Waited by: " + ", ".join(f"{o} (when {w})" for o, w in found.waited_by))
+    if said.needs:
+        shown = [f"{o} (when {w}; {f'it is {s}' if s else 'not created yet'})" for o, w, s in said.needs]
+        lines.append("Waits for: " + ", ".join(shown))
+    if said.waited_by:
+        lines.append("Waited by: " + ", ".join(f"{o} (when {w})" for o, w in said.waited_by))
     return lines
 
 
@@ -147,7 +157,10 @@ def _origin(cluster: Any, run: Any, notes: dict[str, str]) -> list[str]:
         lines.append(f"Rerun of:  {notes[RERUN_OF]} (its indices {notes.get(RERUN_INDICES, '-')})")
     from .runviews import run_annotations
 
-    reruns = sorted(r.name for r in cluster.list_runs() if run_annotations(r).get(RERUN_OF) == run.name)
+    if callable(getattr(cluster, "related_runs", None)):  # the server finds them
+        reruns = [r.name for r in cluster.related_runs(rerun_of=run.name)]
+    else:
+        reruns = sorted(r.name for r in cluster.list_runs() if run_annotations(r).get(RERUN_OF) == run.name)
     if reruns:
         lines.append(f"Reruns:    {', '.join(reruns)}")
     return lines
@@ -175,11 +188,17 @@ def _events(cluster: Any, name: str, created: float | None) -> list[str]:
     reader = getattr(cluster, "events", None)
     if not callable(reader):
         return [f"Events:    {cluster.address} keeps none; the workers below say where each one is."]
-    events = sorted(reader(name), key=lambda e: e.get("at") or 0.0)
+    tail = getattr(cluster, "events_tail", None)
+    if callable(tail) and created is not None:  # the last ones only (each is timed from the run's start)
+        events, total = tail(name, EVENTS_SHOWN)
+        events = sorted(events, key=lambda e: e.get("at") or 0.0)
+    else:
+        events = sorted(reader(name), key=lambda e: e.get("at") or 0.0)
+        total = len(events)
     if not events:
         return ["Events:    none yet."]
     base = created if created is not None else events[0].get("at") or 0.0
-    earlier = len(events) - EVENTS_SHOWN
+    earlier = total - EVENTS_SHOWN
     events = events[-EVENTS_SHOWN:]
     rows = [
         (
@@ -196,32 +215,65 @@ def _events(cluster: Any, name: str, created: float | None) -> list[str]:
     return ["Events:", *table[:1], *more, *table[1:]]
 
 
+#: How many workers of each state describe names.
+NAMED = 20
+
+
 def _workers(workers: list[Any]) -> list[str]:
     if not workers:
         return ["Workers:   none yet."]
     by_state: dict[str, list[str]] = {}
     for w in sorted(workers, key=lambda w: w.rank):
         by_state.setdefault(w.state, []).append(w.name)
+    return _by_state({state: (names[:NAMED], len(names)) for state, names in by_state.items()})
+
+
+def _by_state(named: dict[str, tuple[list[str], int]]) -> list[str]:
+    """``Workers by state:``, each state's first workers by rank and how many it has."""
     lines = ["Workers by state:"]
-    for state, names in sorted(by_state.items()):
-        shown = ", ".join(names[:20]) + (f", … ({len(names) - 20} more)" if len(names) > 20 else "")
-        lines.append(f"  {state} ({len(names)}): {shown}")
+    for state, (names, n) in sorted(named.items()):
+        shown = ", ".join(names) + (f", … ({n - len(names)} more)" if n > len(names) else "")
+        lines.append(f"  {state} ({n}): {shown}")
     return lines
 
 
-def _failed_logs(cluster: Any, workers: list[Any]) -> list[str]:
+def _paged_workers(cluster: Any, name: str) -> list[str]:
+    """The workers' lines and the failed workers' logs from one page of each state's first
+    workers (``workers_page``), as ``_workers`` and ``_failed_logs`` say them of every worker."""
+    _, total, counts = cluster.workers_page(name, limit=1)
+    if not total:
+        return ["", "Workers:   none yet."]
+    pages = {state: cluster.workers_page(name, state, NAMED)[0] for state, n in counts.items() if n}
+    lines = [
+        "",
+        *_by_state({state: ([w.name for w in page], counts[state]) for state, page in pages.items()}),
+    ]
+    failed = pages.get("Failed", [])
+    return lines + _failed_logs(cluster, failed, counts.get("Failed", 0))
+
+
+def _failed_logs(cluster: Any, failed: list[Any], n: int | None = None) -> list[str]:
+    """The last lines of the first failed workers' logs (``failed``: by rank; ``n``: how many
+    failed in all, when ``failed`` holds only the first)."""
     from ..clusters.base import ClusterError
 
-    failed = [w for w in sorted(workers, key=lambda w: w.rank) if w.state == "Failed"]
+    n = len(failed) if n is None else n
     lines: list[str] = []
     for w in failed[:LOGS_OF]:
         try:
-            text = cluster.logs(w.name)
+            text = _log_tail(cluster, w.name)
         except ClusterError as exc:  # said in its place: the rest of the description stands
             text = f"(its log cannot be read: {exc})"
         tail = text.splitlines()[-LOG_LINES:]
         lines += ["", f"Last lines of {w.name} ({w.reason or 'failed'}):"]
         lines += ["  " + line for line in tail] or ["  (no output)"]
-    if len(failed) > LOGS_OF:
-        lines += ["", f"… and {len(failed) - LOGS_OF} more failed workers: astra logs WORKER"]
+    if n > LOGS_OF:
+        lines += ["", f"… and {n - LOGS_OF} more failed workers: astra logs WORKER"]
     return lines
+
+
+def _log_tail(cluster: Any, worker: str) -> str:
+    """The worker's output, or its end where the cluster reads only that (``worker_logs(tail=)``)."""
+    from .logs import read_log
+
+    return read_log(cluster, worker, None, None, LOG_LINES)

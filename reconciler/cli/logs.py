@@ -63,8 +63,9 @@ def logs_command(options: LogsOptions) -> int:
         run, workers = _targets(cluster, target, every)
         _say_masking(cluster, run)
         prefix = len(workers) > 1 or every
-        texts = {w: read_log(cluster, w, attempt, start) for w in workers}
         following = follow and attempt is None
+        ends = None if following else tail  # the server reads only the end (-f needs it whole)
+        texts = {w: read_log(cluster, w, attempt, start, ends) for w in workers}
         partial = dict.fromkeys(workers, "")  # followed with prefixes: a line is printed once whole
         for w in workers:
             shown = _tailed(texts[w], tail)
@@ -98,15 +99,21 @@ def since_time(text: str) -> float:
         ) from None
 
 
-def read_log(cluster: Any, worker: str, attempt: int | None, since: float | None = None) -> str:
+def read_log(
+    cluster: Any, worker: str, attempt: int | None, since: float | None = None, tail: int | None = None
+) -> str:
     """The worker's output: its latest attempt's, or ``attempt``'s where the cluster keeps it;
     with ``since``, only the lines written then (seconds since the epoch) or later, where the
-    cluster knows when each line was written."""
+    cluster knows when each line was written; with ``tail``, it may be only the last ``tail``
+    lines of that, ending at newlines, where the cluster reads only those (``_tailed`` keeps the
+    same last lines of either)."""
     from .runviews import CommandFailed
 
+    reader = getattr(cluster, "worker_logs", None)
+    if tail is not None and callable(reader):
+        return str(reader(worker, attempt, since=since, tail=tail))
     if attempt is None and since is None:
         return str(cluster.logs(worker))
-    reader = getattr(cluster, "worker_logs", None)
     if not callable(reader):
         if attempt is not None:
             raise CommandFailed(
@@ -150,6 +157,12 @@ def _targets(cluster: Any, target: str, every: bool) -> tuple[str, list[str]]:
         return target, [w.name for w in (workers if every else workers[:1])]
     if every:
         raise CommandFailed(f"--all takes a run, and there is no run {target} on {cluster.address}")
+    asked = getattr(cluster, "run_of_worker", None)
+    if callable(asked):  # the server says whose it is: no listing of runs or workers
+        run = asked(target)
+        if run is None:
+            raise CommandFailed(f"no run or worker {target} on {cluster.address}")
+        return run, [target]
     from ..clusters.base import summaries  # the runs' names: the light listing, no documents
 
     names = sorted((r.name for r in summaries(cluster)), key=len, reverse=True)

@@ -1,7 +1,8 @@
 """How the day-2 commands show runs: rows of ``astra get runs``, ages, selectors, tables.
 
-Owns: turning a ``LiveRun`` into the row a person reads (``NAME STATE REASON WORKERS GPUS AGE
-SOURCE``; ``-o wide`` adds ``FILE REVISION``) and into the record ``-o json|yaml`` prints, the
+Owns: turning a run's brief (``GET /runs?view=brief``'s item, or ``brief`` of a ``LiveRun``) into
+the row a person reads (``NAME STATE REASON WORKERS GPUS AGE SOURCE``; ``-o wide`` adds ``FILE
+REVISION``) and into the record ``-o json|yaml`` prints, the
 short age (``45s``, ``3m``, ``2h``, ``4d``), label selectors (``-l team=nlp``), the columns'
 layout, and finding a run that a command names (one line when there is none).
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:  # the commands' start-up imports nothing of the layers (READM
 __all__ = [
     "CommandFailed",
     "age",
+    "brief",
     "layout",
     "matches",
     "parse_selector",
@@ -81,19 +83,44 @@ def short_revision(revision: str) -> str:
     return revision
 
 
-def run_row(run: LiveRun, now: float, *, wide: bool = False) -> tuple[str, ...]:
-    notes = run_annotations(run)
+def brief(run: LiveRun) -> dict[str, Any]:
+    """The run as ``GET /runs?view=brief`` lists it (``wire.briefs.RunBrief``): what ``astra get
+    runs`` shows, in every output, of a run read whole (named, or from a cluster without briefs)."""
+    return {
+        "name": run.name,
+        "labels": run_labels(run),
+        "annotations": run_annotations(run),
+        "state": run.state,
+        "reason": run.reason,
+        "created_at": run.created_at,
+        "workers_running": run.workers_running,
+        "gpus_held": run.gpus_held,
+        "task_counts": run.task_counts,
+        "schedule": run.schedule,
+    }
+
+
+def _notes(b: dict[str, Any]) -> dict[str, Any]:
+    found = b.get("annotations")
+    return found if isinstance(found, dict) else {}
+
+
+def run_row(b: dict[str, Any], now: float, *, wide: bool = False) -> tuple[str, ...]:
+    """A run's row of ``astra get runs`` (``b``: its ``brief``)."""
+    notes = _notes(b)
+    reason = b.get("reason") or ""
+    counts = b.get("task_counts") or {}
     row: tuple[str, ...] = (
-        run.name,
-        run.state,
-        (run.reason if wide else _cut(run.reason, REASON_WIDTH)) or "-",
-        workers_short(run),
-        str(run.gpus_held),
-        age(run.created_at, now),
-        notes.get("astra.source", "-"),
+        b["name"],
+        str(b.get("state", "Pending")),
+        (reason if wide or len(reason) <= REASON_WIDTH else _cut(reason, REASON_WIDTH)) or "-",
+        f"{b.get('workers_running') or 0}/{sum(counts.values()) if counts else 0}",
+        str(b.get("gpus_held") or 0),
+        age(b.get("created_at"), now),
+        str(notes.get("astra.source", "-")) if notes else "-",
     )
     if wide:
-        row += (notes.get("astra.file", "-"), short_revision(notes.get("astra.revision", "-")))
+        row += (str(notes.get("astra.file", "-")), short_revision(str(notes.get("astra.revision", "-"))))
     return row
 
 
@@ -101,31 +128,35 @@ RUN_COLUMNS = ("NAME", "STATE", "REASON", "WORKERS", "GPUS", "AGE", "SOURCE")
 WIDE_COLUMNS = (*RUN_COLUMNS, "FILE", "REVISION")
 
 
-def run_record(run: LiveRun) -> dict[str, Any]:
-    """A run as ``-o json|yaml`` lists it: what the table shows, whole, with times in seconds."""
-    notes = run_annotations(run)
+def run_record(b: dict[str, Any]) -> dict[str, Any]:
+    """A run as ``-o json|yaml`` lists it (``b``: its ``brief``): what the table shows, whole,
+    with times in seconds."""
+    notes = _notes(b)
+    counts = b.get("task_counts") or {}
+    labels = b.get("labels")
     return {
-        "name": run.name,
-        "state": run.state,
-        "reason": run.reason,
-        "workers_running": run.workers_running,
-        "workers": sum(run.task_counts.values()),
-        "task_counts": dict(sorted(run.task_counts.items())),
-        "gpus": run.gpus_held,
-        "created_at": run.created_at,
-        "labels": run_labels(run),
+        "name": b["name"],
+        "state": b.get("state", "Pending"),
+        "reason": b.get("reason") or "",
+        "workers_running": b.get("workers_running") or 0,
+        "workers": sum(counts.values()),
+        "task_counts": dict(sorted(counts.items())),
+        "gpus": b.get("gpus_held") or 0,
+        "created_at": b.get("created_at"),
+        "labels": {str(k): str(v) for k, v in labels.items()} if isinstance(labels, dict) else {},
         "source": notes.get("astra.source"),
         "file": notes.get("astra.file"),
         "revision": notes.get("astra.revision"),
-        **({"schedule": run.schedule} if run.schedule else {}),
+        **({"schedule": b["schedule"]} if b.get("schedule") else {}),
     }
 
 
 def layout(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
     """Left-aligned columns, three spaces apart, the last one unpadded."""
     table = [tuple(header), *(tuple(r) for r in rows)]
-    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    return ["   ".join(v.ljust(widths[i]) for i, v in enumerate(r)).rstrip() for r in table]
+    widths = [max(map(len, column)) for column in zip(*table, strict=True)]
+    line = "   ".join(f"{{:<{w}}}" for w in widths).format
+    return [line(*r).rstrip() for r in table]
 
 
 def parse_selector(given: Sequence[str]) -> dict[str, str]:
@@ -140,11 +171,12 @@ def parse_selector(given: Sequence[str]) -> dict[str, str]:
     return wanted
 
 
-def matches(run: LiveRun, selector: dict[str, str], states: Sequence[str]) -> bool:
-    have = run_labels(run)
-    if any(have.get(k) != v for k, v in selector.items()):
+def matches(b: dict[str, Any], selector: dict[str, str], states: Sequence[str]) -> bool:
+    """Whether the run (``b``: its ``brief``) has every label of ``selector`` and one of ``states``."""
+    have = b.get("labels") or {}
+    if any(k not in have or str(have[k]) != v for k, v in selector.items()):
         return False
-    return not states or run.state.lower() in {s.lower() for s in states}
+    return not states or str(b.get("state")).lower() in {s.lower() for s in states}
 
 
 def the_run(cluster: Any, name: str) -> LiveRun:

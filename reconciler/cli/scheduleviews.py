@@ -30,10 +30,9 @@ def _in(when: float, now: float) -> str:
     return "now" if when <= now else f"in {age(now, when)}"
 
 
-def schedule_cells(run: LiveRun, now: float) -> tuple[str, str]:
-    """``SCHEDULE NEXT`` of ``astra get runs``: ``0 2 * * * Europe/Paris``, ``in 9h`` (``-`` for
-    a run with no schedule; ``suspended``)."""
-    s = run.schedule
+def schedule_cells(s: dict | None, now: float) -> tuple[str, str]:
+    """``SCHEDULE NEXT`` of ``astra get runs`` of a run's schedule ``s``: ``0 2 * * *
+    Europe/Paris``, ``in 9h`` (``-`` for a run with no schedule; ``suspended``)."""
     if not s:
         return ("-", "-")
     nxt = s.get("next_at")

@@ -19,12 +19,14 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = [
+    "briefs_of",
     "detail_of",
     "errors_of",
     "holder_of",
     "items_of",
     "live_of",
     "one_error",
+    "related",
     "summary_of",
     "time_of",
     "without_version",
@@ -160,3 +162,21 @@ def worker_of(data: dict[str, Any]) -> WorkerInfo:
         started_at=time_of(data.get("started_at")),
         group=data.get("group"),
     )
+
+
+def briefs_of(data: Any) -> list[dict[str, Any]]:
+    """``GET /runs?view=brief``'s items (``wire.briefs.RunBrief``) as they come: dicts, each with
+    a name (the listing's readers take the rest leniently: ``cli.runviews``)."""
+    return [b for b in items_of(data, "runs") if isinstance(b, dict) and type(b.get("name")) is str]
+
+
+def related(run: LiveRun, depends_on: str | None = None, rerun_of: str | None = None) -> bool:
+    """Whether ``run`` is one ``GET /runs?depends_on=&rerun_of=`` lists: its ``spec.depends_on``
+    names run ``depends_on``, and it reruns ``rerun_of`` (its annotation ``astra.rerun-of``)."""
+    spec = run.document.get("spec") or {}
+    if depends_on is not None and not any(
+        isinstance(d, dict) and d.get("run") == depends_on for d in spec.get("depends_on") or ()
+    ):
+        return False
+    notes = (run.document.get("metadata") or {}).get("annotations") or {}
+    return rerun_of is None or (isinstance(notes, dict) and notes.get("astra.rerun-of") == rerun_of)

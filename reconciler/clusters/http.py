@@ -57,10 +57,12 @@ from .base import (
     WorkerInfo,
 )
 from .decoders import (
+    briefs_of,
     detail_of,
     errors_of,
     items_of,
     live_of,
+    related,
     summary_of,
     without_version,
     worker_of,
@@ -217,6 +219,26 @@ class HttpCluster:
                 out.append(summary_of(item))
         return sorted(out, key=lambda r: r.name)
 
+    def list_run_briefs(self) -> list[dict[str, Any]] | None:
+        """``GET /runs?view=brief``: what a listing shows of every run (``wire.briefs.RunBrief``,
+        as dicts: ``astra get runs`` prints them as they come), without documents; ``None`` from
+        a server that has no such view (a 422)."""
+        try:
+            data = self._json(self.request("GET", "/runs", params={"view": "brief"}))
+        except Rejected:
+            return None
+        return briefs_of(data)
+
+    def related_runs(self, *, depends_on: str | None = None, rerun_of: str | None = None) -> list[LiveRun]:
+        """``GET /runs?depends_on=NAME`` (the runs that wait for run NAME), ``?rerun_of=NAME`` (its
+        reruns): those runs whole, by name. A server that ignores the filters lists every run:
+        the filters are kept here too."""
+        params = {k: v for k, v in (("depends_on", depends_on), ("rerun_of", rerun_of)) if v is not None}
+        data = self._json(self.request("GET", "/runs", params=params))
+        return sorted(
+            (r for r in map(live_of, items_of(data, "runs")) if related(r, **params)), key=lambda r: r.name
+        )
+
     def get_run(self, name: str) -> LiveRun | None:
         try:
             return live_of(self._json(self.request("GET", f"/runs/{quote(name, safe='')}")))
@@ -238,6 +260,38 @@ class HttpCluster:
         data = self._json(self.request("GET", f"/runs/{quote(name, safe='')}/workers"))
         return [worker_of(w) for w in items_of(data, "workers")]
 
+    def run_of_worker(self, worker: str) -> str | None:
+        """The name of the run worker ``worker`` is of (``GET /workers/{worker}``), ``None`` when
+        there is no such worker."""
+        try:
+            data = self._json(self.request("GET", f"/workers/{quote(worker, safe='')}"))
+        except NotFound:
+            return None
+        found = data.get("run") if isinstance(data, dict) else None
+        return found if isinstance(found, str) else None
+
+    def workers_page(
+        self, run: str, state: str | None = None, limit: int | None = None
+    ) -> tuple[list[WorkerInfo], int, dict[str, int]]:
+        """The first ``limit`` workers by rank of ``run`` in ``state`` (``GET /workers?run=&state=
+        &limit=``), how many match on every page, and those by state."""
+        params: dict[str, Any] = {"run": run}
+        params |= {k: v for k, v in (("state", state), ("limit", limit)) if v is not None}
+        data = self._json(self.request("GET", "/workers", params=params))
+        items = [worker_of(w) for w in items_of(data, "workers") if isinstance(w, dict)]
+        counts = data.get("task_counts") if isinstance(data, dict) else None
+        total = data.get("total") if isinstance(data, dict) else None
+        counts = {str(k): int(v) for k, v in counts.items()} if isinstance(counts, dict) else {}
+        return items, int(total) if isinstance(total, int) else len(items), counts
+
+    def events_tail(self, name: str, n: int) -> tuple[list[dict[str, Any]], int]:
+        """The run's last ``n`` events and how many it has (``GET /runs/{name}/events?tail=N``; a
+        server that ignores ``tail`` sends every one: the last are kept here)."""
+        data = self._json(self.request("GET", f"/runs/{quote(name, safe='')}/events", params={"tail": n}))
+        items = [e for e in items_of(data, "items") if isinstance(e, dict)]
+        total = data.get("total") if isinstance(data, dict) else None
+        return items[-n:], total if isinstance(total, int) else len(items)
+
     def logs(self, worker: str) -> str:
         response = self.request("GET", f"/workers/{quote(worker, safe='')}/logs")
         if response.headers.get("content-type", "").startswith("application/json"):
@@ -250,12 +304,22 @@ class HttpCluster:
         data = self._json(self.request("GET", f"/runs/{quote(name, safe='')}/events"))
         return [e for e in items_of(data, "items") if isinstance(e, dict)]
 
-    def worker_logs(self, worker: str, attempt: int | None = None, *, since: float | None = None) -> str:
+    def worker_logs(
+        self,
+        worker: str,
+        attempt: int | None = None,
+        *,
+        since: float | None = None,
+        tail: int | None = None,
+    ) -> str:
         """A worker's output: of its latest attempt, or of ``attempt`` (``?attempt=N``); with
-        ``since`` (seconds since the epoch), only its lines written then or later (``?since=T``)."""
-        if attempt is None and since is None:
+        ``since`` (seconds since the epoch), only its lines written then or later (``?since=T``);
+        with ``tail``, only the last ``tail`` of those lines, each ending at a newline
+        (``?tail=N``: the server reads only the end of the log; one that ignores it sends the
+        whole of it: the caller keeps the last lines)."""
+        if attempt is None and since is None and tail is None:
             return self.logs(worker)
-        params = {k: v for k, v in (("attempt", attempt), ("since", since)) if v is not None}
+        params = {k: v for k, v in (("attempt", attempt), ("since", since), ("tail", tail)) if v is not None}
         response = self.request("GET", f"/workers/{quote(worker, safe='')}/logs", params=params)
         return response.text
 

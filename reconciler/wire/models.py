@@ -18,10 +18,12 @@ Two kinds of model:
 At a glance (``→`` an answer)::
 
     runs       POST/PUT RunDocument → Run;  GET /runs → RunList | RunSummaryList (?view=summary)
+               | briefs.RunBriefList (?view=brief);  ?depends_on= ?rerun_of= filter any view
     workers    GET /runs/{name}/workers → WorkerList;  GET /workers → WorkerPage (?run= ?state=
                ?limit= ?continue=);  GET /workers/{worker} → Worker;  …/logs → text/plain
-               (?attempt= ?since=)
-    events     GET /runs/{name}/events → EventList;  GET /machines → MachineList;  GET /info → Info
+               (?attempt= ?since= ?tail=)
+    events     GET /runs/{name}/events → EventList | EventTail (?tail=);  GET /machines →
+               MachineList;  GET /info → Info
     sources    GET → SourceState | SourceList;  PUT SourceWrite → SourceState
                GET …/runs → SourceRuns | SourceDigests (?view=digest)
                PUT …/runs/{run} InventoryEntryWrite, PUT …/status SourceStatus,
@@ -45,12 +47,14 @@ from ..runspec.vocabulary import HISTORY_KEEP, RunState, WorkerState
 __all__ = [
     "LOGS_CONTENT",
     "LOGS_SINCE",
+    "LOGS_TAIL",
     "Answer",
     "ApplyRecord",
     "Counter",
     "Detail",
     "Event",
     "EventList",
+    "EventTail",
     "Health",
     "HookSecret",
     "HookState",
@@ -274,10 +278,11 @@ class RunList(Answer):
 
 
 class RunView(StrEnum):
-    """What ``GET /runs`` answers: whole runs, or summaries."""
+    """What ``GET /runs`` answers: whole runs, summaries, or briefs (``wire.briefs``)."""
 
     SUMMARY = "summary"
     FULL = "full"
+    BRIEF = "brief"
 
 
 class RunSummary(Answer):
@@ -370,6 +375,12 @@ class EventList(Answer):
     items: list[Event]
 
 
+class EventTail(EventList):
+    """``GET /runs/{name}/events?tail=N``: the run's last N events, and how many it has."""
+
+    total: int = Field(description="How many events the run has (the items are the last of them).")
+
+
 #: ``GET /workers/{worker}/logs``: the output of its latest attempt (``?attempt=N``: of that one).
 LOGS_CONTENT = {"text/plain": {"schema": {"type": "string", "description": "The worker's output."}}}
 #: ``?since=T`` of the logs: what it means (the control plane knows when each line was written to
@@ -378,6 +389,8 @@ LOGS_SINCE = (
     "Only the lines written at this time or later, in seconds since the epoch (a float: "
     "`date +%s.%N`). Each line is sent whole; one that may have been written at this time is sent."
 )
+#: ``?tail=N`` of the logs: only the end of the output is read.
+LOGS_TAIL = "Only the last this many lines (after since), each ending at a newline (the last may not)."
 
 
 # ---- sources -----------------------------------------------------------------------------------

@@ -4,13 +4,14 @@ otherwise (every other table stays as it was)."""
 from __future__ import annotations
 
 from reconciler.cli.get import render_runs
+from reconciler.cli.runviews import brief
 from reconciler.runs import LiveRun
 
 NOW = 1_000_000.0
 
 
-def _run(name: str, **kw) -> LiveRun:
-    return LiveRun(name, {"metadata": {"name": name}, "spec": {}}, 1, kw.pop("state", "Pending"), **kw)
+def _run(name: str, **kw) -> dict:
+    return brief(LiveRun(name, {"metadata": {"name": name}, "spec": {}}, 1, kw.pop("state", "Pending"), **kw))
 
 
 def test_a_run_on_a_schedule_adds_schedule_and_next_and_suspended_says_so(monkeypatch):

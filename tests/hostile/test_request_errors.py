@@ -243,7 +243,7 @@ def test_a_continue_token_nested_10000_deep_is_not_one_the_server_gave(client):
 
 def test_an_empty_view_is_an_unknown_view(client):
     r = client.get("/api/runs?view=")
-    assert (r.status_code, r.json()) == (422, {"detail": "unknown view '': 'summary' or 'full'"})
+    assert (r.status_code, r.json()) == (422, {"detail": "unknown view '': 'summary', 'full' or 'brief'"})
 
 
 def test_a_query_parameter_a_call_does_not_take_is_a_400_with_a_suggestion(client):

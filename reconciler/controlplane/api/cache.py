@@ -1,6 +1,7 @@
 """``ResponseCache``: the run listings' texts, kept while what they show holds.
 
-Owns the texts of ``GET /runs`` (with ``?view=summary`` or without) and each run's spec digest.
+Owns the texts of ``GET /runs`` (with ``?view=summary``, ``?view=brief`` or without) and each
+run's spec digest.
 A plan of 10,000 unchanged runs lists every summary at each run of ``astra plan``: made again
 each time, that is 10,000 digests of normalised documents and 10,000 encodings; kept, it is one
 text sent again. A whole listing encodes each run's document (its metadata and spec, about 1 kB)
@@ -26,10 +27,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+import orjson
+
 from ...runspec.normalize import spec_digest
 from ...wire import models as wire
 from ..scopes import DEFAULT_SCOPE, Scope, shown
-from .views import run_metadata, run_status
+from .views import run_brief, run_metadata, run_status
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -67,6 +70,9 @@ class _Held:
     #: the JSON texts of its metadata (a ``wire.RunMetadata``) and of its spec
     metadata: str = ""
     spec: str = ""
+    #: the values its brief's text shows that move without a resource_version, and the text
+    moving: tuple[Any, ...] | None = None
+    brief: bytes = b""
 
 
 class ResponseCache:
@@ -85,6 +91,8 @@ class ResponseCache:
                       state)
     a run's digest    its resource_version        ``spec_digest`` of its stored document
     a run's document  its resource_version        ``wire.RunMetadata``, and its spec as JSON
+    a run's brief     its resource_version and    ``views.run_brief``
+                      what it shows that moves
     ================  ==========================  ============================================
 
     A whole run's text (``run_text``, the listing's items) is its document's texts and its
@@ -182,6 +190,29 @@ class ResponseCache:
                 del self._runs[name]
 
     @_locked
+    def briefs(self, keys: list[str] | None = None) -> bytes:
+        """``GET /runs?view=brief``'s answer (a ``wire.briefs.RunBriefList``) as JSON: of every
+        run, or of ``keys``."""
+        order = self.engine.runs_of(self.scope) if keys is None else keys
+        text = b'{"items":[' + b",".join(self._brief_text(name) for name in order) + b"]}"
+        if keys is None:
+            self._forget_gone()
+        return text
+
+    def _brief_text(self, name: str) -> bytes:
+        """The run's brief (``views.run_brief``) as JSON text, encoded again only when what it
+        shows moved (its state, reason, workers, GPUs; a schedule's next time: each listing)."""
+        held = self._held(name)
+        item = run_brief(self.engine, name)
+        if item["schedule"] is not None:
+            return orjson.dumps(item)
+        moving = (item["state"], item["reason"], item["workers_running"], item["gpus_held"])
+        moving += tuple(item["task_counts"].items())
+        if held.moving != moving:
+            held.moving, held.brief = moving, orjson.dumps(item)
+        return held.brief
+
+    @_locked
     def run_text(self, name: str, runs_url: str, workspace: str) -> str:
         """The run's ``wire.Run`` as JSON text (``views.run_view``'s twin)."""
         held = self._held(name)
@@ -198,11 +229,12 @@ class ResponseCache:
         return "{" + ",".join(f'"{k}":{parts[k]}' for k in RUN_FIELDS) + "}"
 
     @_locked
-    def runs(self, runs_url: str, workspace: str) -> str:
-        """``GET /runs``'s answer (a ``wire.RunList``) as JSON text."""
-        order = self.engine.runs_of(self.scope)
+    def runs(self, runs_url: str, workspace: str, keys: list[str] | None = None) -> str:
+        """``GET /runs``'s answer (a ``wire.RunList``) as JSON text: of every run, or of ``keys``."""
+        order = self.engine.runs_of(self.scope) if keys is None else keys
         text = '{"items":[' + ",".join(self.run_text(name, runs_url, workspace) for name in order) + "]}"
-        self._forget_gone()
+        if keys is None:
+            self._forget_gone()
         return text
 
 

@@ -464,7 +464,7 @@ def problems_of(errors: Sequence[Any]) -> wire.Problems:
 
 def parameter_detail(errors: Sequence[Any]) -> wire.Detail:
     """A query's or a header's validation errors as a 422's ``wire.Detail``, in one line:
-    ``unknown view 'x': 'summary' or 'full'``, ``attempt must be at least 0``."""
+    ``unknown view 'x': 'summary', 'full' or 'brief'``, ``attempt must be at least 0``."""
     said = []
     for e in errors:
         # a repeatable parameter's loc ends with the index of the value (``state.0``): its name is enough
@@ -490,7 +490,7 @@ def answer(body: BaseModel, status: int = 200, headers: dict[str, str] | None = 
     )
 
 
-def json_text(text: str, *, status: int = 200, tag: str | None = None) -> Response:
+def json_text(text: str | bytes, *, status: int = 200, tag: str | None = None) -> Response:
     """JSON already put together (the store's texts, a cached listing): sent as it is."""
     return Response(
         text, status_code=status, media_type="application/json", headers={"ETag": tag} if tag else None

@@ -20,7 +20,9 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import Response
 
 from ...runspec.errors import InvalidSpec
+from ...runspec.rerun import RERUN_OF
 from ...runspec.validate import validate_data
+from ...wire import briefs
 from ...wire import models as wire
 from ..scopes import shown
 from ..store import NameExists, NotFound, Stale
@@ -127,23 +129,61 @@ async def create_run(request: Request, api: Api, body: RunBody) -> Response:
     return answer(written(run, doc), 201, {"Location": run.status.url})
 
 
+#: ``GET /runs``'s filters, each of any view: the runs that wait for a run, the reruns of one
+DependsOn = Annotated[str | None, Query(description="Only the runs whose spec.depends_on names this run.")]
+RerunOf = Annotated[
+    str | None,
+    Query(description="Only the reruns of this run (astra rerun --failed: annotation astra.rerun-of)."),
+]
+
+
 def list_runs(
     request: Request,
     api: Api,
     view_: Annotated[
         wire.RunView | None,
-        Query(alias="view", description="summary: each run's summary (no documents); full: whole runs."),
+        Query(
+            alias="view",
+            description="summary: each run's summary (no documents); brief: what a listing shows of "
+            "each (no spec); full: whole runs.",
+        ),
     ] = None,
+    depends_on: DependsOn = None,
+    rerun_of: RerunOf = None,
 ) -> Response:
     """Every run, in submission order: whole runs, or (``?view=summary``) their summaries (with
-    an ETag; 304 when ``If-None-Match`` names the listing's tag now)."""
+    an ETag; 304 when ``If-None-Match`` names the listing's tag now), or (``?view=brief``) what a
+    listing shows of each; ``?depends_on=`` and ``?rerun_of=`` keep only the runs related so."""
+    keys = None if depends_on is None and rerun_of is None else _related(api, depends_on, rerun_of)
+    if view_ is wire.RunView.BRIEF:
+        return json_text(api.cache.briefs(keys))
+    if view_ is wire.RunView.SUMMARY and keys is not None:
+        return json_text('{"items":[' + ",".join(api.cache.summary_text(k) for k in keys) + "]}")
     if view_ is wire.RunView.SUMMARY:
         tag = api.cache.summary_tag()
         if tag in {t.strip() for t in request.headers.get("if-none-match", "").split(",")}:
             return Response(status_code=304, headers={"ETag": tag})
         text, tag = api.cache.tagged_summaries()
         return json_text(text, tag=tag)
-    return json_text(api.cache.runs(api.runs_url(request), api.scope.workspace))
+    return json_text(api.cache.runs(api.runs_url(request), api.scope.workspace, keys))
+
+
+def _related(api: Api, depends_on: str | None, rerun_of: str | None) -> list[str]:
+    """The keys of the scope's runs, in submission order, whose ``spec.depends_on`` names
+    ``depends_on`` and (both given) that rerun ``rerun_of``; ``None`` of either: any."""
+    meta = api.engine.meta
+    chosen = []
+    for key in api.engine.runs_of(api.scope):
+        doc = meta[key].document
+        if depends_on is not None and not any(
+            isinstance(d, dict) and d.get("run") == depends_on for d in doc["spec"].get("depends_on") or ()
+        ):
+            continue
+        notes = doc["metadata"].get("annotations") or {}
+        if rerun_of is not None and notes.get(RERUN_OF) != rerun_of:
+            continue
+        chosen.append(key)
+    return chosen
 
 
 def get_run(request: Request, api: Api, name: RunName) -> Response:
@@ -191,14 +231,23 @@ def delete_run(request: Request, api: Api, name: RunName) -> Response:
     return answer(body)
 
 
-def run_events(api: Api, name: RunName) -> Response:
-    """Every decision and observation about the run, in order."""
+def run_events(
+    api: Api,
+    name: RunName,
+    tail: Annotated[
+        int | None, Query(ge=1, description="Only the last this many events, and how many there are.")
+    ] = None,
+) -> Response:
+    """Every decision and observation about the run, in order (``?tail=N``: the last N, with
+    the run's ``total``)."""
     key = the_run(api, name)
-    rows = api.engine.store.event_rows(key)
+    rows = api.engine.store.event_rows(key, last=tail)
     items = [
         wire.Event.model_validate({**e, "run": name, "worker": e["worker"] and shown(e["worker"])})
         for e in rows
     ]
+    if tail is not None:
+        return answer(wire.EventTail(items=items, total=api.engine.store.event_count(key)))
     return answer(wire.EventList(items=items))
 
 
@@ -237,7 +286,7 @@ under_both(
     list_runs,
     method="GET",
     operation="list_{word}s",
-    response_model=wire.RunList | wire.RunSummaryList,
+    response_model=wire.RunList | wire.RunSummaryList | briefs.RunBriefList,
     responses={422: {"model": wire.Detail, "description": "An unknown view."}},
 )
 under_both(
@@ -274,6 +323,6 @@ under_both(
     run_events,
     method="GET",
     operation="list_{word}_events",
-    response_model=wire.EventList,
+    response_model=wire.EventList | wire.EventTail,
     responses=_errors(404),
 )

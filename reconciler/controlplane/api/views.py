@@ -1,7 +1,8 @@
 """The engine's runs and workers as the API answers them: ``wire`` models, made from its records.
 
-Owns: ``run_view`` (a ``wire.Run``), ``worker_view`` (a ``wire.Worker``), ``workers_view`` (a
-``wire.WorkerList``), ``worker_page`` (a page of the workspace's workers: ``wire.WorkerPage``),
+Owns: ``run_view`` (a ``wire.Run``), ``run_brief`` (a ``wire.briefs.RunBrief``, as a dict),
+``worker_view`` (a ``wire.Worker``), ``workers_text`` (a ``wire.WorkerList``, as JSON),
+``worker_page`` (a page of the workspace's workers: ``wire.WorkerPage``),
 ``machine_views`` (the inventory: ``wire.Machine``).
 Reads the engine's state and run metadata; changes nothing. Runs and workers are named by their
 keys (``scopes``) in the engine; a view shows their plain names, as their workspace knows them.
@@ -14,6 +15,9 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Collection
 from functools import lru_cache
+from typing import Any
+
+import orjson
 
 from reconciler.runspec.rerun import RERUN_INDICES, RERUN_SIZE, ArrayMap, array_map
 
@@ -24,12 +28,13 @@ from ..scopes import shown
 
 __all__ = [
     "machine_views",
+    "run_brief",
     "run_metadata",
     "run_status",
     "run_view",
     "worker_page",
     "worker_view",
-    "workers_view",
+    "workers_text",
 ]
 
 
@@ -74,6 +79,35 @@ def run_status(
     return status, counts
 
 
+def run_brief(engine: Engine, name: str) -> dict[str, Any]:
+    """The run as ``GET /runs?view=brief`` lists it (a ``wire.briefs.RunBrief``), made without a
+    model: ``run_status``'s values of the same names (a test holds the two equal), from the
+    state's counts; the workers are read only for the GPUs of a run that holds some."""
+    s = engine.state
+    r = s.runs[name]
+    meta = engine.meta[name]
+    about = meta.document["metadata"]
+    if not r.admitted and r.run.spec.array is not None and r.run.spec.schedule is None:
+        counts = {str(WorkerState.PENDING): r.run.spec.array.size}
+    else:
+        counts = s.task_counts(name)
+    have = s.counts[name]
+    holding = bool(have) and any(have.get(state) for state in HOLDING)
+    schedule = _schedule(engine, name) if "schedule" in meta.document["spec"] else None
+    return {
+        "name": shown(name),
+        "labels": about.get("labels") or {},
+        "annotations": about.get("annotations") or {},
+        "state": str(r.state),
+        "reason": r.reason,
+        "created_at": meta.created_at,
+        "workers_running": have.get(WorkerState.RUNNING, 0),
+        "gpus_held": sum(w.gpus for w in s.workers_of(name) if w.state in HOLDING) if holding else 0,
+        "task_counts": counts,
+        "schedule": None if schedule is None else schedule.model_dump(),
+    }
+
+
 def _schedule(engine: Engine, name: str) -> wire.ScheduleStatus | None:
     """The run's schedule (``Engine.schedules``), or ``None``."""
     if "schedule" not in engine.meta[name].document["spec"]:
@@ -104,13 +138,18 @@ def _rerun_map(indices: str, size: str) -> ArrayMap | None:
     return array_map({RERUN_INDICES: indices, RERUN_SIZE: size})
 
 
-def shown_rank(engine: Engine, w: WorkerRecord) -> int:
-    """The rank a worker sees in its environment (``RANK``): a rerun's copy, its original index."""
-    meta = engine.meta.get(w.run)
+def _rank_map(engine: Engine, run: str) -> ArrayMap | None:
+    """How a rerun's copies' ranks map onto the original array's indices; ``None``: as they are."""
+    meta = engine.meta.get(run)
     notes = (meta.document.get("metadata") or {}).get("annotations") if meta is not None else None
     if not notes or RERUN_INDICES not in notes:
-        return w.rank
-    mapped = _rerun_map(str(notes[RERUN_INDICES]), str(notes.get(RERUN_SIZE, "")))
+        return None
+    return _rerun_map(str(notes[RERUN_INDICES]), str(notes.get(RERUN_SIZE, "")))
+
+
+def shown_rank(engine: Engine, w: WorkerRecord) -> int:
+    """The rank a worker sees in its environment (``RANK``): a rerun's copy, its original index."""
+    mapped = _rank_map(engine, w.run)
     return mapped.index(w.rank) if mapped is not None else w.rank
 
 
@@ -126,15 +165,37 @@ def worker_view(engine: Engine, w: WorkerRecord) -> wire.Worker:
     )
 
 
-def workers_view(engine: Engine, run: str) -> wire.WorkerList:
-    """The run's workers by rank, its readout and its counts."""
-    ws = engine.state.workers_of(run)
+#: A ``wire.Worker``'s fields, in order.
+_FIELDS = tuple(wire.Worker.model_fields)
+
+
+def workers_text(engine: Engine, run: str) -> bytes:
+    """The run's workers by rank, its readout and its counts: a ``wire.WorkerList`` as JSON,
+    each worker ``worker_view``'s (a test holds the two equal), made without a model per worker
+    (an array's 10,000 models took more of the answer's time than anything else), what is the
+    run's read once."""
+    s = engine.state
+    ws = sorted(s.workers_of(run), key=lambda w: w.rank)
+    mapped, shown_run = _rank_map(engine, run), shown(run)
+    images: dict[str | None, str | None] = {}
+    items = []
+    for w in ws:
+        image = (engine.processes.get(w.name) or {}).get("image")
+        if not image:
+            if w.group not in images:
+                images[w.group] = s.template(w).image
+            image = images[w.group]
+        said = {
+            "name": shown(w.name),
+            "run": shown_run,
+            "rank": mapped.index(w.rank) if mapped is not None else w.rank,
+            "machine": w.machine if w.state is not WorkerState.PENDING else None,
+            "image": image,
+        }
+        items.append({f: said[f] if f in _SAID else getattr(w, f) for f in _FIELDS})
     running = sum(1 for w in ws if w.state is WorkerState.RUNNING)
-    return wire.WorkerList(
-        items=[worker_view(engine, w) for w in sorted(ws, key=lambda w: w.rank)],
-        readout=readout(running, len(ws)),
-        task_counts=engine.state.task_counts(run),
-    )
+    listing = {"items": items, "readout": readout(running, len(ws)), "task_counts": s.task_counts(run)}
+    return orjson.dumps(listing)
 
 
 def worker_page(

@@ -5,7 +5,8 @@ workspace's collection ``GET /workers`` (= ``/tasks``: filtered by ``?run=`` and
 each repeatable, paged by ``?limit=`` and ``?continue=`` in the Kubernetes manner), and
 ``GET /workers/{worker}`` and ``GET /workers/{worker}/logs``. Each reads the engine's records
 and answers a ``wire`` model (logs: the output as text; ``?attempt=N`` that attempt's,
-``?since=T`` only its lines written at T or later, by the index beside the log: ``logtimes``).
+``?since=T`` only its lines written at T or later, by the index beside the log: ``logtimes``;
+``?tail=N`` only its last N lines, read from the end of the file).
 Must not touch: scheduling rules, SQL, the executor (a log is read from the file the executor
 named).
 
@@ -27,9 +28,9 @@ from fastapi.responses import PlainTextResponse, Response
 from ...wire import models as wire
 from ..logtimes import read_since
 from ..scheduler import WorkerRecord, WorkerState
-from .context import Api, ApiError, ApiRoute, Responses, answer
+from .context import Api, ApiError, ApiRoute, Responses, answer, json_text
 from .runs import RunName, the_run, under_both
-from .views import worker_page, worker_view, workers_view
+from .views import worker_page, worker_view, workers_text
 
 __all__ = ["router"]
 
@@ -134,7 +135,7 @@ def the_worker(api: Api, name: str) -> WorkerRecord:
 
 def run_workers(api: Api, name: RunName) -> Response:
     """The run's workers by rank, with the readout (``Workers R running of N``) and the counts."""
-    return answer(workers_view(api.engine, the_run(api, name)))
+    return json_text(workers_text(api.engine, the_run(api, name)))
 
 
 def get_worker(api: Api, worker: WorkerName) -> Response:
@@ -149,9 +150,10 @@ def worker_logs(
         int | None, Query(ge=0, description="The attempt whose output to send (left out: the latest).")
     ] = None,
     since: Annotated[float | None, Query(allow_inf_nan=False, description=wire.LOGS_SINCE)] = None,
+    tail: Annotated[int | None, Query(ge=0, description=wire.LOGS_TAIL)] = None,
 ) -> Response:
     """The output of the worker's latest attempt (``?attempt=N``: of that one), as text
-    (``?since=T``: its lines written at T or later)."""
+    (``?since=T``: its lines written at T or later; ``?tail=N``: the last N of those lines)."""
     w = the_worker(api, worker)
     current = (api.engine.processes.get(w.name) or {}).get("log")
     if current is None:
@@ -160,10 +162,48 @@ def worker_logs(
     if attempt is not None:
         path = path.with_name(f"{worker}.{attempt}.log")
     try:
-        data = path.read_bytes() if since is None else read_since(path, since, api.clock.now())
+        if since is not None:
+            data = last_lines(read_since(path, since, api.clock.now()), tail)
+        else:
+            data = path.read_bytes() if tail is None else read_last_lines(path, tail)
     except FileNotFoundError:
         raise ApiError(404, wire.Detail(detail=f"worker {worker} has no log for attempt {attempt}")) from None
     return PlainTextResponse(data.decode("utf-8", errors="replace"))
+
+
+#: How much of a log's end ``read_last_lines`` reads at a time.
+TAIL_STEP = 64 * 1024
+
+
+def last_lines(data: bytes, n: int | None) -> bytes:
+    """The last ``n`` lines of ``data`` (``None``: all of it): each ends with a newline, but the
+    last may not. ``astra logs --tail N`` keeps the last N of what ``str.splitlines`` splits,
+    which splits at every newline and more: those are among these."""
+    if n is None:
+        return data
+    if n == 0:
+        return b""
+    pos = len(data) - 1 if data.endswith(b"\n") else len(data)
+    for _ in range(n):
+        pos = data.rfind(b"\n", 0, pos)
+        if pos < 0:
+            return data
+    return data[pos + 1 :]
+
+
+def read_last_lines(path: FilePath, n: int) -> bytes:
+    """``last_lines`` of the file at ``path``, reading from its end only as far back as they go."""
+    with path.open("rb") as f:
+        at = f.seek(0, 2)
+        data = b""
+        while at > 0:
+            step = min(TAIL_STEP, at)
+            at -= step
+            f.seek(at)
+            data = f.read(step) + data
+            if data.count(b"\n", 0, len(data) - 1) >= n:
+                break
+    return last_lines(data, n)
 
 
 for kind, workers in WORKERS:

@@ -211,10 +211,21 @@ class Store(
             row = conn.execute(select(WORKERS).where(WORKERS.c.name == name)).mappings().first()
             return dict(row) if row else None
 
-    def event_rows(self, run: str) -> list[dict[str, Any]]:
-        q = select(EVENTS).where(EVENTS.c.run == run).order_by(EVENTS.c.id)
+    def event_rows(self, run: str, last: int | None = None) -> list[dict[str, Any]]:
+        """The run's events in order: every one, or its ``last`` ones."""
+        if last is None:
+            q = select(EVENTS).where(EVENTS.c.run == run).order_by(EVENTS.c.id)
+        else:
+            q = select(EVENTS).where(EVENTS.c.run == run).order_by(EVENTS.c.id.desc()).limit(last)
         with self.engine.connect() as conn:
-            return [dict(r) for r in conn.execute(q).mappings()]
+            rows = [dict(r) for r in conn.execute(q).mappings()]
+        return rows if last is None else rows[::-1]
+
+    def event_count(self, run: str) -> int:
+        """How many events the run has."""
+        q = select(func.count()).select_from(EVENTS).where(EVENTS.c.run == run)
+        with self.engine.connect() as conn:
+            return int(conn.execute(q).scalar_one())
 
     def load(self) -> tuple[list[RunRecord], list[WorkerRecord], dict[str, dict[str, Any]]]:
         """Every run and worker as the scheduler's records, and each worker's process facts."""
