@@ -1,4 +1,4 @@
-"""``astra secret set NAME [--from-file FILE] | list | delete NAME [--force]``: a workspace's secrets.
+"""``astra secret set NAME [--from-file FILE] | list | delete NAME [--force] | rotate-key``: secrets.
 
 Thin: options in, one API call (``/secrets``, through ``remote.call``), a line or a table out.
 A value never comes from the command line (shell history keeps it): ``set`` reads it from
@@ -7,6 +7,8 @@ a prompt that does not echo it. No output holds a value.
 
 On a Slurm cluster (``--server slurm://``) one call of ``SlurmCluster``'s instead (its sealed
 store in the Slurm state folder, ``clusters/slurm/clustersecrets.py``), as ``astra drive`` does.
+``rotate-key`` is Slurm's only: a server's key is rotated on its machine (``astra server
+rotate-secrets-key``), and is refused in words here.
 """
 
 from __future__ import annotations
@@ -131,3 +133,21 @@ def delete(
     path = f"/secrets/{name}" + ("?force=true" if force else "")
     gone = called("DELETE", path, server=server, token=token, start=False).json()
     echo(f"secret {gone['name']} deleted from workspace {gone['workspace']}")
+
+
+@secret_app.command("rotate-key")
+def rotate_key(server: ServerOpt = None) -> None:
+    """Seal a Slurm cluster's secrets anew with a new key, in the same key file (--server
+    slurm://…); runs go on, and each job submitted from now on reads them. A server's key:
+    astra server rotate-secrets-key."""
+    slurm = slurm_named(server)
+    if slurm is None:
+        error(
+            "astra secret rotate-key rotates a Slurm cluster's key (--server slurm://…); "
+            "a server's secrets key is rotated on the server's machine: astra server rotate-secrets-key"
+        )
+        raise typer.Exit(1)
+    with failing():
+        done = slurm.rotate_secrets_key()
+    said = f"{done['secrets']} secrets sealed with a new key in {done['key_file']}"
+    echo(f"secrets key rotated on {slurm.address}: {said}")

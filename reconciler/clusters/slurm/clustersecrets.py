@@ -1,9 +1,10 @@
 """The Slurm cluster's secrets, as the ``Cluster`` protocol's callers ask for them.
 
 Owns: ``ClusterSecrets``, the part of ``SlurmCluster`` that sets and plans secrets
-(``set_secret``, ``plan_secrets``, and ``put_secret``/``list_secrets``/``delete_secret`` for
-``astra secret … --server slurm://``: the calls ``astra watch --age-identity`` makes, as of an
-Astraeus server) and gives a submission its secrets (``_secrets_env``: each copy's file, the
+(``set_secret``, ``plan_secrets``, and ``put_secret``/``list_secrets``/``delete_secret``/
+``rotate_secrets_key`` for ``astra secret … --server slurm://``: the calls ``astra watch
+--age-identity`` makes, as of an Astraeus server) and gives a submission its secrets
+(``_secrets_env``: each copy's file, the
 wrapper's program, the path to the job). The store is ``secrets``'; the node's side is
 ``jobwrapper``'s; a run held for a secret not set is ``held``'s (setting one releases them).
 
@@ -81,6 +82,15 @@ class ClusterSecrets(HeldRuns):
                 raise Rejected(message, [{"message": message}])
             self.secrets.delete(name)
             return {"name": name, "cluster": self.address}
+
+    def rotate_secrets_key(self) -> dict[str, Any]:
+        """``astra secret rotate-key``: every value sealed anew under a new key, in the same
+        file (``SlurmSecrets.rotate``, under the records' lock the other writers take); how
+        many (``secrets``) and the key's file. Runs go on: each job submitted or released from
+        now on has its file written from the store, under the new key."""
+        with self.records.locked():
+            count = self.secrets.rotate()
+        return {"secrets": count, "key_file": str(self.secrets.key_file), "cluster": self.address}
 
     def _secret_row(self, name: str, readers: Mapping[str, list[str]]) -> dict[str, Any]:
         import pwd
