@@ -324,5 +324,5 @@ under_both(
     method="GET",
     operation="list_{word}_events",
     response_model=wire.EventList | wire.EventTail,
-    responses=_errors(404),
+    responses={**_errors(404), 422: {"model": wire.Detail, "description": "A tail below 1, or no number."}},
 )

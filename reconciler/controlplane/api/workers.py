@@ -58,7 +58,7 @@ LOGS_ANSWERS: Responses = {
             (401, "No token, or another one."),
             (403, "Another org, workspace or cluster than the server's."),
             (404, "No such worker, or no log of that attempt."),
-            (422, "An attempt that is not a whole number, or a since that is not a number."),
+            (422, "An attempt or a tail that is not a whole number, or a since that is not a number."),
             (503, "The server's store cannot be used."),
         )
     },
