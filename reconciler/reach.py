@@ -6,7 +6,8 @@ the files". When every path of a source is a file (no folder), the inventory ent
 from other files are out of this plan's reach (``within_reach``): neither pruned, nor forgotten,
 nor listed; a run the named files held before and no longer hold is pruned as ever. With a
 folder among the paths, the whole source is in reach, as before (a folder's deleted file is
-exactly what prune is for).
+exactly what prune is for). A file is the same file however its path was written (``./runs/a.yaml``,
+``runs/a.yaml``, an absolute path): paths are compared resolved against the working folder.
 
 Must not touch: the inventory itself (it returns a narrower view), the plan.
 """
@@ -34,5 +35,10 @@ def within_reach(
     read: Collection[str],
 ) -> Mapping[str, E]:
     """The entries of ``inventory`` a plan of the files ``read`` may touch: the desired runs',
-    and those whose recorded file (``files_of``) is one of ``read``."""
-    return {n: e for n, e in inventory.items() if n in desired or files_of.get(n) in read}
+    and those whose recorded file (``files_of``) is one of ``read`` (compared resolved)."""
+    here = {os.path.realpath(p) for p in read}
+    return {
+        n: e
+        for n, e in inventory.items()
+        if n in desired or ((f := files_of.get(n)) is not None and os.path.realpath(f) in here)
+    }
