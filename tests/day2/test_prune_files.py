@@ -41,4 +41,5 @@ def test_the_file_named_is_the_one_recorded_however_its_path_was_written(world, 
         world.write("plain.yaml", TWO.split("---\n")[0])
         code, out, _ = cli("plan", named, "--prune", "--source", "s")
         assert (code, "hugemem" in out) == (0, False), out
-        assert "- extra  delete" in out and "Plan: 0 to create, 0 to update, 0 to replace, 1 to delete." in out
+        assert "- extra  delete" in out
+        assert "Plan: 0 to create, 0 to update, 0 to replace, 1 to delete." in out
