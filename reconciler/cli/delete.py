@@ -74,18 +74,24 @@ def delete(
 def _forget(cluster: object, run: str, source: str | None) -> None:
     """Remove ``run`` from ``source``'s inventory where the cluster keeps it (see the module)."""
     import logging
+    import time
 
     from ..clusters.base import ClusterError
     from ..state import KeepsSources, StateError
+    from ..state.naming import owner
 
     if source is None or not isinstance(cluster, KeepsSources):
         return
     store = cluster.source_store()
     if store is None:
         return
-    try:
-        store.record(source, run, None)
-    except (StateError, ClusterError) as exc:  # a watch holds the lock: its next pass forgets it
+    try:  # under the source's apply lock, as every write of its inventory (the server demands it)
+        lock = store.lock(source, owner(), time.time())
+        try:
+            store.record(source, run, None)
+        finally:
+            store.unlock(source, lock.id)
+    except (StateError, ClusterError) as exc:  # an apply or watch holds the lock: its next pass forgets it
         logging.getLogger(__name__).debug("the inventory of %s keeps %s: %s", source, run, exc)
 
 
