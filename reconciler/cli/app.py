@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 from typer._click import exceptions as cx  # typer ships its own copy of click from 0.26 on
+from typer.models import DefaultPlaceholder
 
 from . import flags
 from .guard import guarded
@@ -131,6 +132,9 @@ def _register() -> None:
     from .day2_commands import register as register_day2
 
     register_day2(app)
+    for group in app.registered_groups:  # astra get --help, astra source --help: each line whole too
+        if isinstance(group.cls, DefaultPlaceholder):
+            group.cls = WholeFirstSentence
 
 
 _register()

@@ -1,4 +1,5 @@
-"""``astra --help``'s list of commands, each with the first sentence of its help whole.
+"""``astra --help``'s list of commands (and each group's, ``astra source --help``), each with the
+first sentence of its help whole.
 
 click cuts each command's line to fit one row (``Check run specs against the published
 schema and rules,...``), whatever the terminal's width; a newcomer reads that list first. Here

@@ -76,3 +76,17 @@ def test_astra_help_shows_the_first_sentence_of_each_command_whole(cli):
     flat = " ".join(commands.split())
     assert "validate Check run specs against the published schema and rules, reporting every problem " in flat
     assert "delete Cancel runs (their workers are stopped now) and delete them " in flat
+
+
+def test_every_group_s_help_shows_the_first_sentence_of_each_of_its_commands_whole(cli):
+    from reconciler.cli.app import app
+
+    groups = sorted({g.name for g in app.registered_groups if g.name})
+    assert {"get", "source", "secret", "server"} <= set(groups)
+    for group in groups:
+        code, out, _ = cli(group, "--help")
+        assert code == 0, group
+        commands = out.split("Commands:\n", 1)[1]
+        assert "..." not in commands, (group, commands)
+    flat = " ".join(cli("source", "--help")[1].split())
+    assert "delete Forget a source: what it applied (its inventory), its status and its history " in flat
