@@ -59,6 +59,15 @@ _PREFIX = re.compile(
     .replace(re.escape("{reason}"), "")
 )
 
+#: A Running run's reason begins with its readout (``Workers 1 running of 4; 3 of 4 workers …``).
+_READOUT = re.compile(
+    "^"
+    + re.escape(msg.WORKERS_READOUT)
+    .replace(re.escape("{running}"), r"\d+")
+    .replace(re.escape("{total}"), r"\d+")
+    + "; "
+)
+
 
 @dataclass(frozen=True)
 class Restart:
@@ -77,8 +86,9 @@ def restart_of(reason: str | None) -> Restart | None:
     m = _RESTART.search(reason)
     if m is None:
         return None
-    # A run's reason holds its worker's after ``K of N workers restarting: Worker W: ``.
-    failure = _PREFIX.sub("", m["reason"], count=1)
+    # A run's reason holds its worker's after ``K of N workers restarting: Worker W: `` (and, while
+    # another worker runs, after the readout): the failure is the worker's words alone.
+    failure = _PREFIX.sub("", _READOUT.sub("", m["reason"], count=1), count=1)
     return Restart(failure, int(m["n"]), int(m["delay"]), bool(m["of"]))
 
 

@@ -118,6 +118,30 @@ def test_half_the_restart_budget_spent_on_one_failure_ends_the_wait(world, cli, 
     assert len(later) == 5
 
 
+def test_an_array_whose_copies_crash_alike_ends_the_wait_while_another_copy_runs(world, cli, later):
+    """The seeds' sweep: while one copy runs, the run is Running and its reason begins with the
+    readout; the copy named changes from look to look. The failure is the same all along."""
+    world.run("train")
+
+    def look(n: int) -> str:
+        readout = "Workers 1 running of 4; " if n % 2 else ""
+        return f"{readout}3 of 4 workers restarting: Worker train-{n % 3}: Exited with code 2; " + (
+            f"restart {n} of 10 in {min(10 * 2 ** (n - 1), 300)} s"
+        )
+
+    later += [
+        lambda n=n: world.cluster.set_state("train", "Running" if n % 2 else "Pending", look(n))
+        for n in range(1, 11)
+    ]
+    code, _, err = cli("apply", "-f", "runs", "--source", "s", "--yes", "--wait")
+    assert code == 1
+    assert err.endswith(
+        "astra: error: run train is Restarting: 5 restarts of 10 spent on the same failure: "
+        f"{look(5)}\nastra: error: 1 of 1 runs did not succeed: train\n"
+    )
+    assert len(later) == 5
+
+
 def test_restarts_on_different_failures_are_waited_through(world, cli, later):
     world.run("train")
     later += [lambda n=n: world.cluster.set_state("train", "Pending", _crash(n, code=n)) for n in range(1, 8)]
