@@ -50,7 +50,7 @@ def run_command(options: DescribeRunOptions) -> int:
 
     with failing():
         cluster = open_cluster(options.server, options.token)
-        for line in describe_lines(cluster, options.name, day2.clock()):
+        for line in describe_lines(cluster, options.name, day2.clock(), all_events=options.all_events):
             echo(line)
     return 0
 
@@ -61,8 +61,9 @@ def _when(at: float | None) -> str:
     return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def describe_lines(cluster: Any, name: str, now: float) -> list[str]:
-    """What ``astra describe run NAME`` prints."""
+def describe_lines(cluster: Any, name: str, now: float, *, all_events: bool = False) -> list[str]:
+    """What ``astra describe run NAME`` prints (``all_events``: every event, not the latest
+    ``EVENTS_SHOWN``)."""
     from .runviews import age, run_annotations, run_labels, the_run
 
     run = the_run(cluster, name)
@@ -90,7 +91,7 @@ def describe_lines(cluster: Any, name: str, now: float) -> list[str]:
     out += schedule_lines(run, now)
     out += _chain(cluster, run)
     out += ["", "Spec (normalised):", *_spec(run.document)]
-    out += ["", *_events(cluster, name, run.created_at)]
+    out += ["", *_events(cluster, name, run.created_at, None if all_events else EVENTS_SHOWN)]
     if callable(getattr(cluster, "workers_page", None)):  # the pages shown, not 10,000 workers
         out += _paged_workers(cluster, name)
         return out
@@ -182,15 +183,16 @@ def _spec(document: dict[str, Any]) -> list[str]:
     return ["  " + line for line in text.getvalue().splitlines()]
 
 
-def _events(cluster: Any, name: str, created: float | None) -> list[str]:
+def _events(cluster: Any, name: str, created: float | None, shown: int | None) -> list[str]:
+    """The run's events in time order: the latest ``shown`` (``None``: all), and how to see the rest."""
     from .runviews import layout
 
     reader = getattr(cluster, "events", None)
     if not callable(reader):
         return [f"Events:    {cluster.address} keeps none; the workers below say where each one is."]
     tail = getattr(cluster, "events_tail", None)
-    if callable(tail) and created is not None:  # the last ones only (each is timed from the run's start)
-        events, total = tail(name, EVENTS_SHOWN)
+    if callable(tail) and created is not None and shown is not None:  # the last ones (timed from the start)
+        events, total = tail(name, shown)
         events = sorted(events, key=lambda e: e.get("at") or 0.0)
     else:
         events = sorted(reader(name), key=lambda e: e.get("at") or 0.0)
@@ -198,8 +200,8 @@ def _events(cluster: Any, name: str, created: float | None) -> list[str]:
     if not events:
         return ["Events:    none yet."]
     base = created if created is not None else events[0].get("at") or 0.0
-    earlier = total - EVENTS_SHOWN
-    events = events[-EVENTS_SHOWN:]
+    earlier = 0 if shown is None else total - shown
+    events = events if shown is None else events[-shown:]
     rows = [
         (
             f"+{max(0, int((e.get('at') or base) - base))}s",
@@ -211,7 +213,7 @@ def _events(cluster: Any, name: str, created: float | None) -> list[str]:
         for e in events
     ]
     table = ["  " + line for line in layout(("AT", "KIND", "WORKER", "STATE", "REASON"), rows)]
-    more = [f"  … {earlier} earlier events: astra events --run {name}"] if earlier > 0 else []
+    more = [f"  … {earlier} earlier events: astra describe run {name} --all-events"] if earlier > 0 else []
     return ["Events:", *table[:1], *more, *table[1:]]
 
 

@@ -359,6 +359,9 @@ class DescribeRunOptions:
     """``astra describe run``'s options."""
 
     name: str = _opt(Flag((), "The run.", "arg", required=True), "")
+    all_events: bool = _opt(
+        Flag(("--all-events",), "Every event of the run (default: the latest 50).", "flag")
+    )
     server: str | None = _opt(SERVER)
     token: str | None = _opt(TOKEN)
 

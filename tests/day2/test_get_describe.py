@@ -133,9 +133,13 @@ def test_describe_shows_the_events_in_time_order_and_only_the_latest_of_many(wor
     out = cli("describe", "run", "big")[1]
     shown = out.split("Events:\n")[1].split("\n\n")[0].splitlines()
     assert shown[0].split() == ["AT", "KIND", "WORKER", "STATE", "REASON"]
-    assert shown[1] == "  … 10 earlier events: astra events --run big"
+    assert shown[1] == "  … 10 earlier events: astra describe run big --all-events"
     assert [line.split()[2] for line in shown[2:]] == [f"big-{i}" for i in range(10, 60)]
     assert shown[2].split()[0] == "+10s"
+    # the command it points at shows them: every event, and no pointer
+    out = cli("describe", "run", "big", "--all-events")[1]
+    shown = out.split("Events:\n")[1].split("\n\n")[0].splitlines()
+    assert [line.split()[2] for line in shown[1:]] == [f"big-{i}" for i in range(60)]
 
 
 def test_describe_a_run_that_failed_before_placement_says_so_not_workers_0_of_0(world, cli):
