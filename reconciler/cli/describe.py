@@ -24,7 +24,7 @@ from .output import echo
 if TYPE_CHECKING:
     from .flags import DescribeRunOptions
 
-__all__ = ["DESCRIBE_HELP", "describe_lines", "run_command"]
+__all__ = ["DESCRIBE_HELP", "describe_lines", "no_workers", "run_command"]
 
 #: ``astra describe``'s help.
 DESCRIBE_HELP = "Tell one run whole: status, source, spec, events, workers, failed workers' last lines."
@@ -77,7 +77,7 @@ def describe_lines(cluster: Any, name: str, now: float, *, all_events: bool = Fa
         "Workers:   "
         + (f"Workers {run.workers_running} running of {total}" + (f" ({counts})" if counts else ""))
         if total
-        else f"Workers:   {_no_workers(run.state)}",
+        else f"Workers:   {no_workers(run.state)}",
         f"GPUs:      {run.gpus_held} held",
         f"Created:   {_when(run.created_at)} ({age(run.created_at, now)} ago)",
     ]
@@ -125,7 +125,7 @@ def _chain(cluster: Any, run: Any) -> list[str]:
     return lines
 
 
-def _no_workers(state: str) -> str:
+def no_workers(state: str) -> str:
     """What a run with no worker is going through, in place of ``Workers 0 running of 0``."""
     if state == "Failed":
         return "no workers: failed before placement"

@@ -148,7 +148,9 @@ def workers_command(options: WorkersOptions) -> int:
     from .listing import print_listing
 
     with failing():
-        found = connect(options.server, options.token, start=False).workers(options.run)
+        cluster = connect(options.server, options.token, start=False)
+        found = cluster.workers(options.run)
+        run = None if found or options.output != "table" else cluster.get_run(options.run)
     # each worker's fields, as dataclasses.asdict gives them (they are scalars: no deep copy,
     # which cost 10,000 workers a tenth of the command)
     names = [f.name for f in fields(found[0])] if found else []
@@ -158,6 +160,11 @@ def workers_command(options: WorkersOptions) -> int:
         return 0
     for line in worker_table(items):
         echo(line)
+    if run is not None:  # no worker: what the run went through, not "Workers 0 running of 0"
+        from .describe import no_workers
+
+        echo(no_workers(run.state))
+        return 0
     running = sum(1 for w in found if w.state == "Running")
     echo(msg.WORKERS_READOUT.format(running=running, total=len(found)))
     return 0

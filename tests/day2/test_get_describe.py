@@ -171,3 +171,11 @@ def test_describe_shows_the_chain_of_runs_both_ways(world, cli):
     out = cli("describe", "run", "train")[1]
     assert "Waits for: prep (when Completed; it is Running), tokens (when Finished; not created yet)\n" in out
     assert "Waited by: train (when Completed)\n" in cli("describe", "run", "prep")[1]
+
+
+def test_get_workers_of_a_run_with_no_worker_says_what_it_went_through_not_0_of_0(world, cli):
+    world.cluster.create_run({"metadata": {"name": "huge"}, "spec": {"task_template": {"image": "x"}}})
+    world.cluster.set_state("huge", "Failed", "no machine of this cluster has 200 GPUs")
+    code, out, _ = cli("get", "workers", "huge")
+    assert code == 0 and out.splitlines()[1:] == ["no workers: failed before placement"]
+    assert "running of 0" not in out
