@@ -1,9 +1,9 @@
 """The daemons the tests and scripts start listen on loopback only (issue 32; README: loopback).
 
 Read from the system's own table of listening sockets (psutil, as ``ss -ltnp`` reads it): every
-TCP socket that slurmctld, slurmd or PostgreSQL listens on is bound to a loopback address,
-never to 0.0.0.0. Like the other Slurm tests, this fails (never skips) when the local cluster
-is not up (``task slurm:up``; PostgreSQL: ``task postgres:up``).
+TCP socket that slurmctld, slurmd, PostgreSQL or Prometheus listens on is bound to a loopback
+address, never to 0.0.0.0. Like the other Slurm tests, this fails (never skips) when one is not
+up (``task slurm:up``, ``task postgres:up``, ``task prometheus:up``: ``task test`` starts them).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import ipaddress
 
 import psutil
 
-DAEMONS = ("slurmctld", "slurmd", "postgres")
+DAEMONS = ("slurmctld", "slurmd", "postgres", "prometheus")
 
 
 def listening() -> dict[str, set[str]]:
@@ -30,9 +30,10 @@ def listening() -> dict[str, set[str]]:
     return found
 
 
-def test_slurm_and_postgresql_listen_on_loopback_only():
+def test_slurm_postgresql_and_prometheus_listen_on_loopback_only():
     found = listening()
-    assert set(found) == set(DAEMONS), f"not listening: {set(DAEMONS) - set(found)}; run task slurm:up"
+    missing = set(DAEMONS) - set(found)
+    assert not missing, f"not listening: {missing}; run task slurm:up, postgres:up, prometheus:up"
     wide = {
         name: sorted(a for a in addrs if not ipaddress.ip_address(a).is_loopback)
         for name, addrs in found.items()
