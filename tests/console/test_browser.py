@@ -254,7 +254,13 @@ def test_the_sources_page_after_an_apply_and_a_stalled_one(signed_in, live, tmp_
     shot(page, "sources-stalled", tmp_path)
     page.goto(RUNS + "/etl")
     expect(page.locator("#owned")).to_contain_text("source prod applied it from")
-    live.api("DELETE", "/runs/etl")
+    page.goto("/o/default/w/default/sources")
+    expect(source.locator(f'a[href="{RUNS}/etl"]')).to_have_count(1)
+    deleted = live.astra("delete", "etl", "--yes")  # issue 32: it leaves the source's runs and count
+    assert deleted.returncode == 0, deleted.stderr
+    page.reload()
+    expect(source.locator("h2")).to_be_visible()
+    expect(source.locator(f'a[href="{RUNS}/etl"]')).to_have_count(0)  # no link to a "Not found" page
 
 
 def test_astra_console_opens_a_run_logged_in_with_a_one_time_link(browser, live):
@@ -480,3 +486,26 @@ def test_sources_latest_first_who_as_a_person_reads_it_and_held_replaces(signed_
 
 def _state(live, run: str) -> str:
     return live.api("GET", f"/runs/{run}").json()["status"]["state"]
+
+
+def test_a_crash_looping_run_says_its_worker_restarts_on_the_runs_page_and_its_own(signed_in, live, tmp_path):
+    """Issue 32: a run whose command does not exist says at its own level that its worker
+    restarts and why (not ``Waiting in the queue``), on the Runs page and the run's; its name
+    is whole beside the long reason."""
+    page = signed_in
+    name = "crashloop-with-a-long-hyphenated-name"
+    doc = {"metadata": {"name": name}, "spec": {"task_template": {"image": "busybox", "command": "trainz"}}}
+    assert live.api("POST", "/runs", json=doc).status_code == 201
+    said = (
+        f"1 of 1 workers restarting: Worker {name}-0: Could not start 'trainz': "
+        "No such file or directory (exit code 127); restart 1 of 10 in 10 s"
+    )
+    page.goto(f"{RUNS}/{name}")
+    expect(page.locator("#run-state")).to_have_text("Pending")
+    expect(page.locator("#run-reason")).to_have_text(said)  # followed live
+    shot(page, "run-restarting", tmp_path)
+    page.goto(RUNS)
+    row = page.locator(f'tr[data-run="{name}"]')
+    expect(row.locator("td.reason")).to_have_text(said)
+    assert _lines(page, f'tr[data-run="{name}"] td.name') == 1  # whole, not cut at a hyphen
+    live.api("DELETE", f"/runs/{name}")
