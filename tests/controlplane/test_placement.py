@@ -140,13 +140,22 @@ def test_unsatisfiable_model_memory_and_size_fail_at_once():
         == "gpu_requests.models B200 but no machine has those GPUs (the cluster has H100)"
     )
     assert sim.run("huge-mem").reason == "gpu_requests.min_memory_gb 192 but the largest GPU memory is 80 GB"
-    assert sim.run("too-many").reason.startswith(
-        "gpu_requests.count 512 but the machines can hold at most 128"
+    assert sim.run("too-many").reason == (  # the GPUs themselves: not "with its cores and memory"
+        "gpu_requests.count 512 but all 16 machines together have 128 GPUs; the largest has 8"
     )
     assert sim.run("copy").reason == (
         "gpu_requests.count 16 but an array copy runs on one machine and the largest machine has 8 GPUs"
     )
     assert all(sim.run(n).state is RunState.FAILED for n in ("b200", "huge-mem", "too-many", "copy"))
+
+
+def test_a_gang_whose_cores_per_gpu_leave_too_few_gpus_says_so():
+    sim = Simulation()
+    sim.submit(doc("cores", 40, per_gpu={"cpu_cores": 64}))  # 2 GPUs of each machine's 8: 32 in all
+    assert sim.run("cores").reason == (
+        "gpu_requests.count 40 but the machines can hold at most 32 GPUs of this run with its cores "
+        "and memory per GPU"
+    )
 
 
 def test_run_that_fits_an_empty_cluster_waits_instead_of_failing():

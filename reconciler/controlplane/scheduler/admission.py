@@ -211,10 +211,7 @@ def _shape_never_fits(view: View, run: Run, net: Net, memo: Memo | None) -> str 
         return None
     total = sum(view.cap(m, ask) for m in view.s.inventory)
     if total < gr.count:
-        return (
-            f"gpu_requests.count {gr.count} but the machines{label(ask)} can hold at most "
-            f"{total} GPUs of this run with its cores and memory per GPU"
-        )
+        return _too_many(view, ask, gr.count, total)
     if spec.topology and spec.topology.keep_within:
         within = spec.topology.keep_within
         return f"topology.keep_within {within} but no {within} can hold {gr.count} GPUs"
@@ -222,6 +219,23 @@ def _shape_never_fits(view: View, run: Run, net: Net, memo: Memo | None) -> str 
         net_name = spec.network.interconnect
         return f"network.interconnect {net_name} but no {net_name} network can hold {gr.count} GPUs"
     return _NEVER_TOGETHER
+
+
+def _too_many(view: View, ask: Ask, count: int, total: int) -> str:
+    """Why ``count`` GPUs of ``ask`` never fit when the empty cluster holds only ``total`` of them:
+    the machines have fewer GPUs than that, or their cores and memory hold fewer of this run's."""
+    ms = [m for m in view.s.inventory if ask.eligible(m)]
+    had = [m.healthy if ask.healthy_only else m.gpus for m in ms]
+    health = " healthy" if ask.healthy_only else ""
+    if sum(had) < count:
+        return (
+            f"gpu_requests.count {count} but all {len(ms)} machines{label(ask)} together have "
+            f"{sum(had)}{health} GPUs; the largest has {max(had, default=0)}"
+        )
+    return (
+        f"gpu_requests.count {count} but the machines{label(ask)} can hold at most "
+        f"{total} GPUs of this run with its cores and memory per GPU"
+    )
 
 
 def one_by_one(view: View, workers: list[NewWorker]) -> str | None:
