@@ -24,7 +24,7 @@ from .output import echo
 if TYPE_CHECKING:
     from .flags import DescribeRunOptions
 
-__all__ = ["DESCRIBE_HELP", "describe_lines", "no_workers", "run_command"]
+__all__ = ["DESCRIBE_HELP", "describe_lines", "run_command"]
 
 #: ``astra describe``'s help.
 DESCRIBE_HELP = "Tell one run whole: status, source, spec, events, workers, failed workers' last lines."
@@ -64,7 +64,7 @@ def _when(at: float | None) -> str:
 def describe_lines(cluster: Any, name: str, now: float, *, all_events: bool = False) -> list[str]:
     """What ``astra describe run NAME`` prints (``all_events``: every event, not the latest
     ``EVENTS_SHOWN``)."""
-    from .runviews import age, run_annotations, run_labels, the_run
+    from .runviews import age, no_workers, run_annotations, run_labels, the_run
 
     run = the_run(cluster, name)
     notes = run_annotations(run)
@@ -123,17 +123,6 @@ def _chain(cluster: Any, run: Any) -> list[str]:
     if said.waited_by:
         lines.append("Waited by: " + ", ".join(f"{o} (when {w})" for o, w in said.waited_by))
     return lines
-
-
-def no_workers(state: str) -> str:
-    """What a run with no worker is going through, in place of ``Workers 0 running of 0``."""
-    if state == "Failed":
-        return "no workers: failed before placement"
-    if state == "Cancelled":
-        return "no workers: cancelled before placement"
-    if state == "Completed":
-        return "no workers"
-    return "none yet: not placed"
 
 
 def _origin(cluster: Any, run: Any, notes: dict[str, str]) -> list[str]:

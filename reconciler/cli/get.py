@@ -150,7 +150,7 @@ def workers_command(options: WorkersOptions) -> int:
     with failing():
         cluster = connect(options.server, options.token, start=False)
         found = cluster.workers(options.run)
-        run = None if found or options.output != "table" else cluster.get_run(options.run)
+        run = None if found or options.output != "table" else _the_run_if_it_answers(cluster, options.run)
     # each worker's fields, as dataclasses.asdict gives them (they are scalars: no deep copy,
     # which cost 10,000 workers a tenth of the command)
     names = [f.name for f in fields(found[0])] if found else []
@@ -161,13 +161,24 @@ def workers_command(options: WorkersOptions) -> int:
     for line in worker_table(items):
         echo(line)
     if run is not None:  # no worker: what the run went through, not "Workers 0 running of 0"
-        from .describe import no_workers
+        from .runviews import no_workers
 
         echo(no_workers(run.state))
         return 0
     running = sum(1 for w in found if w.state == "Running")
     echo(msg.WORKERS_READOUT.format(running=running, total=len(found)))
     return 0
+
+
+def _the_run_if_it_answers(cluster: Any, name: str) -> Any:
+    """The run, to say what a run with no worker went through; ``None`` (the seeds' readout, as
+    before) when the cluster does not answer with one."""
+    from ..clusters.base import ClusterError
+
+    try:
+        return cluster.get_run(name)
+    except ClusterError:
+        return None
 
 
 def worker_table(items: list[dict]) -> list[str]:

@@ -3,7 +3,8 @@
 Owns: turning a run's brief (``GET /runs?view=brief``'s item, or ``brief`` of a ``LiveRun``) into
 the row a person reads (``NAME STATE REASON WORKERS GPUS AGE SOURCE``; ``-o wide`` adds ``FILE
 REVISION``) and into the record ``-o json|yaml`` prints, the
-short age (``45s``, ``3m``, ``2h``, ``4d``), label selectors (``-l team=nlp``), the columns'
+short age (``45s``, ``3m``, ``2h``, ``4d``), what a run with no worker went through (``no workers:
+failed before placement``), label selectors (``-l team=nlp``), the columns'
 layout, and finding a run that a command names (one line when there is none).
 
 Must not touch: clusters beyond the ``Cluster`` protocol's reads, the clock (``now`` comes in),
@@ -24,6 +25,7 @@ __all__ = [
     "brief",
     "layout",
     "matches",
+    "no_workers",
     "parse_selector",
     "run_annotations",
     "run_labels",
@@ -185,3 +187,14 @@ def the_run(cluster: Any, name: str) -> LiveRun:
     if found is None:
         raise CommandFailed(f"no run {name} on {cluster.address}")
     return found
+
+
+def no_workers(state: str) -> str:
+    """What a run with no worker is going through, in place of ``Workers 0 running of 0``."""
+    if state == "Failed":
+        return "no workers: failed before placement"
+    if state == "Cancelled":
+        return "no workers: cancelled before placement"
+    if state == "Completed":
+        return "no workers"
+    return "none yet: not placed"
