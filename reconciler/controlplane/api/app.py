@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path as FilePath
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, Path, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
@@ -123,12 +123,6 @@ async def authorize(
     it, the scope and the role before any dependency runs: ``context.admit``)."""
 
 
-async def in_scope(
-    org: Annotated[str, Path()], workspace: Annotated[str, Path()], cluster: Annotated[str, Path()]
-) -> None:
-    """Declares the long form's org, workspace and cluster (``authorize`` holds them to the server's)."""
-
-
 #: The modules whose routers make the API.
 PARTS = (
     runs,
@@ -162,11 +156,13 @@ TOO_LARGE: dict[str, Any] = {
 }
 
 
-def api_router() -> APIRouter:
+def api_router(*, documented: bool = True) -> APIRouter:
     """Every route of the API, relative to a base path, behind the token. Each must be an
     ``ApiRoute`` (``APIRouter(route_class=ApiRoute)``): one that is not would use the engine
-    without its gate, and read its body without the strict reader."""
-    router = APIRouter(dependencies=[Depends(authorize)], responses=COMMON_ERRORS)
+    without its gate, and read its body without the strict reader. ``documented``: with
+    ``authorize``, which declares the token to the OpenAPI document and checks nothing (the
+    router the app serves goes without it: solved at every call, it cost each request its time)."""
+    router = APIRouter(dependencies=[Depends(authorize)] if documented else [], responses=COMMON_ERRORS)
     for part in PARTS:
         for one in _routers(part):
             loose = [r.path for r in one.routes if isinstance(r, APIRoute) and not isinstance(r, ApiRoute)]
@@ -224,14 +220,14 @@ def create_app(
     async def healthz() -> Response:
         return answer(wire.Health(ok=True))
 
-    router = api_router()
-    app.state.router = documented_router(router)
+    # what the app serves, without the dependency that only declares the token (``authorize``,
+    # which checks nothing, ``ApiRoute`` does: it is the document's, ``app.state.router``)
+    router = api_router(documented=False)
+    app.state.router = documented_router()
     app.include_router(router, prefix=API, include_in_schema=False)
-    app.include_router(router, prefix=WS_API, dependencies=[Depends(in_scope)], include_in_schema=False)
+    app.include_router(router, prefix=WS_API, include_in_schema=False)
     app.include_router(sources.public, prefix=API, include_in_schema=False)  # signed, no bearer token
-    app.include_router(
-        sources.public, prefix=WS_API, dependencies=[Depends(in_scope)], include_in_schema=False
-    )
+    app.include_router(sources.public, prefix=WS_API, include_in_schema=False)
     app.add_middleware(metrics.RequestMetrics)  # inside SourcePaths: it sees the scope routed
     app.add_middleware(SourcePaths)
     app.add_exception_handler(ApiError, _api_error)

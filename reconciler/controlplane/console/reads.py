@@ -14,7 +14,7 @@ API sends, so a page says what the API says. Called under the engine's gate
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -288,14 +288,32 @@ def queue(api: Scoped, limit: int = 200) -> tuple[list[wire.Worker], list[wire.R
 
 
 def chain_of(api: Scoped, name: str) -> Chain:
-    """The runs ``name`` waits for (when, their state) and the runs that wait for it, in its workspace."""
+    """The runs ``name`` waits for (when, their state) and the runs that wait for it, in its
+    workspace: ``runspec.dependencies.chain`` over the runs it can name, which are the run, the
+    runs its ``depends_on`` names (found by their keys) and the runs whose ``depends_on`` names
+    it (one look at each run's ``depends_on``; a run's state is read only for those)."""
     engine = api.engine
-    documents = {
-        engine.meta[k].document["metadata"]["name"]: (
-            engine.meta[k].document,
-            str(engine.state.runs[k].state),
-        )
-        for k in api.runs()
-        if k in engine.meta
-    }
+    kept: dict[str, str] = {}  # a run's name → its key, for the runs the chain shows
+    for k in api.runs():
+        meta = engine.meta.get(k)
+        if meta is None:
+            continue
+        doc = meta.document
+        own = doc["metadata"]["name"]
+        named = (doc.get("spec") or {}).get("depends_on")
+        if own == name or (named and any(dep == name for dep, _ in _depends_on(doc))):
+            kept[own] = k
+    found = engine.meta.get(kept[name]) if name in kept else None
+    scoped = engine.by_scope.get(api.scope, {})
+    for other, _ in _depends_on(found.document) if found is not None else ():
+        key = api.key(other)  # a run's key is its scope's prefix and its name (scopes.run_key)
+        if key in scoped and key in engine.meta:
+            kept.setdefault(other, key)
+    documents = {n: (engine.meta[k].document, str(engine.state.runs[k].state)) for n, k in kept.items()}
     return chain(name, documents)
+
+
+def _depends_on(document: Any) -> list[tuple[str, Any]]:
+    """The runs a document's ``spec.depends_on`` names (as ``runspec.dependencies`` reads them)."""
+    found = (document.get("spec") or {}).get("depends_on") or []
+    return [(d["run"], d) for d in found if isinstance(d, Mapping)]

@@ -26,6 +26,8 @@ __all__ = ["ENV", "render"]
 
 #: How many YAML texts of documents ``as_yaml`` keeps (the run pages shown most recently)
 YAML_KEPT = 512
+#: How many times ``when`` keeps in words
+WHEN_KEPT = 4096
 
 ENV = Environment(
     loader=PackageLoader("reconciler.controlplane.console", "templates"),
@@ -50,8 +52,13 @@ def age(at: float | None, now: float | None = None) -> str:
 
 
 def when(at: float | None) -> str:
-    if at is None:
-        return "-"
+    """``2026-12-02 19:40:00 UTC`` (``-`` for none)."""
+    return "-" if at is None else _when(at)
+
+
+@functools.lru_cache(maxsize=WHEN_KEPT)
+def _when(at: float) -> str:
+    # a page shows the same times again at each refresh (50 runs a page, every 3 s): kept
     return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 

@@ -148,7 +148,7 @@ class Store(
         try:
             with self.engine.begin() as conn:
                 rv = _next_value(conn, RESOURCE_VERSION)
-                conn.execute(insert(RUNS).values(**values, resource_version=rv))
+                insert_many(conn, RUNS, [{**values, "resource_version": rv}])
                 if audit is not None:
                     write_audit(conn, *audit)
         except IntegrityError as exc:
@@ -280,6 +280,13 @@ def _update_of(table: Any, keys: tuple[str, ...]) -> Any:
     return update(table).where(table.c.name == bindparam("b_name")).values(values)
 
 
+#: ``_next_value``'s statements, made once (SQLAlchemy builds a statement and its cache key in
+#: Python each time one is made: with the audit trail's, half the Python of a created run's write)
+_BUMP = update(SEQUENCES).where(SEQUENCES.c.name == bindparam("sequence")).values(value=SEQUENCES.c.value + 1)
+_BUMP_RETURNING = _BUMP.returning(SEQUENCES.c.value)
+_VALUE = select(SEQUENCES.c.value).where(SEQUENCES.c.name == bindparam("sequence"))
+
+
 def _next_value(conn: Any, name: str) -> int:
     """Take the next value of sequence ``name`` inside the caller's transaction.
 
@@ -287,9 +294,8 @@ def _next_value(conn: Any, name: str) -> int:
     the row lock (others) is taken by the statement that reads the value, so two writers never
     take the same value; where the database cannot return, the UPDATE comes first for the same
     reason, then the read."""
-    seq = SEQUENCES
-    bump = update(seq).where(seq.c.name == name).values(value=seq.c.value + 1)
+    which = {"sequence": name}
     if conn.dialect.update_returning:
-        return conn.execute(bump.returning(seq.c.value)).scalar_one()
-    conn.execute(bump)
-    return conn.execute(select(seq.c.value).where(seq.c.name == name)).scalar_one()
+        return conn.execute(_BUMP_RETURNING, which).scalar_one()
+    conn.execute(_BUMP, which)
+    return conn.execute(_VALUE, which).scalar_one()

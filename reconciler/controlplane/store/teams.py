@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 
@@ -143,6 +143,17 @@ class KeptTeams:
         return rows[::-1]
 
 
+#: ``write_audit``'s read of a workspace's oldest event kept, made once (SQLAlchemy builds a
+#: statement and its cache key in Python each time one is made)
+_EDGE = (
+    select(AUDIT.c.id)
+    .where(AUDIT.c.org == bindparam("org_"), AUDIT.c.workspace == bindparam("workspace_"))
+    .order_by(AUDIT.c.id.desc())
+    .offset(bindparam("keep_"))
+    .limit(1)
+)
+
+
 def write_audit(conn: Any, events: Sequence[Mapping[str, Any]], keep: int) -> None:
     """``KeptTeams.add_audit``'s writes, in the caller's transaction (a batch of runs writes its
     runs' events in its own: ``BatchWrites.create_runs``)."""
@@ -152,9 +163,7 @@ def write_audit(conn: Any, events: Sequence[Mapping[str, Any]], keep: int) -> No
     rows = [{**e, "detail": text.compact(e.get("detail") or {}, sort_keys=True).decode()} for e in events]
     insert_many(conn, a, rows)
     for org, workspace in sorted({(r["org"], r["workspace"]) for r in rows}):
-        mine = (a.c.org == org, a.c.workspace == workspace)
-        edge = conn.execute(
-            select(a.c.id).where(*mine).order_by(a.c.id.desc()).offset(keep).limit(1)
-        ).scalar()
+        edge = conn.execute(_EDGE, {"org_": org, "workspace_": workspace, "keep_": keep}).scalar()
         if edge is not None:
+            mine = (a.c.org == org, a.c.workspace == workspace)
             conn.execute(delete(a).where(*mine, a.c.id <= edge))
