@@ -117,6 +117,9 @@ def policy_of(run: Run, group: int | None = None) -> Policy:
         on_failure=resolve_on_failure(spec, start),
         service=spec.lifetime == "Service",
         array=spec.array is not None,
+        exit_codes=tuple((tuple(r.codes), r.action) for r in (template.on_exit_codes or []))
+        if template
+        else (),
     )
 
 
