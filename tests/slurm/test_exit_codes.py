@@ -7,14 +7,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from reconciler.clusters.slurm import SlurmCluster
 from reconciler.clusters.slurm.decode import TaskObs
 from reconciler.clusters.slurm.observe import policy_of
 from reconciler.clusters.slurm.policy import Policy, Unit, judge, run_status
 from reconciler.runspec.parse import parse_run
 
-from .test_integration import doc, final, wait_for
-from .test_stopping import cluster  # noqa: F401  (the fixture)
+from .test_integration import _cluster_up, doc, final, wait_for
+
+
+@pytest.fixture
+def live(tmp_path: Path, monkeypatch) -> SlurmCluster:
+    problem = _cluster_up()
+    if problem is not None:
+        pytest.fail(f"The local Slurm cluster is not up: {problem}", pytrace=False)
+    monkeypatch.chdir(tmp_path)  # nothing is written into the checkout
+    return SlurmCluster.from_url("slurm://debug", state_dir=tmp_path / "state")
+
 
 RULES = [{"codes": [3], "action": "FailJob"}, {"codes": [137, 143], "action": "RestartIgnoreBudget"}]
 
@@ -81,9 +92,9 @@ def test_a_time_limit_or_a_signal_is_no_exit_code_a_rule_reads():
 
 
 def test_on_slurm_failjob_fails_at_once_and_restart_ignore_budget_keeps_it(
-    cluster: SlurmCluster, tmp_path: Path
-):  # noqa: F811
-    d = tmp_path
+    live: SlurmCluster, tmp_path: Path
+):
+    d, cluster = tmp_path, live
     cluster.create_run(ruled("bad-input", f"echo x >> {d}/bad; exit 3"))
     run = final(cluster, "bad-input", 90)
     machine = cluster.workers("bad-input")[0].machine
@@ -94,7 +105,10 @@ def test_on_slurm_failjob_fails_at_once_and_restart_ignore_budget_keeps_it(
     assert (d / "bad").read_text() == "x\n"  # OnFailure alone would have restarted it
     assert len(cluster.records.load("bad-input")["attempts"]) == 1
 
-    script = f'echo "$ASTRAEUS_ATTEMPT ${{ASTRAEUS_RESTART_REASON:-none}}" >> {d}/oom; [ -s {d}/again ] || {{ echo 1 > {d}/again; exit 137; }}'
+    script = (
+        f'echo "$ASTRAEUS_ATTEMPT ${{ASTRAEUS_RESTART_REASON:-none}}" >> {d}/oom; '
+        f"[ -s {d}/again ] || {{ echo 1 > {d}/again; exit 137; }}"
+    )
     cluster.create_run(ruled("oom", script))
     worker = wait_for(
         "its exit 137 to be judged",
