@@ -16,7 +16,8 @@ Rules (the seeds', as the embedded control plane keeps them):
 * ``Always`` and a Service also restart a worker that completed, 10 s after, spending no budget.
 * ``Never`` (outside a Service): a failed worker stays failed.
 * ``FailJob``: the first failure fails the run; its other workers are cancelled.
-* A worker stopped by its time limit is never restarted (a Service's is).
+* A worker stopped by its time limit is never restarted (a Service's is); so is one that ended
+  failed after its early stop signal could have come (``after_early_signal``).
 * ``task_template.on_exit_codes`` is checked first for a worker that exited with a code (as the
   embedded control plane does): ``FailJob`` fails the run at once, ``Restart`` restarts as
   ``OnFailure`` (even under ``Never``), ``RestartIgnoreBudget`` restarts after 10 s without
@@ -30,8 +31,10 @@ Rules (the seeds', as the embedded control plane keeps them):
 
 from __future__ import annotations
 
+import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from reconciler.runspec import messages as msg
 from reconciler.runspec.lifecycle import RESTARTED_AFTER, RESTARTED_FOR, budget_kept, exit_rule_words
@@ -48,9 +51,11 @@ from reconciler.runspec.vocabulary import (
     no_restarts_left,
     readout,
     restart_reason,
+    time_limit_reason,
 )
 
 from .decode import CANCELLED_OUTSIDE, UNKNOWN, TaskObs
+from .stopping import SIGNAL_EARLY, early_signal
 
 __all__ = [
     "GroupRestarts",
@@ -59,6 +64,7 @@ __all__ = [
     "RunStatus",
     "Unit",
     "Verdict",
+    "after_early_signal",
     "group_restarts",
     "judge",
     "run_status",
@@ -181,6 +187,27 @@ def _ruled(policy: Policy, unit: Unit, rule: tuple[int, str], ended: float) -> V
     delay = backoff_seconds(n)
     why = restart_reason(words, n, delay, limited=not policy.service)
     return Verdict(WorkerState.PENDING, why, resubmit=Resubmit(unit.index, n, ended + delay, why, cause))
+
+
+def after_early_signal(obs: TaskObs, template: Any) -> TaskObs:
+    """A job that ended ``FAILED`` (an exit code, or killed by a signal) once its early stop
+    signal could have come (``SIGNAL_EARLY`` before it was due) is stopped by its time limit, as
+    an Astraeus cluster says: Failed, never restarted, in the time limit's words and its own.
+    Slurm keeps no trace of having sent the signal, so the time is what tells: a time limit no
+    longer than the grace and ``SIGNAL_EARLY`` leaves no time before the window, and such a
+    job ends as its exit says. A job that exited 0 stays Completed (Slurm's ``afterok`` starts
+    the runs that wait for it, and astra does not say otherwise)."""
+    early = early_signal(template)
+    if early is None or obs.slurm_state != "FAILED" or obs.started_at is None or obs.ended_at is None:
+        return obs
+    signal, grace = early
+    limit = template.time_limit_seconds
+    window = math.ceil(limit / 60) * 60 - grace - SIGNAL_EARLY  # Slurm's limit: whole minutes
+    if window <= 0 or obs.ended_at < obs.started_at + window:
+        return obs
+    said = obs.reason[:1].lower() + obs.reason[1:]
+    words = f"{time_limit_reason(limit)} ({said} after its early {signal})"
+    return replace(obs, reason=words, end_kind="timeout")
 
 
 @dataclass(frozen=True)
