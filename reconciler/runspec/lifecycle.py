@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from .messages import RESTART_LIMIT
 from .quantities import duration_words
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "ExitAction",
     "ReplacePolicy",
     "StopSignal",
+    "budget_kept",
     "dependency_unmet",
     "exit_rule_words",
     "held_words",
@@ -82,6 +84,11 @@ EXIT_CODE_MIN, EXIT_CODE_MAX = 1, 255
 def exit_rule_words(code: int, at: int, action: str) -> str:
     """``Exited with code 3 (on_exit_codes[0]: FailJob)``: which rule decided, in words."""
     return f"Exited with code {code} (on_exit_codes[{at}]: {action})"
+
+
+def budget_kept(reason: str, delay: int, spent: int) -> str:
+    """``<reason>; restarting in 10 s, the restart budget kept (2 of 10 spent)``."""
+    return f"{reason}; restarting in {delay} s, the restart budget kept ({spent} of {RESTART_LIMIT} spent)"
 
 
 #: ``spec.depends_on[].when``: the end of the other run this run starts after. Completed (the

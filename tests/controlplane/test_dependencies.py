@@ -67,3 +67,19 @@ def test_runs_waiting_for_each_other_fail_naming_the_cycle():
     sim.submit(after("b", "a"))
     sim.advance(1)
     assert sim.run("a").state is RunState.FAILED and sim.run("a").reason == "Runs a, b wait for each other"
+
+
+def test_once_the_wait_is_over_no_waiting_copy_still_says_it_waits():
+    """An array capped below its size: the copies that wait for the cap say so, or that they are
+    queued, not the dependency that has since been met."""
+    sim = Simulation(machines(), default=Outcome(exit_code=0, after=60))
+    sim.submit(after("preprocess"))
+    sweep = doc("sweep", 1, restart_policy="Never", array={"size": 20, "max_parallel": 4})
+    sweep["spec"]["depends_on"] = [{"run": "preprocess"}]
+    sim.submit(sweep)
+    sim.advance(30)
+    assert {w.reason for w in sim.workers("sweep")} == {"Waiting for run preprocess (Running)"}
+    sim.advance(35)  # preprocess has completed: four copies run, the rest wait at the cap
+    reasons = [w.reason for w in sim.workers("sweep") if w.state.value == "Pending"]
+    assert len(reasons) == 16
+    assert set(reasons) <= {"Array runs at most 4 workers at once", "Waiting in the queue"}, set(reasons)

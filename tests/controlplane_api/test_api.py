@@ -83,6 +83,30 @@ def test_422_carries_exactly_the_messages_of_validate_data(client):
     assert client.get("/api/runs").json()["items"] == []
 
 
+def test_422_says_issue_31_s_bad_values_in_validate_s_words(client):
+    bad = tiny("bad")
+    bad["spec"]["replace"] = "Later"
+    bad["spec"]["depends_on"] = [{"run": "x", "when": "Sometime"}]
+    bad["spec"]["task_template"].update(
+        stop_grace_seconds=5000, stop_signal="KILL", on_exit_codes=[{"codes": [0], "action": "Fail"}]
+    )
+    r = client.post("/api/runs", json=bad)
+    assert r.status_code == 422
+    assert {p["path"]: p["message"] for p in r.json()} == {
+        "spec.depends_on[0].when": 'must be one of Completed, Failed, Finished, not the string "Sometime"',
+        "spec.replace": 'must be one of WhenFinished, Immediately, not the string "Later"',
+        "spec.task_template.on_exit_codes[0].action": (
+            'must be one of FailJob, Restart, RestartIgnoreBudget, not the string "Fail"; '
+            "did you mean 'FailJob'?"
+        ),
+        "spec.task_template.on_exit_codes[0].codes[0]": "an exit code is from 1 to 255",
+        "spec.task_template.stop_grace_seconds": "stop_grace_seconds must be from 0 to 3600",
+        "spec.task_template.stop_signal": (
+            'must be one of TERM, INT, USR1, USR2, HUP, QUIT, not the string "KILL"'
+        ),
+    }
+
+
 def test_422_for_a_body_that_is_not_json(client):
     r = client.post("/api/runs", content=b"{nope", headers={"content-type": "application/json"})
     assert r.status_code == 422 and r.json()[0]["message"].startswith("the body is not JSON")

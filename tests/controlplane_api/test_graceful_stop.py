@@ -73,3 +73,45 @@ def test_a_worker_stopped_past_its_grace_is_killed_before_its_checkpoint(tmp_pat
         assert not (tmp_path / "checkpoint.0").exists()
     finally:
         plane.close()
+
+
+#: Says each start; on USR1 writes a checkpoint after 2 s and ends (0: its work is saved).
+ON_USR1 = (
+    'echo "$ASTRAEUS_ATTEMPT" >> starts.txt; '
+    "trap 'sleep 2; echo saved > checkpoint; exit 0' USR1; "
+    "sleep 600 & wait"
+)
+
+
+def test_the_time_limit_sends_the_stop_signal_and_gives_the_grace_and_the_worker_is_not_restarted(tmp_path):
+    plane = Plane(tmp_path, grace=None, inventory=default_inventory(racks=1, machines_per_rack=1))
+    starts, saved = tmp_path / "starts.txt", tmp_path / "checkpoint"
+    try:
+        doc = gpu_run("tl", ON_USR1, priority=1, stop_signal="USR1", time_limit_seconds=60)
+        plane.engine.submit(doc, plane.clock.now())
+        until(lambda: starts.exists(), step=plane.step, what="tl to start")
+        plane.clock.advance(61)  # the engine's clock: past its time limit
+        until(saved.exists, step=plane.step, what="the checkpoint, written 2 s after USR1")
+        assert saved.read_text() == "saved\n"  # USR1, not TERM (its trap would not have run), nor KILL
+        plane.settle_run("tl")
+        w = plane.worker("tl-0")
+        assert (w.state, w.reason) == ("Failed", "Stopped at its time limit of 1m")
+        assert starts.read_text().split() == ["0"]  # never restarted
+    finally:
+        plane.close()
+
+
+def test_a_delete_sends_the_stop_signal_and_waits_the_grace(tmp_path):
+    plane = Plane(tmp_path, grace=None, inventory=default_inventory(racks=1, machines_per_rack=1))
+    starts, saved = tmp_path / "starts.txt", tmp_path / "checkpoint"
+    try:
+        plane.engine.submit(gpu_run("gone", ON_USR1, priority=1, stop_signal="USR1"), plane.clock.now())
+        until(lambda: starts.exists(), step=plane.step, what="gone to start")
+        pid = plane.engine.processes["gone-0"]["pid"]
+        plane.engine.delete("gone", plane.clock.now())
+        from reconciler.controlplane.executor import process_alive
+
+        until(lambda: not process_alive(pid, None), step=plane.step, what="the worker to end")
+        assert saved.read_text() == "saved\n"  # it had its signal and its grace before it ended
+    finally:
+        plane.close()

@@ -57,6 +57,27 @@ def test_the_seeds_curl_commands_work_verbatim(live):
     assert set(counts) <= {"Pending", "Running", "Completed", "Failed"} and sum(counts.values()) == 100
 
 
+def test_the_seeds_sweep_curl_on_a_fresh_server_prints_the_seeds_lines_and_starts_once_both_drives_exist(
+    live,
+):
+    shutil.copy(SEEDS / "sweep.json", live.cwd / "sweep.json")  # no drive made: a fresh server
+    assert shell(live, CURL_SWEEP) == '{\n  "size": 100,\n  "max_parallel": 8\n}\n'
+    assert json.loads(shell(live, CURL_COUNTS)) == {"Pending": 100}
+
+    def reasons() -> set[str]:
+        return {w["reason"] for w in live.api("GET", "/runs/sweep/workers").json()["items"]}
+
+    said = "Drive '{}' does not exist in workspace default: astra drive create {} --path DIR"
+    until(lambda: reasons() == {said.format("datasets", "datasets")})
+    assert live.astra("drive", "create", "datasets").returncode == 0
+    until(lambda: reasons() == {said.format("results", "results")})
+    attempts = lambda: [w["attempts"] for w in live.api("GET", "/runs/sweep/workers").json()["items"]]  # noqa: E731
+    assert set(attempts()) == {0}  # none started while a drive was missing
+    assert live.astra("drive", "create", "results").returncode == 0
+    until(lambda: sum(a > 0 for a in attempts()) >= 8)  # the copies start, 8 at a time
+    assert not any(r.startswith("Drive ") for r in reasons()), reasons()  # none says it waits still
+
+
 def test_the_seeds_cli_examples_print_what_the_seeds_print(live):
     done = live.astra(
         "astraeus", "run", "--name", "llama-ft",

@@ -451,3 +451,48 @@ async def test_corpus_combinations_show_as_in_the_cli(editor: EditorClient, path
         if lines[line - 1].rstrip().endswith(":"):
             line += 1
         assert (line, error["message"]) in shown, (error, [_brief(d) for d in diagnostics])
+
+
+# ---- issue 31's fields: the editor says what validate says ------------------------------------
+
+LIFECYCLE = """\
+metadata:
+  name: bad
+spec:
+  replace: Later
+  depends_on:
+    - {run: pre, when: Sometime}
+  schedule: {cron: "0 2 * * *", concurrency: Never, keep: 500}
+  task_template:
+    image: busybox
+    command: sh
+    stop_grace_seconds: 5000
+    stop_signal: KILL
+    on_exit_codes:
+      - codes: [0, 3]
+        action: Fail
+"""
+
+
+@in_server_loop
+async def test_issue_31_s_bad_values_are_flagged_in_the_editor_where_validate_flags_them(
+    editor: EditorClient, tmp_path: Path
+):
+    """replace, depends_on.when, schedule's concurrency and keep, stop_grace_seconds,
+    stop_signal, on_exit_codes' codes and action: each flagged on the line validate names, a
+    range and a choice in the editor's own words (as every range and choice: ``_range_message``)."""
+    (tmp_path / "bad.yaml").write_text(LIFECYCLE)
+    said = sorted((int(e["line"]), str(e["message"])) for e in cli_errors(tmp_path / "bad.yaml"))
+    assert [line for line, _ in said] == [4, 6, 7, 7, 11, 12, 14, 15], said
+    diagnostics = await editor.problems(document(LIFECYCLE))
+    shown = sorted((d.range.start.line, d.message) for d in diagnostics)  # the modeline: one line down
+    assert shown == [
+        (4, 'Value is not accepted. Valid values: "WhenFinished", "Immediately".'),
+        (6, 'Value is not accepted. Valid values: "Completed", "Failed", "Finished".'),
+        (7, "Value is above the maximum of 100."),
+        (7, 'Value is not accepted. Valid values: "Forbid", "Allow", "Replace".'),
+        (11, "Value is above the maximum of 3600."),
+        (12, 'Value is not accepted. Valid values: "TERM", "INT", "USR1", "USR2", "HUP", "QUIT".'),
+        (14, "Value is below the minimum of 1."),
+        (15, 'Value is not accepted. Valid values: "FailJob", "Restart", "RestartIgnoreBudget".'),
+    ]

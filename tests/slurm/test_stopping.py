@@ -3,7 +3,9 @@
 requeues (preemption's path: the shared cluster has preemption off, so an administrator's
 ``scontrol requeue`` stands in for it) gets TERM and the cluster's KillWait, comes back with
 ``ASTRAEUS_ATTEMPT=1`` and ``ASTRAEUS_RESTART_REASON=Preempted``, its restart budget untouched.
-What each worker did is measured with the files it writes and Slurm's states, not with sleeps."""
+A worker that ends failed on its early signal before its time limit is stopped by its time limit
+(never restarted). What each worker did is measured with the files it writes and Slurm's states,
+not with sleeps."""
 
 from __future__ import annotations
 
@@ -14,6 +16,9 @@ from pathlib import Path
 import pytest
 
 from reconciler.clusters.slurm import SlurmCluster
+from reconciler.clusters.slurm.decode import TaskObs
+from reconciler.clusters.slurm.observe import policy_of
+from reconciler.clusters.slurm.policy import Unit, after_early_signal, judge
 from reconciler.runspec.parse import parse_run
 
 from .test_integration import _cluster_up, doc, final, wait_for
@@ -111,3 +116,62 @@ def test_the_job_is_told_how_to_stop():
     untimed = to_submission(parse_run(doc("u", "true")), nonce="n", log_dir="/logs")
     assert "--requeue" in untimed.options
     assert not any(o.startswith("--signal") for o in untimed.options)  # no time limit: no early signal
+
+
+def _ended(state: str, reason: str, code: int, ran: float) -> TaskObs:
+    kind = "ok" if state == "COMPLETED" else "failed"
+    shown = "Completed" if state == "COMPLETED" else "Failed"
+    return TaskObs(shown, reason, kind, code, ("vm-n1",), 1000.0, 1000.0 + ran, state)
+
+
+def test_a_job_that_fails_after_its_early_signal_is_stopped_by_its_time_limit():
+    run = parse_run(doc("t", "true", task_template={"time_limit_seconds": 600, "stop_grace_seconds": 90}))
+    template, policy = run.spec.task_template, policy_of(run)
+    # the early TERM is due at 510 s, and Slurm may send it a minute sooner: from 450 s on
+    late = after_early_signal(_ended("FAILED", "Exited with code 143", 143, 455), template)
+    assert (late.end_kind, late.reason) == (
+        "timeout",
+        "Stopped at its time limit of 10m (exited with code 143 after its early TERM)",
+    )
+    v = judge(policy, Unit(0, late), now=2000)
+    assert (v.state, v.final, v.fails_run, v.resubmit) == ("Failed", True, True, None)  # not restarted
+    killed = after_early_signal(_ended("FAILED", "Killed by signal 15", 0, 520), template)
+    assert killed.reason == "Stopped at its time limit of 10m (killed by signal 15 after its early TERM)"
+    early = _ended("FAILED", "Exited with code 1", 1, 449)  # before the signal could come: a failure
+    assert after_early_signal(early, template) == early
+    assert judge(policy, Unit(0, early), now=2000).resubmit is not None
+    done = _ended("COMPLETED", "Exited with code 0", 0, 520)  # Slurm's afterok counts it completed too
+    assert after_early_signal(done, template) == done
+
+
+def test_without_an_early_signal_or_time_before_it_a_job_ends_as_its_exit_says():
+    quiet = parse_run(doc("q", "true", task_template={"time_limit_seconds": 600})).spec.task_template
+    failed = _ended("FAILED", "Exited with code 143", 143, 590)
+    assert after_early_signal(failed, quiet) == failed  # no --signal: Slurm's TIMEOUT tells
+    short = parse_run(
+        doc("s", "true", task_template={"time_limit_seconds": 60, "stop_grace_seconds": 30})
+    ).spec.task_template
+    assert after_early_signal(_ended("FAILED", "Exited with code 1", 1, 5), short).end_kind == "failed"
+
+
+def test_on_slurm_a_worker_ending_on_its_early_signal_is_stopped_by_its_time_limit(
+    cluster: SlurmCluster, tmp_path: Path
+):
+    d = tmp_path
+    script = (
+        f'echo "$ASTRAEUS_ATTEMPT" >> {d}/starts; '
+        f"trap 'date +%s > {d}/got; sleep 1; exit 143' TERM; sleep 600 & wait"
+    )
+    template = {"time_limit_seconds": 120, "stop_grace_seconds": 30}  # OnFailure, as the seeds
+    cluster.create_run(doc("tl", script, task_template=template))
+    run = final(cluster, "tl", 200)
+    machine = cluster.workers("tl")[0].machine
+    assert (run.state, run.reason) == (
+        "Failed",
+        f"Worker tl-0 failed on {machine}: Stopped at its time limit of 2m "
+        "(exited with code 143 after its early TERM)",
+    )
+    assert (d / "got").exists()  # it had its signal before the limit ...
+    assert (d / "starts").read_text().split() == ["0"]  # ... and was not restarted
+    assert len(cluster.records.load("tl")["attempts"]) == 1
+    cluster.delete_run("tl")

@@ -36,7 +36,17 @@ from reconciler.runspec.vocabulary import FINAL_RUN_STATES, RunState, WorkerStat
 from ..base import LiveRun, WorkerInfo
 from .decode import JobRow, TaskObs, observe_submission
 from .groups import group_order
-from .policy import Policy, Resubmit, RunStatus, Unit, Verdict, group_restarts, judge, run_status
+from .policy import (
+    Policy,
+    Resubmit,
+    RunStatus,
+    Unit,
+    Verdict,
+    after_early_signal,
+    group_restarts,
+    judge,
+    run_status,
+)
 from .records import units
 
 __all__ = [
@@ -117,6 +127,9 @@ def policy_of(run: Run, group: int | None = None) -> Policy:
         on_failure=resolve_on_failure(spec, start),
         service=spec.lifetime == "Service",
         array=spec.array is not None,
+        exit_codes=tuple((tuple(r.codes), r.action) for r in (template.on_exit_codes or []))
+        if template
+        else (),
     )
 
 
@@ -172,6 +185,7 @@ def _judge_units(
     kind = record["kind"]
     grouped = kind in ("groups", "hetjob")
     limits = _time_limits(found.run)
+    templates = _templates(found.run)
     seen: dict[str, Any] = record.get("seen") or {}
     cache: dict[int, dict[int, TaskObs]] = {}
     for index, attempt in current.items():
@@ -185,7 +199,7 @@ def _judge_units(
                 indices = None if kind != "array" else (attempt["indices"] or range(record["size"]))
                 limit = limits[index] if kind == "groups" else limits[0]
                 cache[key] = observe_submission(rows, key, attempt["nonce"], indices, limit)
-        obs = cache[key][index if kind in ("array", "hetjob") else 0]
+        obs = after_early_signal(cache[key][index if kind in ("array", "hetjob") else 0], templates[index])
         remembered = seen.get(str(index))
         if obs.end_kind == "gone" and remembered and remembered["job_id"] == key:
             obs = TaskObs(**{**remembered["obs"], "machines": tuple(remembered["obs"]["machines"])})
@@ -233,6 +247,20 @@ def _time_limits(run: Run) -> list[int | None]:
         return [g.task_template.time_limit_seconds for g in run.spec.task_groups]
     t = run.spec.task_template
     return [t.time_limit_seconds if t is not None else None]
+
+
+class _Templates:
+    """Each unit's template: a group's by its index, else the run's one for every unit."""
+
+    def __init__(self, run: Run) -> None:
+        self.groups = [g.task_template for g in run.spec.task_groups or ()]
+        self.one = run.spec.task_template
+
+    def __getitem__(self, index: int) -> Any:
+        return self.groups[index] if self.groups else self.one
+
+
+_templates = _Templates
 
 
 # ---- the report ----------------------------------------------------------------------------------

@@ -16,7 +16,12 @@ Rules (the seeds', as the embedded control plane keeps them):
 * ``Always`` and a Service also restart a worker that completed, 10 s after, spending no budget.
 * ``Never`` (outside a Service): a failed worker stays failed.
 * ``FailJob``: the first failure fails the run; its other workers are cancelled.
-* A worker stopped by its time limit is never restarted (a Service's is).
+* A worker stopped by its time limit is never restarted (a Service's is); so is one that ended
+  failed after its early stop signal could have come (``after_early_signal``).
+* ``task_template.on_exit_codes`` is checked first for a worker that exited with a code (as the
+  embedded control plane does): ``FailJob`` fails the run at once, ``Restart`` restarts as
+  ``OnFailure`` (even under ``Never``), ``RestartIgnoreBudget`` restarts after 10 s without
+  spending the budget; the worker's reason names the rule.
 * A worker cancelled outside astra (``scancel``) is not restarted; a preempted one is, without
   spending its budget.
 * Units: each copy of an array restarts on its own; a run of one worker template is one Slurm job,
@@ -26,11 +31,13 @@ Rules (the seeds', as the embedded control plane keeps them):
 
 from __future__ import annotations
 
+import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from reconciler.runspec import messages as msg
-from reconciler.runspec.lifecycle import RESTARTED_AFTER, RESTARTED_FOR
+from reconciler.runspec.lifecycle import RESTARTED_AFTER, RESTARTED_FOR, budget_kept, exit_rule_words
 from reconciler.runspec.models import OnFailure, RestartPolicy
 from reconciler.runspec.vocabulary import (
     BACKOFF_START_SECONDS,
@@ -44,9 +51,11 @@ from reconciler.runspec.vocabulary import (
     no_restarts_left,
     readout,
     restart_reason,
+    time_limit_reason,
 )
 
 from .decode import CANCELLED_OUTSIDE, UNKNOWN, TaskObs
+from .stopping import SIGNAL_EARLY, early_signal
 
 __all__ = [
     "GroupRestarts",
@@ -55,6 +64,7 @@ __all__ = [
     "RunStatus",
     "Unit",
     "Verdict",
+    "after_early_signal",
     "group_restarts",
     "judge",
     "run_status",
@@ -70,6 +80,17 @@ class Policy:
     #: ``lifetime: Service``: every ending is restarted, without a limit.
     service: bool
     array: bool
+    #: ``on_exit_codes``, in order: ``(codes, action)`` of each rule.
+    exit_codes: tuple[tuple[tuple[int, ...], str], ...] = ()
+
+    def exit_rule(self, code: int | None) -> tuple[int, str] | None:
+        """The first rule naming ``code``: its index and action; ``None`` when none does."""
+        if code is None:
+            return None
+        for at, (codes, action) in enumerate(self.exit_codes):
+            if code in codes:
+                return at, action
+        return None
 
 
 @dataclass(frozen=True)
@@ -131,6 +152,9 @@ def judge(policy: Policy, unit: Unit, now: float) -> Verdict:
         return Verdict(WorkerState.PENDING, why, resubmit=again)
     if kind == "timeout" and not policy.service:
         return Verdict(obs.state, obs.reason, final=True, fails_run=not policy.array)
+    rule = policy.exit_rule(obs.exit_code) if kind == "failed" and obs.slurm_state == "FAILED" else None
+    if rule is not None:
+        return _ruled(policy, unit, rule, ended)
     if not policy.service and (policy.on_failure == "FailJob" or policy.restart_policy == "Never"):
         fails = policy.on_failure == "FailJob" or not policy.array
         return Verdict(obs.state, obs.reason, final=True, fails_run=fails)
@@ -143,6 +167,47 @@ def judge(policy: Policy, unit: Unit, now: float) -> Verdict:
     why = restart_reason(obs.reason, n, delay, limited=not policy.service)
     cause = RESTARTED_AFTER["Down" if kind == "lost" else "Failed"]
     return Verdict(WorkerState.PENDING, why, resubmit=Resubmit(unit.index, n, ended + delay, why, cause))
+
+
+def _ruled(policy: Policy, unit: Unit, rule: tuple[int, str], ended: float) -> Verdict:
+    """A failed worker whose exit code a rule of ``on_exit_codes`` names: the rule decides."""
+    obs, (at, action) = unit.obs, rule
+    words = exit_rule_words(obs.exit_code or 0, at, action)
+    if action == "FailJob":
+        return Verdict(obs.state, words, final=True, fails_run=True)
+    cause = RESTARTED_AFTER["Failed"]
+    if action == "RestartIgnoreBudget":
+        why = budget_kept(words, BACKOFF_START_SECONDS, unit.restarts)
+        again = Resubmit(unit.index, unit.restarts, ended + BACKOFF_START_SECONDS, why, cause)
+        return Verdict(WorkerState.PENDING, why, resubmit=again)
+    ran = ended - obs.started_at if obs.started_at is not None else 0
+    n = next_restart(ran, unit.restarts)
+    if n > RESTART_LIMIT and not policy.service:
+        return Verdict(obs.state, no_restarts_left(words), final=True, fails_run=not policy.array)
+    delay = backoff_seconds(n)
+    why = restart_reason(words, n, delay, limited=not policy.service)
+    return Verdict(WorkerState.PENDING, why, resubmit=Resubmit(unit.index, n, ended + delay, why, cause))
+
+
+def after_early_signal(obs: TaskObs, template: Any) -> TaskObs:
+    """A job that ended ``FAILED`` (an exit code, or killed by a signal) once its early stop
+    signal could have come (``SIGNAL_EARLY`` before it was due) is stopped by its time limit, as
+    an Astraeus cluster says: Failed, never restarted, in the time limit's words and its own.
+    Slurm keeps no trace of having sent the signal, so the time is what tells: a time limit no
+    longer than the grace and ``SIGNAL_EARLY`` leaves no time before the window, and such a
+    job ends as its exit says. A job that exited 0 stays Completed (Slurm's ``afterok`` starts
+    the runs that wait for it, and astra does not say otherwise)."""
+    early = early_signal(template)
+    if early is None or obs.slurm_state != "FAILED" or obs.started_at is None or obs.ended_at is None:
+        return obs
+    signal, grace = early
+    limit = template.time_limit_seconds
+    window = math.ceil(limit / 60) * 60 - grace - SIGNAL_EARLY  # Slurm's limit: whole minutes
+    if window <= 0 or obs.ended_at < obs.started_at + window:
+        return obs
+    said = obs.reason[:1].lower() + obs.reason[1:]
+    words = f"{time_limit_reason(limit)} ({said} after its early {signal})"
+    return replace(obs, reason=words, end_kind="timeout")
 
 
 @dataclass(frozen=True)

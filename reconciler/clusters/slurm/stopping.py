@@ -12,8 +12,9 @@ What astra controls per job and what it cannot (docs/slurm.md, "Graceful stops")
 delete or replace of astra's is ``scancel --signal=SIG --full`` (the batch shell, its children
 and every step), then, ``GRACE`` seconds later, a plain ``scancel`` (Slurm's SIGTERM, then
 SIGKILL after the cluster's ``KillWait``); a time limit's signal comes ``GRACE`` seconds before
-it; a preemption's grace is the site's ``GraceTime`` (partition or QOS) and ``KillWait``,
-which no job can set.
+it (``early_signal``; ``policy.after_early_signal`` judges a job that ended failed after it could
+have come as stopped by its time limit); a preemption's grace is the site's ``GraceTime``
+(partition or QOS) and ``KillWait``, which no job can set.
 
 Must not touch: processes, files, clocks.
 """
@@ -25,7 +26,19 @@ from typing import Any
 from reconciler.runspec.lifecycle import STOP_GRACE_DEFAULT, STOP_SIGNAL_DEFAULT
 from reconciler.runspec.models import Run
 
-__all__ = ["ATTEMPT_LINES", "REQUEUED_REASON", "job_options", "restart_env", "stop_of"]
+__all__ = [
+    "ATTEMPT_LINES",
+    "REQUEUED_REASON",
+    "SIGNAL_EARLY",
+    "early_signal",
+    "job_options",
+    "restart_env",
+    "stop_of",
+]
+
+#: Slurm sends ``--signal``'s signal up to this many seconds before it is due (its timer's
+#: resolution: sbatch(1)).
+SIGNAL_EARLY = 60
 
 #: What a worker Slurm requeued is told (``ASTRAEUS_RESTART_REASON``): preemption is what
 #: ``--requeue`` asks for; Slurm does not tell the job whether it was a preemption, a node's
@@ -70,11 +83,20 @@ def job_options(template: Any) -> list[str]:
     its limit, as a failure that restarts, where Slurm's own SIGTERM at the limit ends it as the
     time limit (``TIMEOUT``), after the cluster's ``KillWait``."""
     opts = ["--requeue"]
+    early = early_signal(template)
+    if early is not None:
+        opts.append(f"--signal=B:{early[0]}@{early[1]}")
+    return opts
+
+
+def early_signal(template: Any) -> tuple[str, int] | None:
+    """The signal and the seconds before its time limit a job of ``template`` is sent it
+    (``job_options``); ``None``: it is sent none (Slurm's own SIGTERM at the limit)."""
+    if template is None or template.time_limit_seconds is None:
+        return None
     grace = template.stop_grace_seconds if template.stop_grace_seconds is not None else STOP_GRACE_DEFAULT
     said = template.stop_signal is not None or template.stop_grace_seconds is not None
-    if template.time_limit_seconds is not None and grace > 0 and said:
-        opts.append(f"--signal=B:{template.stop_signal or STOP_SIGNAL_DEFAULT}@{grace}")
-    return opts
+    return (template.stop_signal or STOP_SIGNAL_DEFAULT, grace) if grace > 0 and said else None
 
 
 def restart_env(attempt: int, cause: str, given: list[str] | None = None) -> list[str]:

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reconciler.runspec.lifecycle import exit_rule_words
+from reconciler.runspec.lifecycle import budget_kept, exit_rule_words
 from reconciler.runspec.models import TaskTemplate
-from reconciler.runspec.vocabulary import RESTART_LIMIT
 
 __all__ = ["ExitRule", "budget_kept", "exit_rule"]
 
@@ -38,8 +37,3 @@ def exit_rule(template: TaskTemplate, code: int | None) -> ExitRule | None:
         if code in rule.codes:
             return ExitRule(at, rule.action, exit_rule_words(code, at, rule.action))
     return None
-
-
-def budget_kept(reason: str, delay: int, spent: int) -> str:
-    """``<reason>; restarting in 10 s, the restart budget kept (2 of 10 spent)``."""
-    return f"{reason}; restarting in {delay} s, the restart budget kept ({spent} of {RESTART_LIMIT} spent)"

@@ -6,9 +6,10 @@ together; other workers one by one, within an array's cap, a group's ``start_aft
 run's network constraint; and the reason a run (and its next waiting worker) waits (a run with
 drives, where no sandbox can mount them, waits with ``ClusterState.no_sandbox``; one that names
 something that does not exist yet (a drive, a secret), with ``ClusterState.waiting``'s words, on
-every waiting worker). Backfill and preemption are ``priorities``'; where workers fit is
-``placement``'s; which waiting runs a tick may pass over, and why, is ``quiet``'s (the queue
-says what each visit found: ``Room``, ``quiet.Wait``).
+every waiting worker, which say they are queued again once the wait is over). Backfill and
+preemption are ``priorities``'; where workers fit is ``placement``'s; which waiting runs a tick
+may pass over, and why, is ``quiet``'s (the queue says what each visit found: ``Room``,
+``quiet.Wait``).
 
 Must not touch: the records (decisions go through ``Tick.emit``), clocks, I/O.
 """
@@ -21,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler.runspec.vocabulary import FINAL_RUN_STATES, RunState, WorkerState
+from reconciler.runspec.vocabulary import FINAL_RUN_STATES, QUEUED, RunState, WorkerState
 
 from ..inventory import Machine
 from .admission import admit, templates_of
@@ -131,6 +132,7 @@ def serve(t: Tick, r: RunRecord) -> Wait | Room | None:
             if s.workers[w].reason != waits:
                 t.emit(MarkWorker(w, WorkerState.PENDING, waits), rname)
         return None
+    _unsay_wait(t, r)
     if s.no_sandbox is not None and has_drives(r):
         set_run_reason(t, r, s.no_sandbox)
         return Wait.NO_SANDBOX
@@ -159,6 +161,20 @@ def _why(t: Tick, r: RunRecord, found: Wait | Room | None) -> Why:
         return Why(found, ws, limit, r.priority, blocker=t.blocker.name)
     assert isinstance(found, Room)
     return Why(Wait.ROOM, ws, limit, r.priority, gpus=found.gpus, healthy=found.healthy, until=t.until)
+
+
+def _unsay_wait(t: Tick, r: RunRecord) -> None:
+    """A run whose wait is over (the run it waited for ended as asked, the drive is made): its
+    waiting workers, which all said the wait, say they are queued again (placement then marks
+    the next one, at an array's cap or for room). Told by the second waiting worker still saying
+    the run's own reason, which only a wait gives every waiting worker."""
+    queue = t.s.pending[r.name]
+    second = next(itertools.islice(queue, 1, 2), None)
+    if second is None or r.reason == QUEUED or t.s.workers[second].reason != r.reason:
+        return
+    for w in queue:
+        if t.s.workers[w].reason == r.reason:
+            t.emit(MarkWorker(w, WorkerState.PENDING, QUEUED), r.name)
 
 
 def has_drives(r: RunRecord) -> bool:
