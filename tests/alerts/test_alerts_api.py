@@ -107,7 +107,9 @@ def test_a_commit_that_fails_validation_gets_failure_then_success_and_the_webhoo
     first = stalled["message"].split("; ")[0]  # "1 problem: runs/a.yaml:3:…: the first error"
     assert "spec.array.size" in first
     assert failure["description"] == (first if len(first) <= 140 else first[:139] + "…")
-    assert failure["target_url"].endswith("/o/default/w/default/sources")
+    assert failure["target_url"] == "http://astra.test/o/default/w/default/sources/remote"
+    page = client.get("/o/default/w/default/sources/remote")  # the link opens the source's page
+    assert page.status_code == 200 and "spec.array.size" in page.text
     (signed,) = hooks  # the webhook takes errors only: the one failure
     stamp = signed.headers["x-astra-timestamp"]
     wanted = hmac.new(b"signing-key", stamp.encode() + b"." + signed.body, hashlib.sha256).hexdigest()
