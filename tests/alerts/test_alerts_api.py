@@ -208,7 +208,8 @@ def test_a_sink_that_hangs_leaves_the_watch_pass_as_quick_as_with_no_alert_and_g
 
         def send(out):
             sending.set()
-            return sinks.send(out, timeout=timeout[0])
+            held = out.url.startswith(hung.decode())  # the oncall receiver is given the usual timeout
+            return sinks.send(out, timeout=timeout[0] if held else sinks.TIMEOUT)
 
         delivery = Delivery(
             client.plane.store, lambda ws, n: urls[n], clock=lambda: clock[0], rng=random.Random(1), send=send
@@ -233,7 +234,7 @@ def test_a_sink_that_hangs_leaves_the_watch_pass_as_quick_as_with_no_alert_and_g
         assert len(history) == 6 and all(m["state"] == "queued" for m in history)  # each pass's Ready
         assert told / quiet < 2.0, (told, quiet)
 
-        timeout[0] = 0.05  # the rest on the simulated clock: each try ends at its (short) timeout
+        timeout[0] = 0.05  # the rest on the simulated clock: each try to it ends at a short timeout
         for _ in range(10 * MAX_ATTEMPTS):
             due = delivery.step()
             if due is None:
