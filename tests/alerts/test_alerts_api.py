@@ -37,6 +37,14 @@ def test_an_alert_with_a_plain_url_in_its_sink_is_refused_and_one_with_a_secret_
         "/api/alerts/chat", json={"sink": {"kind": "slack", "url": "https://hooks.slack.com/x"}}
     )
     assert plain.status_code == 422
+    assert plain.json() == [
+        {
+            "path": "sink.url",
+            "message": "must be the name of a secret of the workspace (astra secret set NAME), "
+            "never the URL or token itself",
+        }
+    ]
+    assert "hooks.slack.com" not in plain.text  # the value pasted in is not said back
     made = client.put(
         "/api/alerts/chat", json={"sink": {"kind": "slack", "url": "slack-url"}, "severity": "error"}
     )
