@@ -13,9 +13,9 @@ Must not touch: how a message is sent (``alerts.sinks``), SQL (the ``Store``'s).
 from __future__ import annotations
 
 import json
-from urllib.parse import quote
 from dataclasses import replace
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import Response
