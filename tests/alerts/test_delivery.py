@@ -281,3 +281,23 @@ def test_a_source_status_is_an_event_once_per_revision_and_state_and_ready_only_
     ready = {"state": "Ready", "reason": "ReconciliationSucceeded", "revision": v2}
     assert told({"observed_revision": v1}, ready) == ("source.ready", "info")
     assert told({"observed_revision": v2}, ready) is None  # Ready again at the same revision
+
+
+def test_an_alert_selects_by_source_label_and_least_severity():
+    from reconciler.controlplane.alerts.rules import matches, source_event
+
+    scope, v1 = ("default", "default", "default"), "main@sha1:" + "1" * 40
+    stalled = {"state": "Stalled", "reason": "ReconciliationFailed", "revision": v1}
+    team, other = (source_event(scope, name, {}, stalled, NOW, None) for name in ("team", "other"))
+    sink = {"kind": "slack", "url": "slack"}
+    assert [matches(Alert("a", WS, sink, sources=("team",)), e) for e in (team, other)] == [True, False]
+    failed = event()
+    labelled = Event(failed.kind, failed.key, WS, failed.text, NOW, run="train", labels={"team": "nlp"})
+    by_label = Alert("a", WS, sink, labels={"team": "nlp"})
+    assert [matches(by_label, e) for e in (labelled, failed)] == [True, False]
+    assert matches(Alert("a", WS, sink, severity="error"), failed)  # run.failed is an error
+    assert not matches(Alert("a", WS, sink, severity="error"), event_of_kind("run.completed"))
+
+
+def event_of_kind(kind: str) -> Event:
+    return Event(kind, f"run/{WS}/x/{kind}", WS, "run x", NOW, run="x")
