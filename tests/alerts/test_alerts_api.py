@@ -4,8 +4,8 @@ the delivery sends it to a local stand-in of GitHub's statuses API (which checks
 request: ``POST /repos/{owner}/{repo}/statuses/{sha}``, a Bearer token, ``state``, ``context``,
 ``description``, ``target_url``; it answers 201 as GitHub does) and a signed-webhook receiver.
 
-The secrets here come from a dict-backed lookup: the workspace's secret store is another
-branch's (``wiring.store_secrets`` reads it once merged)."""
+The secrets here come from a dict-backed lookup (the server reads the workspace's secret store
+through ``wiring.store_secrets``: ``test_kill`` and ``test_readme`` use it)."""
 
 from __future__ import annotations
 
