@@ -23,6 +23,8 @@ from .models import EPOCH, Answer, RequestBody, _integral
 
 __all__ = [
     "SECRET_FIELDS",
+    "SECRET_NAME",
+    "SECRET_NAME_WORDS",
     "AlertHistory",
     "AlertList",
     "AlertMessage",
@@ -40,7 +42,11 @@ EventKind = Literal[ALERT_KINDS]  # type: ignore[valid-type]
 
 #: A sink's fields that name a secret (the value is the secret store's, never the alert's).
 SECRET_FIELDS = ("url", "key", "token")
-_SECRET = r"^[a-z0-9]([-a-z0-9_.]{0,61}[a-z0-9])?$"
+SECRET_NAME = _SECRET = r"^[a-z0-9]([-a-z0-9_.]{0,61}[a-z0-9])?$"
+#: What a 422 says of a sink's field that is not a secret's name (a URL or a token pasted in).
+SECRET_NAME_WORDS = (
+    "must be the name of a secret of the workspace (astra secret set NAME), never the URL or token itself"
+)
 
 
 class Sink(RequestBody):

@@ -108,6 +108,8 @@ def self_signed(folder: Path) -> tuple[Path, Path]:
 class Mailbox:
     url: str
     messages: list = field(default_factory=list)
+    #: the aiosmtpd controller (its ``handler`` may be changed before a connection is made)
+    controller: object = None
 
 
 @pytest.fixture
@@ -145,6 +147,7 @@ def smtp(tmp_path):
         auth_require_tls=True,
     )
     controller.start()
+    box.controller = controller
     box.url = f"smtp://astra:s3cret@127.0.0.1:{port}?starttls=true&cafile={cert}"
     yield box
     controller.stop()

@@ -4,8 +4,8 @@ the delivery sends it to a local stand-in of GitHub's statuses API (which checks
 request: ``POST /repos/{owner}/{repo}/statuses/{sha}``, a Bearer token, ``state``, ``context``,
 ``description``, ``target_url``; it answers 201 as GitHub does) and a signed-webhook receiver.
 
-The secrets here come from a dict-backed lookup: the workspace's secret store is another
-branch's (``wiring.store_secrets`` reads it once merged)."""
+The secrets here come from a dict-backed lookup (the server reads the workspace's secret store
+through ``wiring.store_secrets``: ``test_kill`` and ``test_readme`` use it)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,14 @@ def test_an_alert_with_a_plain_url_in_its_sink_is_refused_and_one_with_a_secret_
         "/api/alerts/chat", json={"sink": {"kind": "slack", "url": "https://hooks.slack.com/x"}}
     )
     assert plain.status_code == 422
+    assert plain.json() == [
+        {
+            "path": "sink.url",
+            "message": "must be the name of a secret of the workspace (astra secret set NAME), "
+            "never the URL or token itself",
+        }
+    ]
+    assert "hooks.slack.com" not in plain.text  # the value pasted in is not said back
     made = client.put(
         "/api/alerts/chat", json={"sink": {"kind": "slack", "url": "slack-url"}, "severity": "error"}
     )
@@ -107,7 +115,9 @@ def test_a_commit_that_fails_validation_gets_failure_then_success_and_the_webhoo
     first = stalled["message"].split("; ")[0]  # "1 problem: runs/a.yaml:3:…: the first error"
     assert "spec.array.size" in first
     assert failure["description"] == (first if len(first) <= 140 else first[:139] + "…")
-    assert failure["target_url"].endswith("/o/default/w/default/sources")
+    assert failure["target_url"] == "http://astra.test/o/default/w/default/sources/remote"
+    page = client.get("/o/default/w/default/sources/remote")  # the link opens the source's page
+    assert page.status_code == 200 and "spec.array.size" in page.text
     (signed,) = hooks  # the webhook takes errors only: the one failure
     stamp = signed.headers["x-astra-timestamp"]
     wanted = hmac.new(b"signing-key", stamp.encode() + b"." + signed.body, hashlib.sha256).hexdigest()
@@ -155,13 +165,23 @@ def test_the_kinds_an_alert_may_select_are_the_kinds_there_are():
     assert set(ALERT_KINDS) == set(KINDS)  # astra.yaml's alerts (its published schema) too
 
 
-def test_a_sink_that_hangs_leaves_the_watch_pass_as_quick_as_with_no_alert(
-    client, wire, tmp_path, monkeypatch
+def test_a_sink_that_hangs_leaves_the_watch_pass_as_quick_as_with_no_alert_and_gives_up_after_its_limit(
+    client, wire, tmp_path, monkeypatch, receiver
 ):
-    """The pass only queues its events: measured as a ratio to passes with no alert (the best of
-    five each, so that a busy machine's noise is not the figure), never as an absolute time."""
+    """The server's delivery thread (``DeliveryTask``) runs beside the passes, held in sends to a
+    sink that takes the connection and never answers; the passes only queue their events. Their
+    time is measured as a ratio to passes with no alert (the best of five each, so that a busy
+    machine's noise is not the figure), never as an absolute time (measured on a loaded 2-core
+    machine: 0.6 to 1.7, as passes with an alert and no delivery thread; a pass that waited on the
+    sink would be 40 times slower, its send's timeout). Then, on the simulated clock
+    (each retry's backoff waited there, each send ending at its timeout), the message gives up
+    after ``MAX_ATTEMPTS`` and the ``alert.gave_up`` event reaches the alert that selects it."""
     import socket
+    import threading
     import time
+
+    from reconciler.controlplane.alerts import sinks
+    from reconciler.controlplane.alerts.delivery import MAX_ATTEMPTS, DeliveryTask
 
     cluster, _ = wire
     monkeypatch.chdir(tmp_path)
@@ -190,18 +210,51 @@ def test_a_sink_that_hangs_leaves_the_watch_pass_as_quick_as_with_no_alert(
     with socket.socket() as hanging:
         hanging.bind(("127.0.0.1", 0))
         hanging.listen(16)  # never answers
-        url = f"http://127.0.0.1:{hanging.getsockname()[1]}".encode()
+        hung = f"http://127.0.0.1:{hanging.getsockname()[1]}".encode()
+        urls = {"chat-url": hung, "oncall-url": receiver.url.encode()}
+        timeout, sending = [2.0], threading.Event()
+
+        def send(out):
+            sending.set()
+            held = out.url.startswith(hung.decode())  # the oncall receiver is given the usual timeout
+            return sinks.send(out, timeout=timeout[0] if held else sinks.TIMEOUT)
+
         delivery = Delivery(
-            client.plane.store, lambda ws, n: url, clock=lambda: clock[0], rng=random.Random(1)
+            client.plane.store, lambda ws, n: urls[n], clock=lambda: clock[0], rng=random.Random(1), send=send
         )
         client.app.state.alerts = delivery
-        assert (
-            client.put("/api/alerts/chat", json={"sink": {"kind": "slack", "url": "chat-url"}}).status_code
-            == 201
-        )
-        told = best_pass()
-        assert len(client.plane.store.due_messages(clock[0] + 1)) == 5  # each pass's Ready was queued
-    assert told / quiet < 2.0, (told, quiet)
+        chat = {"sink": {"kind": "slack", "url": "chat-url"}, "events": ["source.ready"]}
+        assert client.put("/api/alerts/chat", json=chat).status_code == 201
+        oncall = {"sink": {"kind": "slack", "url": "oncall-url"}, "events": ["alert.gave_up"]}
+        assert client.put("/api/alerts/oncall", json=oncall).status_code == 201
+        task = DeliveryTask(delivery, every=0.05)
+        client.app.state.alerts_wake = task.wake
+        task.start()
+        try:
+            clock[0] += 1.0
+            run.write_text("metadata: {name: a}\nspec:\n  task_template: {image: x, args: [first]}\n")
+            assert reconciler.reconcile_once()["state"] == "Ready"
+            assert sending.wait(10)  # the delivery thread is held in a send to the hanging sink
+            told = best_pass()
+        finally:
+            task.stop()
+        history = client.get("/api/alerts:history", params={"alert": "chat"}).json()["items"]
+        assert len(history) == 6 and all(m["state"] == "queued" for m in history)  # each pass's Ready
+        assert told / quiet < 2.0, (told, quiet)
+
+        timeout[0] = 0.05  # the rest on the simulated clock: each try to it ends at a short timeout
+        for _ in range(10 * MAX_ATTEMPTS):
+            due = delivery.step()
+            if due is None:
+                break
+            clock[0] = max(clock[0], due)
+    for gave_up in client.get("/api/alerts:history", params={"alert": "chat"}).json()["items"]:
+        assert (gave_up["state"], gave_up["attempts"]) == ("gave_up", MAX_ATTEMPTS)
+        assert "Timeout" in gave_up["answer"]
+    told_oncall = [r.json()["text"] for r in receiver.got]  # one alert.gave_up per message given up
+    assert len(told_oncall) == 6
+    assert all(t.startswith("[error] alert chat gave up on source.ready") for t in told_oncall)
+    assert hung not in b"".join(r.body for r in receiver.got)  # the sink's URL is a secret
 
 
 def test_a_suspend_and_a_resume_are_told_to_the_alerts_that_select_them(client, receiver):

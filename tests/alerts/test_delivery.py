@@ -226,3 +226,78 @@ def test_a_worker_restarted_n_times_is_told_once_at_the_nth_restart(tmp_path, re
         assert got.json()["text"].startswith("[warning] run flaky: worker flaky-0 restarted 2 times")
     finally:
         plane.close()
+
+
+def test_a_run_that_completes_and_one_cancelled_are_told_once_each_with_their_severity(tmp_path, receiver):
+    """The other two final states, on the engine, each told once however often stepped:
+    ``run.completed`` is info, ``run.cancelled`` a warning (an alert at least ``warning`` is told
+    only the cancel)."""
+    plane = Plane(tmp_path)
+    try:
+        slack(plane.store, receiver, events=("run.completed", "run.cancelled"))
+        slack(plane.store, receiver, "loud", severity="warning")
+        d = delivery(plane.store, receiver, plane.clock.now)
+        d.step()
+        plane.engine.submit(tiny("done", command="true"), plane.clock.now())
+        plane.engine.submit(tiny("held", command="sleep 600"), plane.clock.now())
+        until(lambda: plane.store.run_row("done")["state"] == "Completed", step=plane.step, what="done")
+        plane.engine.cancel("held", plane.clock.now())
+        until(lambda: plane.store.run_row("held")["state"] == "Cancelled", step=plane.step, what="held")
+        for _ in range(3):
+            d.step()
+        texts = sorted(r.json()["text"].split(":")[0] for r in receiver.got)
+    finally:
+        plane.close()
+    cancelled = "[warning] run held Cancelled"  # told to chat, which names it, and to loud
+    assert texts == ["[info] run done Completed", cancelled, cancelled]
+
+
+def test_the_outbox_is_bounded_and_says_what_it_did_not_queue(tmp_path, monkeypatch):
+    from reconciler.controlplane.store import alerts as kept
+
+    monkeypatch.setattr(kept, "OUTBOX_MAX", 3)
+    store = Store(f"sqlite:///{tmp_path / 'astra.db'}")
+    messages = [(WS, "chat", f"k{i}", event(f"r{i}").to_json()) for i in range(5)]
+    assert store.enqueue(messages, NOW) == 3  # the rest is not queued (and logged)
+    assert len(store.due_messages(NOW + 1)) == 3
+
+
+def test_a_source_status_is_an_event_once_per_revision_and_state_and_ready_only_at_a_new_revision():
+    from reconciler.controlplane.alerts.rules import source_event
+
+    scope, v1, v2 = ("default", "default", "default"), "main@sha1:" + "1" * 40, "main@sha1:" + "2" * 40
+
+    def told(before, after):
+        got = source_event(scope, "team", before, after, NOW, None)
+        return None if got is None else (got.kind, got.severity)
+
+    fetch = {"state": "Stalled", "reason": "SourceFetchFailed", "revision": v1, "message": "no route; x"}
+    assert told({}, fetch) == ("source.fetch_failed", "warning")  # the remote may come back
+    assert told(fetch, fetch) is None  # said already
+    loaded = {"state": "Stalled", "reason": "LoadFailed", "revision": v1}
+    assert told(fetch, loaded) == ("source.load_failed", "error")
+    stalled = {"state": "Stalled", "reason": "ReconciliationFailed", "revision": v1}
+    assert told(loaded, stalled) == ("source.stalled", "error")
+    ready = {"state": "Ready", "reason": "ReconciliationSucceeded", "revision": v2}
+    assert told({"observed_revision": v1}, ready) == ("source.ready", "info")
+    assert told({"observed_revision": v2}, ready) is None  # Ready again at the same revision
+
+
+def test_an_alert_selects_by_source_label_and_least_severity():
+    from reconciler.controlplane.alerts.rules import matches, source_event
+
+    scope, v1 = ("default", "default", "default"), "main@sha1:" + "1" * 40
+    stalled = {"state": "Stalled", "reason": "ReconciliationFailed", "revision": v1}
+    team, other = (source_event(scope, name, {}, stalled, NOW, None) for name in ("team", "other"))
+    sink = {"kind": "slack", "url": "slack"}
+    assert [matches(Alert("a", WS, sink, sources=("team",)), e) for e in (team, other)] == [True, False]
+    failed = event()
+    labelled = Event(failed.kind, failed.key, WS, failed.text, NOW, run="train", labels={"team": "nlp"})
+    by_label = Alert("a", WS, sink, labels={"team": "nlp"})
+    assert [matches(by_label, e) for e in (labelled, failed)] == [True, False]
+    assert matches(Alert("a", WS, sink, severity="error"), failed)  # run.failed is an error
+    assert not matches(Alert("a", WS, sink, severity="error"), event_of_kind("run.completed"))
+
+
+def event_of_kind(kind: str) -> Event:
+    return Event(kind, f"run/{WS}/x/{kind}", WS, "run x", NOW, run="x")

@@ -96,7 +96,7 @@ def test_a_held_replace_is_told_once_per_revision_and_again_once_when_it_is_carr
         cluster.close()
     texts = [r.json()["text"].split(" <")[0] for r in receiver.got]  # less the link to the source
     assert len(texts) == 2, texts
-    assert receiver.got[0].json()["text"].endswith(f"{live.url}/o/default/w/default/sources|open>")
+    assert receiver.got[0].json()["text"].endswith(f"{live.url}/o/default/w/default/sources/remote|open>")
     assert texts[0].startswith(
         f"[warning] source remote: the replace of run train at main@sha1:{v2} is held: train is Running ("
     )

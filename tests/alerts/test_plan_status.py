@@ -87,6 +87,7 @@ def test_a_plan_in_ci_posts_success_with_its_summary_and_a_failing_one_failure_w
             "state": "success",
             "description": "plan: 1 to create, 0 to update, 0 to replace, 0 to delete",
             "context": "astra/plan",
+            "target_url": "http://astra.test/o/default/w/default/sources/ci",  # the source's page
         },
     )
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import Response
@@ -46,9 +47,10 @@ def _delivery(request: Request) -> Any:
     return getattr(request.app.state, "alerts", None)
 
 
-def sources_link(request: Request, api: Api) -> str:
+def source_link(request: Request, api: Api, name: str) -> str:
+    """The source's console page (``/o/ORG/w/WS/sources/NAME``): a commit status's link."""
     org, workspace, _ = api.scope
-    return str(request.base_url).rstrip("/") + f"/o/{org}/w/{workspace}/sources"
+    return str(request.base_url).rstrip("/") + f"/o/{org}/w/{workspace}/sources/{quote(name, safe='/')}"
 
 
 def notice_status(
@@ -61,7 +63,7 @@ def notice_status(
     if delivery is None:
         return
     scope, now = (api.scope.org, api.scope.workspace, api.scope.cluster), api.clock.now()
-    link = sources_link(request, api)
+    link = source_link(request, api, name)
     event = source_event(scope, name, before, after, now, link)
     events = [event] if event is not None else []
     for held in replace_events(scope, name, before, after, now, link):
@@ -199,6 +201,7 @@ async def post_plan_status(api: Api, body: PlanStatus, request: Request) -> Resp
     store, ws, now = api.engine.store, api.scope.workspace_key, api.clock.now()
     scope = (api.scope.org, api.scope.workspace, api.scope.cluster)
     event = plan_event(scope, body.source, body.revision, (body.state, body.description, body.context), now)
+    event = replace(event, link=source_link(request, api, body.source))
     rules = [Alert.from_json(r) for r in store.alert_rules(ws)]
     chosen = [a for a in rules if matches(a, event)]
     if chosen:

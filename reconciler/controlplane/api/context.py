@@ -55,6 +55,7 @@ from ...runspec.messages import DID_YOU_MEAN
 from ...runspec.paths import FieldPath
 from ...wire import WS_API
 from ...wire import models as wire
+from ...wire.alerts import SECRET_NAME, SECRET_NAME_WORDS
 from ..auth import Identity, Role, Tokens
 from ..clock import Clock
 from ..engine import Engine
@@ -444,6 +445,8 @@ def _words(e: Any) -> str:
     if kind == "less_than_equal":
         return f"must be at most {ctx.get('le')}"
     if kind == "string_pattern_mismatch":
+        if ctx.get("pattern") == SECRET_NAME:  # a sink's url, key or token: a secret's name
+            return SECRET_NAME_WORDS
         return f"must match {ctx.get('pattern')}"
     return str(e.get("msg", "is not valid"))
 
