@@ -55,11 +55,13 @@ def submit_group_jobs(
     needs: str | None = None,
     hold: bool = False,
     cause: str = RESTARTED_AFTER["Failed"],
+    secrets: Callable[[tuple[int, ...]], list[str]] | None = None,
 ) -> None:
     """Submit the group jobs of ``sub``, in ``start_after`` order: all of them, or ``only`` some
     groups, whose predecessors keep their jobs (``pending``: the groups not started yet);
     ``needs``: the run's ``--dependency=`` on other runs, given to every job beside its own
-    ``after:`` (``hold``: submitted held, some of those runs not created yet)."""
+    ``after:`` (``hold``: submitted held, some of those runs not created yet); ``secrets``: the
+    options that give a job (by its groups) its secrets (``--export``, joined with a restart's)."""
     record["generation"] = generation
     current = units(record)
     nonce = comment_nonce(sub.comment)
@@ -83,8 +85,11 @@ def submit_group_jobs(
         if begin:
             assert not_before is not None
             extra.append(begin_option(not_before))
+        given = secrets(job.groups) if secrets else []
         if restart or why:  # a restart: each group's attempt, and why (``stopping.ATTEMPT_LINES``)
-            extra += restart_env(max(_attempts_of(record, g) for g in job.groups), cause)
+            extra += restart_env(max(_attempts_of(record, g) for g in job.groups), cause, given)
+        else:
+            extra += given
         job_id = sbatch(job.script, extra)
         for g in job.groups:
             job_ids[g] = job_id
