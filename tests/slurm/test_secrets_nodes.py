@@ -16,7 +16,7 @@ import pytest
 from reconciler.cli.app import run
 from reconciler.clusters.slurm import SlurmCluster
 
-from .test_integration import final
+from .test_integration import final, wait_for
 from .test_secrets import CANARIES, ENV_CANARY, FILE_CANARY, SLURM_DIR, _files_with_canary, _holds_canary
 
 SERVER = "slurm://debug"
@@ -180,3 +180,39 @@ def test_a_secret_file_with_a_drive_is_mounted_in_the_drives_sandbox(slurm, tmp_
 
 def test_the_canaries_are_what_the_one_machine_test_checks():
     assert ENV_CANARY in CANARIES and FILE_CANARY.split(b"\n")[0] in CANARIES
+
+
+def test_a_groups_restart_whose_secret_was_deleted_waits_held_until_it_is_set_again(slurm, tmp_path: Path):
+    """As a unit's restart (``test_secrets.py``): the secret deleted while the first attempt
+    failed, the restart of the heterogeneous job is held in words, and runs once it is set."""
+    cluster, cli = slurm
+    cluster.set_secret("tok", b"first_canary")
+    marker = tmp_path / "tried"
+    script = f"echo t=$T; [ -e {marker} ] && exit 0; touch {marker}; exit 1"
+    template = {
+        "image": "debian:12",
+        "command": "sh",
+        "args": ["-c", script],
+        "env": {"T": {"secret": "tok"}},
+    }
+    groups = [{"name": n, "replicas": 1, "task_template": template} for n in "ab"]
+    spec = {"start": "Gang", "on_failure": "RestartJob", "task_groups": groups}
+    cluster.create_run({"metadata": {"name": "gagain"}, "spec": spec})
+    try:
+        job = str(cluster.records.load("gagain")["attempts"][0]["job_id"])
+        wait_for("the first attempt ends", lambda: cluster.commands.live([job]), lambda left: left == [], 60)
+        cli("secret", "delete", "tok", "--force")
+        missing = f"Secret 'tok' does not exist on {SERVER}: astra secret set tok --server {SERVER}"
+        waiting = cluster.get_run("gagain")  # judged now: failed, resubmitted held
+        assert (waiting.state, waiting.reason) == ("Pending", missing)
+        attempts = cluster.records.load("gagain")["attempts"]
+        assert len(attempts) == 2 and attempts[1]["held"] is True
+        assert list(cluster.secrets.jobs.iterdir()) == []  # no file before the value
+        cluster.set_secret("tok", b"second_canary")
+        done = final(cluster, "gagain", 90)
+        assert done.state == "Completed", done
+        assert cluster.records.load("gagain")["attempts"][1].get("held") is None
+        assert list(cluster.secrets.jobs.iterdir()) == []
+        assert "t=***" in cli("logs", "gagain-a-0").splitlines()
+    finally:
+        cli("delete", "gagain", "--yes")

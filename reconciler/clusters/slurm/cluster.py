@@ -415,6 +415,7 @@ class SlurmCluster(ClusterSecrets):
                 case CancelJobs(job_ids):
                     self._stop(record, found.run, list(job_ids), now)
                 case RestartGroups(r, only, pending):
+                    held = self._hold_restart(record, found.run)  # a secret deleted since: held
                     self._submit_groups(
                         record,
                         found.run,
@@ -426,7 +427,11 @@ class SlurmCluster(ClusterSecrets):
                         only=set(only) if only is not None else None,
                         pending=set(pending) if pending is not None else None,
                         cause=r.cause,
+                        hold=held,
+                        files=not held,
                     )
+                    if held and waits is None:  # said at once, as a unit's restart is
+                        found.again, waits = True, held_words(record, self.address)
                 case ResubmitUnit(r):
                     held = self._hold_restart(record, found.run)
                     resubmit(record, found.run, r, self._sbatch, now, self._secrets_env, hold=held)
@@ -548,7 +553,7 @@ class SlurmCluster(ClusterSecrets):
             sub = self._submission(run, nonce, generation=generation)
         else:
             generation = comment_nonce(sub.comment)
-        nonce = comment_nonce(sub.comment)
+        nonce, before = comment_nonce(sub.comment), len(record["attempts"])
         submit_group_jobs(
             record,
             sub,
@@ -565,6 +570,8 @@ class SlurmCluster(ClusterSecrets):
             cause=cause,
             secrets=lambda groups: self._group_secrets(run, nonce, groups, write=files),
         )
+        for attempt in record["attempts"][before:] if not files else ():
+            attempt["held"] = True  # no file yet: ``held`` writes it, then releases the job
 
     def _throttle(self, record: dict[str, Any], cap: int, run: Run) -> None:
         """``max_parallel`` in place, on the array job (the record's first submission)."""
