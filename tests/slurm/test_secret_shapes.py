@@ -7,6 +7,7 @@ tasks in their environment, and each task's wrapper (``--task PART``) takes them
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import subprocess
@@ -127,3 +128,25 @@ def test_the_batch_steps_wrapper_hands_the_values_on_in_the_environment_and_the_
     assert (gone.returncode, gone.stderr.strip()) == (1, jobwrapper.GONE)
     untold = subprocess.run(argv[4:], capture_output=True, text=True, env=env, timeout=30)
     assert (untold.returncode, untold.stderr.strip()) == (1, jobwrapper.UNCARRIED)
+
+
+def test_a_64_kib_binary_file_and_a_value_with_newlines_pass_through_the_environment(tmp_path: Path):
+    """The largest value a secret may hold (64 KiB, any bytes) as a file, and an env value with
+    newlines, carried by ``--carry`` and mounted by ``--task`` (0400, in a tmpfs of bwrap's)."""
+    program = _wrapper(tmp_path)
+    blob = bytes(range(256)) * 256  # 64 KiB, every byte value
+    key = tmp_path / "keys" / "blob"
+    part = {
+        "env": {"T": base64.b64encode(b"line one\nline two").decode()},
+        "files": {str(key): base64.b64encode(blob).decode()},
+    }
+    secret_file = tmp_path / "n0.0"
+    secret_file.write_text(json.dumps({"parts": [part]}))
+    task = f'sha256sum < {key} | cut -c1-64; stat -c %a {key}; printf %s "$T" | wc -l'
+    argv = [sys.executable, str(program), "--carry", str(secret_file)]
+    argv += [sys.executable, str(program), "--task", "0", "sh", "-c", task]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASTRA")}
+    out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [hashlib.sha256(blob).hexdigest(), "400", "1"]
+    assert not key.exists()
