@@ -216,3 +216,24 @@ def test_a_groups_restart_whose_secret_was_deleted_waits_held_until_it_is_set_ag
         assert "t=***" in cli("logs", "gagain-a-0").splitlines()
     finally:
         cli("delete", "gagain", "--yes")
+
+
+def test_worker_groups_of_one_job_each_read_their_own_file_and_no_canary_is_anywhere(slurm, tmp_path: Path):
+    """Groups ordered by ``start_after`` are one job per group, each with its own file (named by
+    the group's index); each group's workers print both values, masked."""
+    cluster, cli = slurm
+    groups = [
+        {"name": "a", "replicas": 2, "task_template": _template(tmp_path / "a" / "key")},
+        {"name": "b", "replicas": 1, "start_after": "a", "task_template": _template(tmp_path / "b" / "key")},
+    ]
+    cluster.create_run({"metadata": {"name": "grp"}, "spec": {"task_groups": groups}})
+    try:
+        done = final(cluster, "grp", 90)
+        assert done.state == "Completed", done
+        assert cluster.records.load("grp")["kind"] == "groups"
+        for worker in ("grp-a-0", "grp-a-1", "grp-b-0"):
+            log = cli("logs", worker)
+            assert _printed(log) == MASKED, log
+        _nothing_anywhere(cluster, cli, "grp", tmp_path)
+    finally:
+        cli("delete", "grp", "--yes")

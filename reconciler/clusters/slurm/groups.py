@@ -4,7 +4,10 @@ Owns: the two shapes of worker groups (``submission``'s table): a gang of groups
 heterogeneous job (a component per group, one ``srun`` over all, ranks across the components);
 any other is one job per group, submitted in ``start_after`` order with ``--dependency=after``,
 the leader's group telling the others its address through a file in the shared log folder
-(one file a generation). Also the groups' order, their first ranks and their GPUs.
+(one file a generation). Also the groups' order, their first ranks and their GPUs, and how a
+group's job carries secrets: its batch step's wrapper hands them to the tasks (``--carry``),
+each group's tasks take their own part (``--task PART``: a heterogeneous job's one file has a
+part per group) or, reading none, shed the others' (``SHED``).
 
 Must not touch: processes, files, clocks. The cluster submits these jobs (``submit``).
 """

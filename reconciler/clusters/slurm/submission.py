@@ -4,7 +4,9 @@ Owns: the ``Submission`` and ``GroupJob`` records the mapping hands the cluster,
 (``Kind``) and image modes (``Images``), the ``--comment`` astra writes on every job (its marker,
 the spec hash, the submission's nonce) and how it is read back, the run's document as the
 script's header carries it, and the resource options both mappings write alike (``--gres``,
-memory in MiB, ``--time`` in whole minutes).
+memory in MiB, ``--time`` in whole minutes); and the words both write to call the secrets'
+wrapper (``jobwrapper``: ``secret_wrapper``, ``task_exec``, ``secret_file_line``, pyxis'
+``container_env``, ``no_requeue``).
 
 Must not touch: processes, files, clocks; which fields Slurm cannot carry (``unsupported``);
 the shapes' own options and scripts (``mapping`` for one worker template, ``groups`` for worker
