@@ -8,7 +8,7 @@ import pytest
 from reconciler.cli.app import run
 from reconciler.clusters.slurm import SlurmCluster
 
-from .test_integration import _cluster_up, doc, final
+from .test_integration import doc, final
 
 SERVER = "slurm://debug"
 SEES = (
@@ -18,19 +18,14 @@ SEES = (
 
 
 @pytest.fixture
-def slurm(tmp_path, monkeypatch, capsys):
-    problem = _cluster_up()
-    if problem is not None:
-        pytest.fail(f"The local Slurm cluster is not up: {problem}", pytrace=False)
-    monkeypatch.setenv("ASTRA_SLURM_STATE", str(tmp_path / "state"))
-    monkeypatch.chdir(tmp_path)
+def slurm(slurm_state, capsys):
 
     def cli(*argv: str) -> tuple[int, str, str]:
         code = run([*argv, "--server", SERVER])
         out, err = capsys.readouterr()
         return code, out, err
 
-    return SlurmCluster.from_url(SERVER, state_dir=tmp_path / "state"), cli
+    return SlurmCluster.from_url(SERVER, state_dir=slurm_state), cli
 
 
 def test_logs_and_rerun_failed_on_slurm(slurm):

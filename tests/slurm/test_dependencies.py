@@ -13,7 +13,7 @@ import pytest
 from reconciler.cli.app import run
 from reconciler.clusters.slurm import SlurmCluster
 
-from .test_integration import _cluster_up, final, wait_for
+from .test_integration import final, wait_for
 
 SERVER = "slurm://debug"
 
@@ -28,20 +28,14 @@ spec:
 
 
 @pytest.fixture
-def slurm(tmp_path, monkeypatch, capsys):
-    problem = _cluster_up()
-    if problem is not None:
-        pytest.fail(f"The local Slurm cluster is not up: {problem}", pytrace=False)
-    monkeypatch.setenv("ASTRA_SLURM_STATE", str(tmp_path / "state"))
-    monkeypatch.setenv("ASTRA_HOME", str(tmp_path / "home"))
-    monkeypatch.chdir(tmp_path)  # nothing is written into the checkout
+def slurm(slurm_state, capsys):
 
     def cli(*argv: str) -> tuple[int, str, str]:
         code = run([*argv, "--server", SERVER])
         out, err = capsys.readouterr()
         return code, out, err
 
-    return SlurmCluster.from_url(SERVER, state_dir=tmp_path / "state"), cli
+    return SlurmCluster.from_url(SERVER, state_dir=slurm_state), cli
 
 
 def _chain(folder: Path, out: Path, prefix: str, first_body: str) -> list[str]:

@@ -104,7 +104,8 @@ def test_a_run_held_for_secrets_is_released_once_all_are_set_never_before(tmp_pa
     assert awaited(cluster.records.load("w")) == ([], [])
     files = sorted(p.name for p in cluster.secrets.jobs.iterdir())
     assert files == ["n7.0", "n7.1"]  # each copy's file, written before the release
-    assert json.loads((cluster.secrets.jobs / "n7.0").read_text())["env"] == {"A": "MQ==", "B": "Mg=="}
+    (part,) = json.loads((cluster.secrets.jobs / "n7.0").read_text())["parts"]  # one template: one part
+    assert part["env"] == {"A": "MQ==", "B": "Mg=="}
     cluster.set_secret("a", b"1")
     assert fake.calls == ["release 7"]  # released once
 

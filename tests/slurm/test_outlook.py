@@ -11,8 +11,6 @@ from reconciler.cli.app import run
 from reconciler.clusters.slurm import SlurmCluster
 from reconciler.clusters.slurm.outlook import read_test_only
 
-from .test_integration import _cluster_up
-
 SERVER = "slurm://debug"
 NOW = dt.datetime(2026, 12, 1, 4, 10, 58).timestamp()
 
@@ -36,13 +34,8 @@ def test_sbatch_test_only_in_words():
 
 
 @pytest.fixture
-def cli(tmp_path, monkeypatch, capsys):
-    problem = _cluster_up()
-    if problem is not None:
-        pytest.fail(f"The local Slurm cluster is not up: {problem}", pytrace=False)
-    monkeypatch.setenv("ASTRA_SLURM_STATE", str(tmp_path / "state"))
+def cli(slurm_state, monkeypatch, capsys):
     monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.chdir(tmp_path)
 
     def call(*argv: str) -> tuple[int, str, str]:
         code = run([*argv, "--server", SERVER])

@@ -18,7 +18,7 @@ from reconciler.clusters.slurm import SlurmCluster
 from reconciler.clusters.slurm import secrets as secrets_module
 from reconciler.clusters.slurm.secrets import KEY_VARIABLE, SlurmSecrets
 
-from .test_integration import _cluster_up, doc, final
+from .test_integration import doc, final
 
 SERVER = "slurm://debug"
 VALUES = {f"tok-{i}": f"canary_{i}_9d1e\n\x00\xff".encode() for i in range(5)}
@@ -133,14 +133,8 @@ def test_a_value_that_opens_with_no_key_stops_the_rotation_before_any_write(tmp_
 
 
 @pytest.fixture
-def slurm(tmp_path, monkeypatch, capsys):
-    problem = _cluster_up()
-    if problem is not None:
-        pytest.fail(f"The local Slurm cluster is not up: {problem}", pytrace=False)
-    monkeypatch.setenv("ASTRA_SLURM_STATE", str(tmp_path / "state"))
-    monkeypatch.setenv("ASTRA_HOME", str(tmp_path / "home"))
+def slurm(slurm_state, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(KEY_VARIABLE, str(tmp_path / "keys" / "slurm.key"))  # off the shared folder
-    monkeypatch.chdir(tmp_path)
 
     def cli(*argv: str, server: str = SERVER, ok: bool = True) -> str:
         code = run([*argv, "--server", server])
@@ -149,7 +143,7 @@ def slurm(tmp_path, monkeypatch, capsys):
         assert "canary" not in out + err
         return out + err
 
-    return SlurmCluster.from_url(SERVER, state_dir=tmp_path / "state"), cli
+    return SlurmCluster.from_url(SERVER, state_dir=slurm_state), cli
 
 
 def test_rotate_key_on_slurm_then_a_run_reads_its_secrets_masked(slurm, tmp_path: Path):

@@ -18,7 +18,7 @@ from reconciler.cli.app import run
 from reconciler.clusters import Rejected
 from reconciler.clusters.slurm import SlurmCluster
 
-from .test_integration import _cluster_up, doc, final, wait_for
+from .test_integration import doc, final, wait_for
 
 SERVER = "slurm://debug"
 ENV_CANARY = b"hf_canary_ENV_7f3a91"
@@ -42,13 +42,7 @@ spec:
 
 
 @pytest.fixture
-def slurm(tmp_path, monkeypatch, capsys):
-    problem = _cluster_up()
-    if problem is not None:
-        pytest.fail(f"The local Slurm cluster is not up: {problem}", pytrace=False)
-    monkeypatch.setenv("ASTRA_SLURM_STATE", str(tmp_path / "state"))
-    monkeypatch.setenv("ASTRA_HOME", str(tmp_path / "home"))
-    monkeypatch.chdir(tmp_path)  # nothing is written into the checkout
+def slurm(slurm_state, capsys):
 
     def cli(*argv: str) -> str:
         code = run([*argv, "--server", SERVER])
@@ -56,7 +50,7 @@ def slurm(tmp_path, monkeypatch, capsys):
         assert code == 0, out + err
         return out + err
 
-    return SlurmCluster.from_url(SERVER, state_dir=tmp_path / "state"), cli
+    return SlurmCluster.from_url(SERVER, state_dir=slurm_state), cli
 
 
 def _holds_canary(data: bytes) -> bool:

@@ -184,6 +184,7 @@ class SlurmCluster(ClusterSecrets):
                 now=now,
                 needs=needs,
                 hold=hold,
+                files=not awaiting["secrets"],
             )
         else:
             copies = list(range(sub.size)) if sub.kind == "array" else [0]
@@ -414,6 +415,7 @@ class SlurmCluster(ClusterSecrets):
                 case CancelJobs(job_ids):
                     self._stop(record, found.run, list(job_ids), now)
                 case RestartGroups(r, only, pending):
+                    held = self._hold_restart(record, found.run)  # a secret deleted since: held
                     self._submit_groups(
                         record,
                         found.run,
@@ -425,7 +427,11 @@ class SlurmCluster(ClusterSecrets):
                         only=set(only) if only is not None else None,
                         pending=set(pending) if pending is not None else None,
                         cause=r.cause,
+                        hold=held,
+                        files=not held,
                     )
+                    if held and waits is None:  # said at once, as a unit's restart is
+                        found.again, waits = True, held_words(record, self.address)
                 case ResubmitUnit(r):
                     held = self._hold_restart(record, found.run)
                     resubmit(record, found.run, r, self._sbatch, now, self._secrets_env, hold=held)
@@ -499,8 +505,8 @@ class SlurmCluster(ClusterSecrets):
     def _drives_for(self, run: Run) -> SlurmDrives | None:
         """What the cluster knows of drives (and of the node's sandbox, which secret files need
         too), asked only of a run that mounts some or reads secret files."""
-        t = run.spec.task_template
-        if not mounted_drives(run) and not (t is not None and t.secret_files):
+        templates = [g.task_template for g in run.spec.task_groups or ()] + [run.spec.task_template]
+        if not mounted_drives(run) and not any(t is not None and t.secret_files for t in templates):
             return None
         if self.images() == "pyxis":
             return SlurmDrives(self.drive_table())
@@ -535,16 +541,19 @@ class SlurmCluster(ClusterSecrets):
         needs: str | None = None,
         hold: bool = False,
         cause: str = RESTARTED_AFTER["Failed"],
+        files: bool = True,
     ) -> None:
         """Submit the group jobs, in ``start_after`` order: all of them (``sub``, or a new
         generation with a new leader file) or ``only`` some groups, in the current generation;
-        ``needs``: the run's ``--dependency`` on other runs (``hold``: some are not created yet)."""
+        ``needs``: the run's ``--dependency`` on other runs (``hold``: some are not created yet);
+        ``files``: each job's secrets file written (not for a job held for a secret not set)."""
         if sub is None:
             nonce = new_nonce()
             generation = record["generation"] if only is not None else nonce
             sub = self._submission(run, nonce, generation=generation)
         else:
             generation = comment_nonce(sub.comment)
+        nonce, before = comment_nonce(sub.comment), len(record["attempts"])
         submit_group_jobs(
             record,
             sub,
@@ -559,7 +568,10 @@ class SlurmCluster(ClusterSecrets):
             needs=needs,
             hold=hold,
             cause=cause,
+            secrets=lambda groups: self._group_secrets(run, nonce, groups, write=files),
         )
+        for attempt in record["attempts"][before:] if not files else ():
+            attempt["held"] = True  # no file yet: ``held`` writes it, then releases the job
 
     def _throttle(self, record: dict[str, Any], cap: int, run: Run) -> None:
         """``max_parallel`` in place, on the array job (the record's first submission)."""

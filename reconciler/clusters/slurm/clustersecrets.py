@@ -4,9 +4,9 @@ Owns: ``ClusterSecrets``, the part of ``SlurmCluster`` that sets and plans secre
 (``set_secret``, ``plan_secrets``, and ``put_secret``/``list_secrets``/``delete_secret``/
 ``rotate_secrets_key`` for ``astra secret … --server slurm://``: the calls ``astra watch
 --age-identity`` makes, as of an Astraeus server) and gives a submission its secrets
-(``_secrets_env``: each copy's file, the
-wrapper's program, the path to the job). The store is ``secrets``'; the node's side is
-``jobwrapper``'s; a run held for a secret not set is ``held``'s (setting one releases them).
+(``_secrets_env`` and ``_group_secrets``, through ``_give``: each job's file, the wrapper's
+program, the path to the job). The store is ``secrets``'; the node's side is ``jobwrapper``'s;
+a run held for a secret not set is ``held``'s (setting one releases them).
 
 Must not touch: Slurm's commands, the run records' shape, values in any words.
 """
@@ -129,14 +129,25 @@ class ClusterSecrets(HeldRuns):
             return out
 
     def _secrets_env(self, run: Run, nonce: str, indices: list[int]) -> list[str]:
-        """For a job whose template reads secrets: each copy's secrets file written (0600; read
-        and removed by the job's wrapper), the wrapper's program made current, and the option
-        that tells the job where its file is (a path, never a value); else nothing."""
+        """For a job of a run of one worker template (``indices``: the copies whose files to
+        write now, none for a job held for a secret not set): ``_give``'s."""
         t = run.spec.task_template
-        if t is None or not reads_secrets(t):
+        return self._give([t], nonce, indices, run) if t is not None else []
+
+    def _group_secrets(self, run: Run, nonce: str, groups: tuple[int, ...], *, write: bool) -> list[str]:
+        """For the job of worker groups ``groups`` (one, or a heterogeneous job's all): its file
+        (named by its first group, a part per group) written when ``write``; ``_give``'s."""
+        templates = [(run.spec.task_groups or [])[g].task_template for g in groups]
+        return self._give(templates, nonce, [groups[0]] if write else [], run)
+
+    def _give(self, templates: list[Any], nonce: str, indices: list[int], run: Run) -> list[str]:
+        """For a job whose worker templates read secrets: each of its files ``indices`` written
+        (0600; read and removed by the job's wrapper), the wrapper's program made current, and
+        the option that tells the job where its files are (a path, never a value); else nothing."""
+        if not any(reads_secrets(t) for t in templates):
             return []
         for i in indices:
-            self.secrets.job_file(t, nonce, i, self.address)
+            self.secrets.job_file(templates, nonce, i, self.address)
         wrapper = Path(wrapper_path(str(self.records.log_dir(run.metadata.name))))
         text = program_text(inspect.getsource(masking), inspect.getsource(jobwrapper))
         if not wrapper.exists() or wrapper.read_text() != text:

@@ -4,7 +4,10 @@ Owns: the two shapes of worker groups (``submission``'s table): a gang of groups
 heterogeneous job (a component per group, one ``srun`` over all, ranks across the components);
 any other is one job per group, submitted in ``start_after`` order with ``--dependency=after``,
 the leader's group telling the others its address through a file in the shared log folder
-(one file a generation). Also the groups' order, their first ranks and their GPUs.
+(one file a generation). Also the groups' order, their first ranks and their GPUs, and how a
+group's job carries secrets: its batch step's wrapper hands them to the tasks (``--carry``),
+each group's tasks take their own part (``--task PART``: a heterogeneous job's one file has a
+part per group) or, reading none, shed the others' (``SHED``).
 
 Must not touch: processes, files, clocks. The cluster submits these jobs (``submit``).
 """
@@ -12,12 +15,13 @@ Must not touch: processes, files, clocks. The cluster submits these jobs (``subm
 from __future__ import annotations
 
 import shlex
+from pathlib import PurePath
 
 from reconciler.runspec.errors import FieldError
 from reconciler.runspec.messages import GANG_BARRIER_SECONDS, MASTER_PORT
 from reconciler.runspec.models import Run, StartPolicy, TaskGroup, resolve_on_failure, resolve_start
 from reconciler.runspec.paths import FieldPath
-from reconciler.sandbox import NODE_BOX
+from reconciler.sandbox import Mount
 
 from .drives import SlurmDrives, box_line, container_mounts, template_mounts
 from .submission import (
@@ -28,8 +32,15 @@ from .submission import (
     Submission,
     ask_options,
     comment_for,
+    container_env,
+    no_requeue,
+    reads_secrets,
     script_header,
+    secret_file_line,
+    secret_wrapper,
     step_launch,
+    task_exec,
+    wrapper_path,
 )
 from .unsupported import (
     NO_GROUP_GPUS,
@@ -165,12 +176,18 @@ def _group_errors(
     return errors
 
 
-def _image(g: TaskGroup, images: Images, drives: SlurmDrives) -> str:
-    """A group's ``--container-image`` under pyxis, with its drives' ``--container-mounts``."""
+def _image(g: TaskGroup, images: Images, drives: SlurmDrives, log_dir: str, part: int) -> str:
+    """A group's ``--container-image`` under pyxis, with its drives' ``--container-mounts``
+    (and, when it reads secrets, the wrapper's folder and the names of ``--container-env``)."""
     if images != "pyxis":
         return ""
-    mounts = container_mounts(template_mounts(g.task_template, drives))
-    return f" --container-image={shlex.quote(g.task_template.image)}{mounts}"
+    t = g.task_template
+    mounts = template_mounts(t, drives)
+    if reads_secrets(t):
+        bin_dir = str(PurePath(wrapper_path(log_dir)).parent)
+        mounts.append(Mount(bin_dir, bin_dir, True))
+    env = container_env(t, part) if reads_secrets(t) else ""
+    return f" --container-image={shlex.quote(t.image)}{container_mounts(mounts)}{env}"
 
 
 def _box(g: TaskGroup, images: Images, drives: SlurmDrives) -> str | None:
@@ -184,19 +201,19 @@ def _hetjob(
     """A gang of groups: one heterogeneous job, a component per group."""
     groups = list(run.spec.task_groups or ())
     size = sum(g.replicas for g in groups)
+    secret = any(reads_secrets(g.task_template) for g in groups)
     blocks = [_group_options(run, g, comment, partition, log_dir, i == 0) for i, g in enumerate(groups)]
+    if secret:  # one job: none of its components is requeued (``no_requeue``)
+        blocks = [no_requeue(b) for b in blocks]
     lines = script_header(run, "hetjob: " + ", ".join(g.name for g in groups), blocks)
     # The batch step runs on component 0's first node: that is the leader (rank 0).
     lines += [*_FIRST_NODE_ADDR, f"export MASTER_ADDR MASTER_PORT={MASTER_PORT}"]
+    if secret:  # one file for the job, a part per group (``secrets.job_file``)
+        lines.append(secret_file_line("0"))
     # One heterogeneous step over every component: Slurm numbers its tasks across the
     # components in order (SLURM_PROCID 0..N-1, SLURM_NTASKS N), which is RANK across groups.
-    steps = [
-        f"--het-group={i} {step_launch(log_dir).removeprefix('srun ')}{_image(g, images, drives)} bash -c "
-        f"{shlex.quote(_group_inner(g, '$SLURM_PROCID', size, _box(g, images, drives)))} "
-        f"astra-worker {_group_argv(g)}"
-        for i, g in enumerate(groups)
-    ]
-    lines.append("exec srun " + " : ".join(steps))
+    steps = [_het_step(g, i, size, log_dir, images, drives, carried=secret) for i, g in enumerate(groups)]
+    lines.append(f"exec {_carry(log_dir, secret)}srun " + " : ".join(steps))
     options = tuple(o for b in blocks for o in b)
     return GroupJob(tuple(range(len(groups))), None, options, "\n".join(lines) + "\n")
 
@@ -219,14 +236,19 @@ def _group_jobs(
     jobs = []
     for i in group_order(groups):
         g = groups[i]
+        secret = reads_secrets(g.task_template)
         opts = _group_options(run, g, comment, partition, log_dir, True)
+        opts = no_requeue(opts) if secret else opts
         lines = script_header(
             run, f"group {g.name}, ranks {offsets[i]}-{offsets[i] + g.replicas - 1} of {size}", [opts]
         )
         if size > 1:
             lines += _leader_lines(i, groups[0].name, leader)
-        inner = _group_inner(g, f"$(({offsets[i]}+SLURM_PROCID))", size, _box(g, images, drives))
-        launch = f"{step_launch(log_dir)}{_image(g, images, drives)}"
+        if secret:  # this group's job's file (``secrets.job_file``: named by the group's index)
+            lines.append(secret_file_line(str(i)))
+        task = _task(g, log_dir, 0, secret)
+        inner = _group_inner(g, f"$(({offsets[i]}+SLURM_PROCID))", size, _box(g, images, drives), task)
+        launch = f"{_carry(log_dir, secret)}{step_launch(log_dir)}{_image(g, images, drives, log_dir, 0)}"
         lines.append(f"exec {launch} bash -c {shlex.quote(inner)} astra-worker {_group_argv(g)}")
         after = names[g.start_after] if g.start_after is not None else None
         jobs.append(GroupJob((i,), after, tuple(opts), "\n".join(lines) + "\n"))
@@ -270,16 +292,46 @@ def _group_options(
     )
 
 
-def _group_inner(g: TaskGroup, rank: str, size: int, box: str | None) -> str:
+def _het_step(
+    g: TaskGroup, i: int, size: int, log_dir: str, images: Images, drives: SlurmDrives, *, carried: bool
+) -> str:
+    """Component ``i`` of a heterogeneous job's one ``srun``: group ``g``'s tasks (``carried``:
+    the job hands secrets to its tasks, each group's part ``i``)."""
+    inner = _group_inner(g, "$SLURM_PROCID", size, _box(g, images, drives), _task(g, log_dir, i, carried))
+    launch = step_launch(log_dir).removeprefix("srun ") + _image(g, images, drives, log_dir, i)
+    return f"--het-group={i} {launch} bash -c {shlex.quote(inner)} astra-worker {_group_argv(g)}"
+
+
+def _carry(log_dir: str, secret: bool) -> str:
+    """The batch step's wrapper before ``srun`` when the job reads secrets: it reads the job's
+    file and hands the values to the tasks in their environment (``jobwrapper``'s ``--carry``)."""
+    return secret_wrapper(log_dir, '--carry "$ASTRA_SECRET_FILE" ') if secret else ""
+
+
+#: What a task of a job that carries other groups' secrets (not its own) runs first: it sheds them.
+SHED = "unset ${!ASTRA_SECRET@} ${!ASTRA_JOB_SECRETS@}"
+
+
+def _task(g: TaskGroup, log_dir: str, part: int, carried: bool) -> str | None:
+    """How a group's task takes its secrets: the wrapper's ``--task PART`` when it reads some;
+    a task of a job that carries other groups' only sheds them (``SHED``); else nothing."""
+    if reads_secrets(g.task_template):
+        return secret_wrapper(log_dir, f"--task {part}")
+    return SHED if carried else None
+
+
+def _group_inner(g: TaskGroup, rank: str, size: int, box: str | None, task: str | None) -> str:
     """The per-task wrapper of a group's worker: its env, then CONTRACT §6's names; then the
-    command, in the node's sandbox (``box``) when it has drives to mount there."""
+    command, in the node's sandbox (``box``) when it has drives to mount there, under the
+    secrets' wrapper or after the line that sheds them (``task``, ``_task``'s)."""
     env = sorted((g.task_template.env or {}).items())
-    parts = [f"export {k}={shlex.quote(v)}" for k, v in env if isinstance(v, str)]  # secrets: refused
+    parts = [f"export {k}={shlex.quote(v)}" for k, v in env if isinstance(v, str)]  # secrets: the wrapper's
     parts.append(f"export RANK={rank} WORLD_SIZE={size}")
     parts.append("export SLURM_PROCID=$RANK SLURM_NTASKS=$WORLD_SIZE")
-    if box is not None:
-        return "; ".join([*parts, box]) + f'; exec {NODE_BOX} "$@"'
-    return "; ".join(parts) + '; exec "$@"'
+    wrapper = None if task == SHED else task
+    parts += [task] if task == SHED else []
+    parts += [box] if box is not None else []
+    return "; ".join([*parts, task_exec(box, wrapper, '"$@"')])
 
 
 def _group_argv(g: TaskGroup) -> str:

@@ -30,7 +30,7 @@ Must not touch: the spec's rules, Slurm's words (``commands``), what a job's sec
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from reconciler.runspec.models import Run
@@ -136,13 +136,19 @@ class HeldRuns:
     def _write_files(self, record: dict[str, Any], run: Run, held: list[dict[str, Any]]) -> str | None:
         """Each held copy's secrets file, with the values as set now; the words of what stops it
         (``secrets.job_file``'s refusal: a NUL byte in an env value), else ``None``."""
-        t = run.spec.task_template
-        assert t is not None  # only a run of one worker template reads secrets on Slurm
         try:
             for attempt in held:
-                copies = attempt["indices"] if attempt["indices"] is not None else range(record["size"])
-                for i in copies if record["kind"] == "array" else [0]:
-                    self.secrets.job_file(t, attempt["nonce"], i, self.address)
+                if record["kind"] in ("groups", "hetjob"):  # a job of groups: one file, a part each
+                    groups = attempt["indices"]
+                    templates = [(run.spec.task_groups or [])[g].task_template for g in groups]
+                    copies: Iterable[int] = [groups[0]]
+                else:
+                    assert run.spec.task_template is not None
+                    templates = [run.spec.task_template]
+                    copies = attempt["indices"] if attempt["indices"] is not None else range(record["size"])
+                    copies = copies if record["kind"] == "array" else [0]
+                for i in copies:
+                    self.secrets.job_file(templates, attempt["nonce"], i, self.address)
         except Rejected as exc:
             self.secrets.forget({a["nonce"] for a in held})
             return str(exc)

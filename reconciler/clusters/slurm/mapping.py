@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import shlex
+from pathlib import PurePath
 from typing import Any
 
 from reconciler.runspec.errors import FieldError
@@ -35,7 +36,7 @@ from reconciler.runspec.models import Run, Spec, resolve_on_failure, resolve_sta
 from reconciler.runspec.paths import FieldPath
 from reconciler.runspec.rerun import array_map
 from reconciler.runspec.vocabulary import changed_paths, forces_replace, validate_update
-from reconciler.sandbox import NODE_BOX
+from reconciler.sandbox import Mount
 
 from .drives import SlurmDrives, box_line, container_mounts, template_mounts
 from .groups import group_submission
@@ -46,9 +47,14 @@ from .submission import (
     Submission,
     ask_options,
     comment_for,
+    container_env,
+    no_requeue,
     reads_secrets,
     script_header,
+    secret_file_line,
+    secret_wrapper,
     step_launch,
+    task_exec,
     wrapper_path,
 )
 from .unsupported import (
@@ -57,7 +63,6 @@ from .unsupported import (
     NO_INDEPENDENT_SPREAD,
     NO_MIN_AVAILABLE,
     NO_SHAPE,
-    secret_errors,
     unsupported,
 )
 
@@ -168,7 +173,7 @@ def _shape(
     if spec.array is not None:
         if res is not None and (res.machines or 1) > 1:
             errors.append(FieldError.not_supported(rpath.child("machines"), NO_ARRAY_MACHINES))
-        return "array", nodes, gpus_each, errors + _secret_errors(run, "array", drives, images)
+        return "array", nodes, gpus_each, errors
     if gr is not None:
         shape = gpu_shape(gr.count, res.machines if res else None, gr.min_per_machine, node_gpus)
         if shape is None:
@@ -184,17 +189,7 @@ def _shape(
     elif res is not None and res.machines:
         nodes = res.machines
     kind: Kind = "gang" if nodes > 1 else "single"
-    errors += _secret_errors(run, kind, drives, images)
     return kind, nodes, gpus_each, errors + _start_errors(spec, kind, node_gpus)
-
-
-def _secret_errors(run: Run, kind: Kind, drives: SlurmDrives, images: Images) -> list[FieldError]:
-    """What of the template's secrets its job cannot be given (``unsupported.secret_errors``)."""
-    t = run.spec.task_template
-    if t is None:
-        return []
-    carried = kind in ("single", "array") and images != "pyxis"
-    return secret_errors(t, FieldPath.root().child("spec", "task_template"), drives, carried=carried)
 
 
 def _start_errors(spec: Spec, kind: Kind, node_gpus: int | None) -> list[FieldError]:
@@ -247,9 +242,7 @@ def _options(
         return ("--gpus-per-node=" + ask.removeprefix("gpu:")) if kind == "gang" else f"--gres={ask}"
 
     opts += ask_options(t, gpus_each, gpu_option)
-    if reads_secrets(t):  # a requeued job would find its secrets file gone: astra resubmits instead
-        opts = ["--no-requeue" if o == "--requeue" else o for o in opts]
-    return opts
+    return no_requeue(opts) if reads_secrets(t) else opts
 
 
 def _script(
@@ -266,10 +259,11 @@ def _script(
     mounts = template_mounts(t, drives)
     box = box_line(mounts, drives) if images != "pyxis" else None
     lines = script_header(run, kind, [opts])
-    if reads_secrets(t):  # this copy's secrets file (``secrets.job_file``), named before the unset below
-        lines.append('ASTRA_SECRET_FILE="$ASTRA_SECRETS.${SLURM_ARRAY_TASK_ID:-0}"; unset ASTRA_SECRETS')
+    secret = reads_secrets(t)
+    if secret:  # this copy's secrets file (``secrets.job_file``), named before the unset below
+        lines.append(secret_file_line("${SLURM_ARRAY_TASK_ID:-0}"))
     for key, value in sorted((t.env or {}).items()):
-        if isinstance(value, str):  # a secret's: refused (``unsupported``)
+        if isinstance(value, str):  # a secret's: the wrapper's (``jobwrapper``)
             lines.append(f"export {key}={shlex.quote(value)}")
     if kind == "array":
         # CONTRACT §6: the copy's index and the array's size under Astraeus' names; the copy is
@@ -309,12 +303,18 @@ def _script(
     else:
         # The command runs in the batch step itself: in the node's sandbox when it has drives,
         # under the secrets' wrapper when it reads secrets (``jobwrapper``: it masks the output).
-        if reads_secrets(t):
-            argv = f'python3 {shlex.quote(wrapper_path(log_dir))} "$ASTRA_SECRET_FILE" {argv}'
-        lines += [box, f"exec {NODE_BOX} {argv}"] if box is not None else [f"exec {argv}"]
+        wrapper = secret_wrapper(log_dir, '"$ASTRA_SECRET_FILE"') if secret else None
+        lines += [*([box] if box else []), task_exec(box, wrapper, argv)]
         return "\n".join(lines) + "\n"
-    if images == "pyxis":
-        launch += f" --container-image={shlex.quote(t.image)}{container_mounts(mounts)}"
-    body = shlex.quote(inner + (f"; {box}; exec {NODE_BOX} " if box is not None else "; exec ") + '"$@"')
-    lines.append(f"exec {launch} bash -c {body} astra-worker {argv}")
+    if images == "pyxis":  # the wrapper runs in the container: its folder mounted (read-only)
+        bin_dir = str(PurePath(wrapper_path(log_dir)).parent)
+        seen = [*mounts, Mount(bin_dir, bin_dir, True)] if secret else mounts
+        launch += f" --container-image={shlex.quote(t.image)}{container_mounts(seen)}"
+        launch += container_env(t, 0)
+    # With secrets the batch step's wrapper reads the file and hands the values to srun's
+    # tasks in its environment (``--carry``); each task's wrapper takes them (``--task``).
+    tail = task_exec(box, secret_wrapper(log_dir, "--task 0") if secret else None, '"$@"')
+    tail = f"{box}; {tail}" if box else tail
+    carry = secret_wrapper(log_dir, '--carry "$ASTRA_SECRET_FILE" ') if secret else ""
+    lines.append(f"exec {carry}{launch} bash -c {shlex.quote(inner + '; ' + tail)} astra-worker {argv}")
     return "\n".join(lines) + "\n"

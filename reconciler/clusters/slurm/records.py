@@ -249,8 +249,11 @@ class RunRecords:
         job, logs = attempt["job_id"], self.log_dir(record["name"])
         g = record["groups"][gi]
         if record["kind"] == "hetjob":
-            # Components have consecutive job ids; a het step numbers tasks across components.
-            files = [logs / f"{job + gi}.{g['offset'] + i}.out"]
+            # Components have consecutive job ids. A het step's %t is not the rank past
+            # component 0 (Slurm 22.05 wrote rank 1 of component 1 as ``.2.out``): a component's
+            # task files are its own, in task order, so its worker ``i`` has the i-th of them.
+            mine = sorted(logs.glob(f"{job + gi}.*.out"), key=lambda f: int(f.name.split(".")[1]))
+            files = mine[i : i + 1] or [logs / f"{job + gi}.{g['offset'] + i}.out"]
             if gi == 0 and i == 0:
                 files.insert(0, logs / f"{job}.out")
         else:

@@ -14,10 +14,10 @@ slurm://`` from the age-encrypted secrets ``astra.yaml`` declares (``plan_secret
 user (docs/secrets.md).
 
 Owns: the store (``SlurmSecrets``) and its key (made, read, rotated), and what one job is given
-(``job_file``): the values its worker template reads, as a JSON file of mode 0600 in
-``jobsecrets/`` (folder 0700), which the
-job's wrapper (``jobwrapper``) reads and removes as it starts; its path reaches the job through
-``--export`` (a path, not a value).
+(``job_file``): the values its worker templates read (a part per template: a heterogeneous
+job has several), as a JSON file of mode 0600 in ``jobsecrets/`` (folder 0700), which the job's
+wrapper (``jobwrapper``) reads and removes as it starts, on the job's first node; its path
+reaches the job through ``--export`` (a path, not a value).
 
 Must not touch: Slurm's commands, the records, values in any words or error.
 """
@@ -183,25 +183,30 @@ class SlurmSecrets:
         except FileNotFoundError:
             raise NotFound(f"no secret {name!r}") from None
 
-    def job_file(self, template: TaskTemplate, nonce: str, index: int, address: str) -> Path | None:
-        """The secrets file of copy ``index`` of submission ``nonce`` (module docstring), or
-        ``None`` when its template reads none; ``Rejected`` naming a secret not set (a run
-        naming one is held until it is, ``held``: none reaches here) or a NUL in an env value."""
+    def job_file(self, templates: list[TaskTemplate], nonce: str, index: int, address: str) -> Path | None:
+        """The secrets file of copy (or group job) ``index`` of submission ``nonce`` (module
+        docstring): a part per worker template of the job (a heterogeneous job has several), or
+        ``None`` when none reads any; ``Rejected`` naming a secret not set (a run naming one is
+        held until it is, ``held``: none reaches here) or a NUL in an env value."""
+        parts = [self._part(t, address) for t in templates]
+        if not any(p["env"] or p["files"] for p in parts):
+            return None
+        path = _private_dir(self.jobs) / f"{nonce}.{index}"
+        _write_private(path, json.dumps({"parts": parts}).encode())
+        return path
+
+    def _part(self, template: TaskTemplate, address: str) -> dict[str, dict[str, str]]:
+        """One template's values, in base64: its env secrets (by variable), its secret files (by path)."""
         env, files = {}, {}
         for key, value in sorted((template.env or {}).items()):
             if isinstance(value, SecretRef):
                 env[key] = self._value(value.secret, address, env=True)
         for f in template.secret_files or ():
             files[f.mount_path] = self._value(f.name, address, env=False)
-        if not env and not files:
-            return None
-        doc = {
+        return {
             "env": {k: base64.b64encode(v).decode() for k, v in env.items()},
             "files": {k: base64.b64encode(v).decode() for k, v in files.items()},
         }
-        path = _private_dir(self.jobs) / f"{nonce}.{index}"
-        _write_private(path, json.dumps(doc).encode())
-        return path
 
     def forget(self, nonces: set[str]) -> None:
         """Remove the secrets files of these submissions that no job read (never started)."""

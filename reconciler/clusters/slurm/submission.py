@@ -4,7 +4,9 @@ Owns: the ``Submission`` and ``GroupJob`` records the mapping hands the cluster,
 (``Kind``) and image modes (``Images``), the ``--comment`` astra writes on every job (its marker,
 the spec hash, the submission's nonce) and how it is read back, the run's document as the
 script's header carries it, and the resource options both mappings write alike (``--gres``,
-memory in MiB, ``--time`` in whole minutes).
+memory in MiB, ``--time`` in whole minutes); and the words both write to call the secrets'
+wrapper (``jobwrapper``: ``secret_wrapper``, ``task_exec``, ``secret_file_line``, pyxis'
+``container_env``, ``no_requeue``).
 
 Must not touch: processes, files, clocks; which fields Slurm cannot carry (``unsupported``);
 the shapes' own options and scripts (``mapping`` for one worker template, ``groups`` for worker
@@ -16,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePath
@@ -23,7 +26,9 @@ from typing import Any, Literal
 
 from reconciler.runspec.errors import FieldError
 from reconciler.runspec.models import PerGpu, Run
+from reconciler.sandbox import NODE_BOX
 
+from .jobwrapper import carried
 from .stopping import ATTEMPT_LINES, job_options
 
 __all__ = [
@@ -36,15 +41,21 @@ __all__ = [
     "ask_options",
     "comment_for",
     "comment_nonce",
+    "container_env",
     "document_of",
     "gres",
     "mib",
+    "no_requeue",
     "parse_comment",
     "per_gpu_options",
     "reads_secrets",
     "script_header",
+    "secret_count",
+    "secret_file_line",
+    "secret_wrapper",
     "spec_hash",
     "step_launch",
+    "task_exec",
     "time_option",
     "wrapper_path",
 ]
@@ -147,6 +158,45 @@ def script_header(run: Run, what: str, blocks: list[list[str]]) -> list[str]:
 def reads_secrets(template: Any) -> bool:
     """Whether a worker template reads secrets (an env value ``{secret: NAME}``, secret files)."""
     return bool(template.secret_files) or any(not isinstance(v, str) for v in (template.env or {}).values())
+
+
+def secret_count(template: Any) -> int:
+    """How many values a worker template reads: its env secrets and its secret files."""
+    env = sum(1 for v in (template.env or {}).values() if not isinstance(v, str))
+    return env + len(template.secret_files or ())
+
+
+def no_requeue(options: list[str]) -> list[str]:
+    """A job that reads secrets is ``--no-requeue``: requeued, it would find its file gone
+    (astra resubmits it instead, with a new one)."""
+    return ["--no-requeue" if o == "--requeue" else o for o in options]
+
+
+def secret_file_line(index: str) -> str:
+    """The batch script's line that names its secrets file (``secrets.job_file``: copy or group
+    job ``index``, a shell word) from the path ``--export`` gives (then unset: tasks need it not)."""
+    return f'ASTRA_SECRET_FILE="$ASTRA_SECRETS.{index}"; unset ASTRA_SECRETS'
+
+
+def task_exec(box: str | None, wrapper: str | None, command: str) -> str:
+    """The ``exec`` that ends a worker's shell line: ``command`` under the secrets' ``wrapper``
+    (``jobwrapper``: it takes the sandbox as ``--boxed``, to mount the files in it too) and in
+    the node's drive sandbox (readied by ``box``, the line before it), either, both or neither."""
+    words = ["exec", *([wrapper] if wrapper else []), *(["--boxed"] if wrapper and box else [])]
+    return " ".join([*words, *([NODE_BOX] if box else []), command])
+
+
+def secret_wrapper(log_dir: str, source: str) -> str:
+    """The secrets' wrapper of a run's job with its ``source`` (``jobwrapper``'s first words)."""
+    return f"python3 {shlex.quote(wrapper_path(log_dir))} {source}"
+
+
+def container_env(template: Any, part: int) -> str:
+    """Under pyxis: `` --container-env=NAMES`` of the variables that carry a template's secrets
+    (``jobwrapper.carried``: names, never values), so that the image's own environment does not
+    hide them, or nothing when it reads none."""
+    count = secret_count(template)
+    return f" --container-env={','.join(carried(part, count))}" if count else ""
 
 
 def wrapper_path(log_dir: str) -> str:

@@ -55,11 +55,13 @@ def submit_group_jobs(
     needs: str | None = None,
     hold: bool = False,
     cause: str = RESTARTED_AFTER["Failed"],
+    secrets: Callable[[tuple[int, ...]], list[str]] | None = None,
 ) -> None:
     """Submit the group jobs of ``sub``, in ``start_after`` order: all of them, or ``only`` some
     groups, whose predecessors keep their jobs (``pending``: the groups not started yet);
     ``needs``: the run's ``--dependency=`` on other runs, given to every job beside its own
-    ``after:`` (``hold``: submitted held, some of those runs not created yet)."""
+    ``after:`` (``hold``: submitted held, some of those runs not created yet); ``secrets``: the
+    options that give a job (by its groups) its secrets (``--export``, joined with a restart's)."""
     record["generation"] = generation
     current = units(record)
     nonce = comment_nonce(sub.comment)
@@ -68,11 +70,7 @@ def submit_group_jobs(
         if only is not None and not set(job.groups) & only:
             continue
         extra: list[str] = []
-        dep = None
-        if job.after is not None:
-            dep = job_ids.get(job.after)
-            if dep is None and job.after in (pending or set()) and job.after in current:
-                dep = current[job.after]["job_id"]  # its predecessor has not started yet
+        dep = _predecessor(job.after, job_ids, current, pending or set())
         after = f"after:{dep}" if dep is not None else None
         if needs is not None or hold:
             extra += needs_options(needs, hold=hold, also=after)
@@ -83,8 +81,10 @@ def submit_group_jobs(
         if begin:
             assert not_before is not None
             extra.append(begin_option(not_before))
-        if restart or why:  # a restart: each group's attempt, and why (``stopping.ATTEMPT_LINES``)
-            extra += restart_env(max(_attempts_of(record, g) for g in job.groups), cause)
+        given = secrets(job.groups) if secrets else []  # its secrets file's path (``--export``)
+        attempt = max(_attempts_of(record, g) for g in job.groups)
+        # a restart: each group's attempt, and why (``stopping.ATTEMPT_LINES``), in one --export
+        extra += restart_env(attempt, cause, given) if restart or why else given
         job_id = sbatch(job.script, extra)
         for g in job.groups:
             job_ids[g] = job_id
@@ -100,6 +100,19 @@ def submit_group_jobs(
                 "after": after,
             }
         )
+
+
+def _predecessor(
+    after: int | None, job_ids: dict[int, int], current: dict[int, Any], pending: set[int]
+) -> int | None:
+    """The job a group's job starts after: its predecessor's of this round, or its current one
+    while that has not started (``pending``); ``None`` when it starts after none."""
+    if after is None:
+        return None
+    dep = job_ids.get(after)
+    if dep is None and after in pending and after in current:
+        dep = current[after]["job_id"]  # its predecessor has not started yet
+    return dep
 
 
 def needs_options(needs: str | None, *, hold: bool, also: str | None = None) -> list[str]:

@@ -38,9 +38,8 @@ __all__ = [
     "NO_PRIORITY",
     "NO_PYXIS_PATH",
     "NO_SCHEDULE",
-    "NO_SECRETS",
     "NO_SECRET_FILES",
-    "NO_SECRET_FILES_DRIVES",
+    "NO_SECRET_FILES_PYXIS",
     "NO_SHAPE",
     "NO_TOPOLOGY",
     "secret_errors",
@@ -77,16 +76,13 @@ NO_ENGINE = "Slurm cannot run a model engine: remove model.engine"
 NO_MAX_PROCESSES = (
     "a Slurm job's processes are bounded by the cluster's cgroup.conf, not by astra: remove max_processes"
 )
-NO_SECRETS = (
-    "astra carries secrets to Slurm jobs of one machine only (a run of one worker, or an array's "
-    "copies, with images run on the host): remove it, or run on an Astraeus cluster"
+NO_SECRET_FILES_PYXIS = (
+    "astra does not carry secret files into pyxis containers yet: give the secret in env "
+    "(env: {VAR: {secret: NAME}})"
 )
 NO_SECRET_FILES = (
     "secret files need a sandbox on Slurm's nodes ({why}): install bubblewrap, or give the secret "
     "in env instead"
-)
-NO_SECRET_FILES_DRIVES = (
-    "a Slurm job cannot take secret files and drives together yet: give the secret in env"
 )
 NO_PRIORITY = "astra cannot set a Slurm job's priority (only Slurm's administrators can): remove priority"
 NO_MIN_AVAILABLE = (
@@ -142,30 +138,26 @@ def unsupported(run: Run, drives: SlurmDrives | None = None, images: Images = "h
     for i, g in enumerate(spec.task_groups or ()):
         gpath = root.child("task_groups").index(i).child("task_template")
         errors.extend(_template_unsupported(g.task_template, gpath, known, images))
-        errors.extend(secret_errors(g.task_template, gpath, known, carried=False))
+        errors.extend(secret_errors(g.task_template, gpath, known, images))
     if spec.task_template is not None:
-        errors.extend(_template_unsupported(spec.task_template, root.child("task_template"), known, images))
+        tpath = root.child("task_template")
+        errors.extend(_template_unsupported(spec.task_template, tpath, known, images))
+        errors.extend(secret_errors(spec.task_template, tpath, known, images))
     return errors
 
 
-def secret_errors(
-    t: TaskTemplate, path: FieldPath, drives: SlurmDrives, *, carried: bool
-) -> list[FieldError]:
-    """The secrets of a template that its job cannot be given: all of them where the shape does
-    not carry secrets (``carried``: one machine, images on the host), else its files where the
-    node has no sandbox, or has drives too."""
-    errors: list[FieldError] = []
-    for key, value in (t.env or {}).items():
-        if not isinstance(value, str) and not carried:
-            errors.append(FieldError.not_supported(path.child("env").key(key), NO_SECRETS))
-    if t.secret_files and not carried:
-        errors.append(FieldError.not_supported(path.child("secret_files"), NO_SECRETS))
-    elif t.secret_files and t.datavolume_refs:
-        errors.append(FieldError.not_supported(path.child("secret_files"), NO_SECRET_FILES_DRIVES))
-    elif t.secret_files and drives.sandbox is None:
+def secret_errors(t: TaskTemplate, path: FieldPath, drives: SlurmDrives, images: Images) -> list[FieldError]:
+    """The secrets of a template that its job cannot be given: env secrets reach every shape
+    (``jobwrapper``); secret files need the node's sandbox, and are not carried into a pyxis
+    container."""
+    if not t.secret_files:
+        return []
+    if images == "pyxis":
+        return [FieldError.not_supported(path.child("secret_files"), NO_SECRET_FILES_PYXIS)]
+    if drives.sandbox is None:
         why = drives.no_sandbox or "bubblewrap was not found"
-        errors.append(FieldError.not_supported(path.child("secret_files"), NO_SECRET_FILES.format(why=why)))
-    return errors
+        return [FieldError.not_supported(path.child("secret_files"), NO_SECRET_FILES.format(why=why))]
+    return []
 
 
 def _template_unsupported(
