@@ -105,18 +105,32 @@ def _curl(url: str, paths: list[str]) -> list[str]:
 
 
 def _commands(astra: str, url: str, planned: Path) -> dict[str, tuple[list[str], list[str] | None]]:
-    """Each command measured, and the curl of the same API calls (``None``: no API call)."""
+    """Each command measured, and the curl of the same API calls it makes (``None``: no API call;
+    ``tests/controlplane_api/test_bench_floors.py`` holds each floor to the calls its command makes)."""
     health = "/healthz"
     sweep = "/api/runs/sweep"
+    workers = "/api/workers?run=sweep"
     return {
-        "astra get runs": ([astra, "get", "runs"], _curl(url, [health, "/api/runs"])),
+        "astra get runs": ([astra, "get", "runs"], _curl(url, [health, "/api/runs?view=brief"])),
         "astra get workers sweep": (
             [astra, "get", "workers", "sweep"],
             _curl(url, [health, sweep + "/workers"]),
         ),
         "astra describe run sweep": (
             [astra, "describe", "run", "sweep"],
-            _curl(url, [health, sweep, "/api/runs", sweep + "/events", sweep + "/workers"]),
+            _curl(
+                url,
+                [
+                    health,
+                    sweep,
+                    "/api/runs?rerun_of=sweep",
+                    "/api/runs?depends_on=sweep",
+                    sweep + "/events?tail=50",
+                    workers + "&limit=1",
+                    workers + "&state=Pending&limit=20",
+                    workers + "&state=Running&limit=20",
+                ],
+            ),
         ),
         "astra logs sweep-0 --tail 100": (
             [astra, "logs", "sweep-0", "--tail", "100"],
@@ -125,10 +139,9 @@ def _commands(astra: str, url: str, planned: Path) -> dict[str, tuple[list[str],
                 [
                     health,
                     "/api/runs/sweep-0",
+                    "/api/workers/sweep-0",
                     sweep,
-                    "/api/runs?view=summary",
-                    sweep + "/workers",
-                    "/api/workers/sweep-0/logs",
+                    "/api/workers/sweep-0/logs?tail=100",
                 ],
             ),
         ),

@@ -83,3 +83,21 @@ def test_a_plan_with_nothing_to_change_imports_no_httpx(tmp_path):
         assert not sorted(m for m in imported if m.split(".")[0] == "httpx")
     finally:
         live.stop()
+
+
+def test_a_read_that_finds_the_local_server_running_imports_no_subprocess(tmp_path):
+    """A read finds the local server by its home (no ``--server``): it starts no process, so it
+    imports no ``subprocess`` (what starting the server needs), and prints the same either way."""
+    from tests.controlplane_api.conftest import LiveServer
+
+    live = LiveServer(tmp_path / "home", tmp_path).start()
+    try:
+        env = {k: v for k, v in live.env.items() if k != "ASTRA_SERVER"} | {"PYTHONPATH": str(ROOT)}
+        argv = [sys.executable, "-X", "importtime", "-m", "reconciler.cli", "get", "runs"]
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout == f"No runs on {live.url}.\n"
+        imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+        assert "subprocess" not in imported
+    finally:
+        live.stop()

@@ -30,6 +30,7 @@ __all__ = [
     "summary_of",
     "time_of",
     "without_version",
+    "worker_fields",
     "worker_of",
 ]
 
@@ -149,19 +150,26 @@ def summary_of(data: Any) -> RunSummary:
     return RunSummary(name, version, state, digest if type(digest) is str and digest else None)
 
 
+def worker_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """One worker of ``GET /runs/{name}/workers`` as the fields of its ``WorkerInfo``, in their
+    order (``dataclasses.asdict`` of ``worker_of``'s): what ``astra get workers`` prints, without
+    a frozen dataclass made per worker (10,000 of them cost a fifth of the command)."""
+    return {
+        "name": str(data.get("name", "")),
+        "rank": int(data.get("rank", 0) or 0),
+        "state": str(data.get("state", "")),
+        "reason": str(data.get("reason") or ""),
+        "machine": data.get("machine"),
+        "exit_code": data.get("exit_code"),
+        "restarts": int(data.get("restarts", 0) or 0),
+        "gpus": int(data.get("gpus", 0) or 0),
+        "started_at": time_of(data.get("started_at")),
+        "group": data.get("group"),
+    }
+
+
 def worker_of(data: dict[str, Any]) -> WorkerInfo:
-    return WorkerInfo(
-        name=str(data.get("name", "")),
-        rank=int(data.get("rank", 0) or 0),
-        state=str(data.get("state", "")),
-        reason=str(data.get("reason") or ""),
-        machine=data.get("machine"),
-        exit_code=data.get("exit_code"),
-        restarts=int(data.get("restarts", 0) or 0),
-        gpus=int(data.get("gpus", 0) or 0),
-        started_at=time_of(data.get("started_at")),
-        group=data.get("group"),
-    )
+    return WorkerInfo(**worker_fields(data))
 
 
 def briefs_of(data: Any) -> list[dict[str, Any]]:

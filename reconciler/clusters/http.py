@@ -65,6 +65,7 @@ from .decoders import (
     related,
     summary_of,
     without_version,
+    worker_fields,
     worker_of,
 )
 
@@ -257,8 +258,15 @@ class HttpCluster:
         self.request("DELETE", f"/runs/{quote(name, safe='')}")
 
     def workers(self, name: str) -> list[WorkerInfo]:
-        data = self._json(self.request("GET", f"/runs/{quote(name, safe='')}/workers"))
-        return [worker_of(w) for w in items_of(data, "workers")]
+        return [worker_of(w) for w in self._workers(name)]
+
+    def worker_items(self, name: str) -> list[dict[str, Any]]:
+        """``workers(name)`` as the fields of each ``WorkerInfo`` (``decoders.worker_fields``):
+        what ``astra get workers`` prints, made without an object per worker."""
+        return [worker_fields(w) for w in self._workers(name)]
+
+    def _workers(self, name: str) -> list[Any]:
+        return items_of(self._json(self.request("GET", f"/runs/{quote(name, safe='')}/workers")), "workers")
 
     def run_of_worker(self, worker: str) -> str | None:
         """The name of the run worker ``worker`` is of (``GET /workers/{worker}``), ``None`` when

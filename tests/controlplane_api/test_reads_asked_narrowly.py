@@ -15,7 +15,8 @@ import pytest
 
 from reconciler.cli.app import run
 from reconciler.clusters.http import HttpCluster
-from reconciler.controlplane.api.views import worker_view
+from reconciler.controlplane.api.views import run_brief, worker_view
+from reconciler.controlplane.scopes import DEFAULT_SCOPE
 from reconciler.wire import briefs
 from reconciler.wire import models as wire
 
@@ -173,3 +174,23 @@ def test_a_brief_says_what_the_whole_run_says_and_the_workers_are_the_models(bot
             task_counts=engine.state.task_counts(name),
         )
         assert client.get(f"/api/runs/{name}/workers").json() == json.loads(model.model_dump_json())
+
+
+def test_the_brief_listing_kept_across_changes_is_the_briefs_made_afresh(both):
+    """Each run's brief text is kept while what it shows holds (``views.brief_moving``): listed
+    at every step while the runs start, fail and are rerun, it is each run's brief made anew."""
+    plane, client = both.plane, both.client
+    engine = plane.engine
+    fresh = []
+    original = plane.step
+
+    def step():
+        original()
+        listed = client.get("/api/runs?view=brief").json()["items"]
+        made = [run_brief(engine, name) for name in engine.runs_of(DEFAULT_SCOPE)]
+        assert listed == json.loads(json.dumps(made))
+        fresh.append(len(listed))
+
+    plane.step = step
+    _seed(both)
+    assert len(fresh) > 3 and fresh[-1] == 4  # sw, after, other and the rerun

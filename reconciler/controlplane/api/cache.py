@@ -32,7 +32,7 @@ import orjson
 from ...runspec.normalize import spec_digest
 from ...wire import models as wire
 from ..scopes import DEFAULT_SCOPE, Scope, shown
-from .views import run_brief, run_metadata, run_status
+from .views import brief_moving, run_brief, run_metadata, run_status
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -200,16 +200,13 @@ class ResponseCache:
         return text
 
     def _brief_text(self, name: str) -> bytes:
-        """The run's brief (``views.run_brief``) as JSON text, encoded again only when what it
-        shows moved (its state, reason, workers, GPUs; a schedule's next time: each listing)."""
+        """The run's brief (``views.run_brief``) as JSON text, made again only when what it shows
+        may have moved (``views.brief_moving``: its state, reason, workers by state, GPUs held; a
+        schedule's next time: each listing). Its other values move with its resource_version."""
         held = self._held(name)
-        item = run_brief(self.engine, name)
-        if item["schedule"] is not None:
-            return orjson.dumps(item)
-        moving = (item["state"], item["reason"], item["workers_running"], item["gpus_held"])
-        moving += tuple(item["task_counts"].items())
-        if held.moving != moving:
-            held.moving, held.brief = moving, orjson.dumps(item)
+        moving = brief_moving(self.engine, name)
+        if moving is None or held.moving != moving:
+            held.moving, held.brief = moving, orjson.dumps(run_brief(self.engine, name))
         return held.brief
 
     @_locked

@@ -1,6 +1,7 @@
 """The engine's runs and workers as the API answers them: ``wire`` models, made from its records.
 
-Owns: ``run_view`` (a ``wire.Run``), ``run_brief`` (a ``wire.briefs.RunBrief``, as a dict),
+Owns: ``run_view`` (a ``wire.Run``), ``run_brief`` (a ``wire.briefs.RunBrief``, as a dict) and
+``brief_moving`` (what of it moves without a resource_version),
 ``worker_view`` (a ``wire.Worker``), ``workers_text`` (a ``wire.WorkerList``, as JSON),
 ``worker_page`` (a page of the workspace's workers: ``wire.WorkerPage``),
 ``machine_views`` (the inventory: ``wire.Machine``).
@@ -27,6 +28,7 @@ from ..scheduler import HOLDING, Free, WorkerRecord, WorkerState, readout
 from ..scopes import shown
 
 __all__ = [
+    "brief_moving",
     "machine_views",
     "run_brief",
     "run_metadata",
@@ -106,6 +108,21 @@ def run_brief(engine: Engine, name: str) -> dict[str, Any]:
         "task_counts": counts,
         "schedule": None if schedule is None else schedule.model_dump(),
     }
+
+
+def brief_moving(engine: Engine, name: str) -> tuple[Any, ...] | None:
+    """What ``run_brief`` reads that moves without the run's resource_version (its state and
+    reason, whether it is admitted, its workers by state, the GPUs they hold), made without the
+    brief: while it holds, the brief is the same. ``None`` for a run on a schedule (its next
+    time moves with the clock)."""
+    if "schedule" in engine.meta[name].document["spec"]:
+        return None
+    s = engine.state
+    r = s.runs[name]
+    have = s.counts[name]
+    holding = bool(have) and any(have.get(state) for state in HOLDING)
+    gpus = sum(w.gpus for w in s.workers_of(name) if w.state in HOLDING) if holding else 0
+    return (r.state, r.reason, r.admitted, tuple(have.items()), gpus)
 
 
 def _schedule(engine: Engine, name: str) -> wire.ScheduleStatus | None:
