@@ -4,8 +4,9 @@ and the same apply killed part-way and run again.
 ``main(folders, astra, resume_n)``: for each size, the folder of that many generated specs (the
 bench's ladder: 1,000 and 10,000, and 100,000 with ``--big``, each generated in a temporary
 folder, never committed) is applied, as one cold process, to a server of its own
-(``bench.served``: SQLite, loopback, 16 machines of 8 GPUs whose cores and memory hold none of
-the generated runs, so the scheduler fails each at its first look and no process is started),
+(``bench.served``: SQLite, loopback, machines that could hold each generated run, since apply's
+review refuses a run no machine could hold, and a quota of no run for the workspace, so that every
+run waits and no process is started: the server makes every worker, each array copy too),
 and timed from the command's start to its end: loading, planning, the lock, every run created
 and recorded, the history. The server must hold every run afterwards.
 
@@ -74,10 +75,17 @@ def main(folders: dict[int, tuple[Path, list[Path]]], astra: str, resume_n: int 
     return out
 
 
+def _server(work: Path, py: str) -> tuple[Any, str]:
+    """An empty server that holds every generated run waiting (``served.HOLDING``, ``hold_all``)."""
+    server, url = served.start_server(work, py, served.HOLDING)
+    served.hold_all(url)
+    return server, url
+
+
 def _one(work: Path, folder: Path, files: list[Path], py: str, astra: str) -> dict[str, Any]:
     """One first apply of ``files`` into a new, empty server."""
     n = len(files)
-    server, url = served.start_server(work / "server", py)
+    server, url = _server(work / "server", py)
     try:
         (work / "client").mkdir()
         env = served.client_env(work / "client")
@@ -104,7 +112,7 @@ def _resumed(work: Path, folder: Path, files: list[Path], py: str, astra: str) -
     """The apply killed once half of the runs exist, then run again to its end (see the docstring)."""
     n = len(files)
     names = sorted(m.group(1) for f in files if (m := re.search(r"^  name: (\S+)$", f.read_text(), re.M)))
-    server, url = served.start_server(work / "server", py)
+    server, url = _server(work / "server", py)
     try:
         (work / "client").mkdir()
         env = served.client_env(work / "client")

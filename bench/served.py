@@ -3,9 +3,11 @@
 ``start_server(work, py)`` starts ``astra server`` on a free loopback port (a temporary
 ``ASTRA_HOME`` and SQLite database, and an inventory of small machines on which no generated run
 fits, so the scheduler refuses every run at once: the server holds them, and no process is
-started), with the drives the generated specs mount; ``stop`` ends it. ``seed`` puts a server
-where a whole apply of a folder leaves it, through the API. ``run_in`` runs a client command as
-a cold process with its own environment (``client_env``: a home of its own, for the local cache).
+started; ``HOLDING`` and ``hold_all``, for runs that must pass apply's review: machines that
+could hold each, and a quota that lets none start), with the drives the generated specs
+mount; ``stop`` ends it. ``seed`` puts a server where a whole apply of a folder leaves it,
+through the API. ``run_in`` runs a client command as a cold process with its own environment
+(``client_env``: a home of its own, for the local cache).
 
 Used by ``bench.plan``, ``bench.apply`` and ``bench.workers``.
 """
@@ -22,12 +24,14 @@ from pathlib import Path
 from .measure import Run, run_cold
 
 __all__ = [
+    "HOLDING",
     "SOURCE",
     "TOKEN",
     "check",
     "client",
     "client_env",
     "count_runs",
+    "hold_all",
     "run_in",
     "run_names",
     "seed",
@@ -44,6 +48,17 @@ INVENTORY = "machines:\n" + "".join(
     f"  - name: small-{i:02d}\n    gpus: 8\n    gpu_model: T4\n    gpu_memory_gb: 16\n"
     "    cpu_cores: 1\n    memory_bytes: 1Gi\n"
     for i in range(16)
+)
+#: Machines that could hold every generated run (``bench.specs``: each GPU model, 141 GB a GPU,
+#: 128 cores and 2 TiB a machine, eight of a model in one NVLink domain, rack, InfiniBand fabric
+#: and RDMA network), for the benchmarks whose runs go through apply's review, which refuses a
+#: run no machine could hold: ``hold_all`` then keeps every run waiting, and no process starts.
+HOLDING = "machines:\n" + "".join(
+    f"  - name: {model.lower()}-{i}\n    gpus: 8\n    gpu_model: {model}\n    gpu_memory_gb: 141\n"
+    f"    cpu_cores: 128\n    memory_bytes: 2Ti\n    nvlink_domain: nv-{model}\n"
+    f"    fabric: ib-{model}\n    rack: rack-{model}\n    rdma_network: roce-{model}\n"
+    for model in ("H100", "A100", "H200", "L40S")
+    for i in range(8)
 )
 #: a server on a machine at load 16 answered its first request 86 s after it started
 START_TIMEOUT = 180.0
@@ -92,6 +107,21 @@ def start_server(
             stop(proc, signal.SIGTERM, 10)
             raise SystemExit(f"bench: astra server did not answer within {timeout:g} s")
         time.sleep(0.05)
+
+
+def hold_all(url: str, workspace: str = "default") -> None:
+    """A quota of no run holding machines for ``workspace``: its runs are made (every worker of
+    them, each array copy too) and wait Pending (``Workspace default is at its quota of 0 runs``)."""
+    import httpx
+
+    put = httpx.put(
+        f"{url}/api/workspaces/{workspace}/quota",
+        json={"runs": 0},
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        timeout=30,
+    )
+    if put.status_code != 200:
+        raise SystemExit(f"bench: the quota of {workspace} answered {put.status_code}: {put.text}")
 
 
 def _make_drives(url: str) -> None:
