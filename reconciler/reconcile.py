@@ -38,8 +38,9 @@ While a large source loads, the inventory and the summaries are read in a forked
 the cluster and the store allow it (``reconciler.readahead``): ``load_and_plan`` starts it, loads
 the files (which know nothing of it), then takes what it read and gives it to observe as
 values; a read that fails there (its retries spent) is the plan's error, unless the files
-failed to load, which is said first. A cold load on every core keeps the documents of the runs
-this process loads (``documents=True``), as a load in one process does: the creates' are needed.
+failed to load, which is said first. A cold load on every core keeps digests only, as the load
+cache does: a plan reads back the documents of the runs it must compare or create (step 3), so
+that a plan of many unchanged runs holds none of their documents.
 
 ``check_fresh(plan, cluster)`` says why a plan no longer holds: a file it was made from
 changed (sha256), or a run it looked at changed on the cluster (resource version).
@@ -499,7 +500,6 @@ def load_and_plan(
                 sets=source.sets,
                 cache=cache,
                 found=found,
-                documents=True,
             )
             read = ahead.result()
         finally:

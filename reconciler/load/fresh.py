@@ -8,7 +8,6 @@ Must not touch: the cache's files (it only makes entries), clusters, the plan.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from ..runs import DesiredItem
@@ -23,13 +22,12 @@ def load_here(
     names: list[str],
     contents: dict[str, bytes] | None = None,
     *,
-    documents: bool | Callable[[str], bool] = True,
+    documents: bool = True,
 ) -> dict[str, dict[str, Any]]:
     """Load, render and validate ``names`` (each already in ``loaded.files`` with its hash; its
     bytes in ``contents`` when read already) in this process; the cache entries of those
     without problems, by content hash. Without ``documents`` (a forked share, which only
-    answers the cache entries) the runs keep only their digests, made in place; with a
-    predicate on the run's name, the runs it is true of keep their documents."""
+    answers the cache entries) the runs keep only their digests, made in place."""
     from ..desired import load_desired  # not needed by a load the cache answers
 
     desired = load_desired(names, template=loaded.template, sets=loaded.sets, contents=contents, listed=True)
@@ -40,7 +38,7 @@ def load_here(
         if f is None:
             continue
         index, name = run.document.index, run.name or ""
-        if documents is True or (documents is not False and documents(name)):
+        if documents:
             normalized, h = normalized_digest(run.data)
             # kept only when it reads back from JSON as it is (``h`` is None otherwise)
             f.entries.append((index, DesiredItem(name, run.data, f.path, normalized if h else None, h)))

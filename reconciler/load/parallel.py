@@ -6,9 +6,9 @@ fewer, and none waits for another at the end); each share reads each file once (
 hashed are the bytes loaded), answers what the cache already knows and loads the rest, and
 writes its part of one new pack. Each file is then taken as its cache entry gives it
 (``cache.cached_file``, as from a warm cache), so the result is the load in one process
-(``tests/plan/test_fast.py`` compares the two). This process's share makes its files itself,
-while the others still load (with ``documents``, with their runs' documents, as the load in
-one process keeps them); a forked share sends back each file's hash and entry as plain
+(``tests/plan/test_fast.py`` compares the two), digests only: a plan reads back the documents
+it needs (``load.reread``). This process's share makes its files itself, while the others
+still load; a forked share sends back each file's hash and entry as plain
 lists (``_Plain``), and the hashes its ``StatHashes`` learned.
 
 Before forking, one file is loaded here and thrown away (``_warm``): the imports, the compiled
@@ -29,7 +29,6 @@ from typing import Any
 
 from ..cores import Turns, on_every_core
 from ..hashes import StatHashes
-from ..runs import DesiredItem
 from .cache import FileCache, cached_file, new_generation, usable
 from .fresh import load_here
 from .loaded import Loaded, LoadedFile
@@ -52,21 +51,17 @@ CHUNK = 250
 _Plain = tuple[str, list[list[Any]], bool] | None
 
 
-def fill_cache(
-    loaded: Loaded, names: list[str], cache: FileCache, *, documents: bool = False
-) -> dict[str, LoadedFile]:
+def fill_cache(loaded: Loaded, names: list[str], cache: FileCache) -> dict[str, LoadedFile]:
     """Hash ``names`` on every core, and load the ones the cache does not know: the files the
     shares took, in the order of ``names``, each as a usable cache entry gives it (its runs
-    with their digests). With ``documents``, the runs this process's share loaded keep their
-    documents too, as a load in one process keeps them: a plan needs those of its creates, and
-    would read their files again otherwise (``load.reread``); the forked shares keep none, their
-    documents would cost more to send back than to read again. A file not taken (it has
+    with their digests; a plan reads back the documents it needs, ``load.reread``: kept here,
+    those of 100,000 unchanged runs held 450 MiB). A file not taken (it has
     problems, or a run without a digest) is not there: the caller loads it in its turn. The new
     entries go into the cache (one pack when many), and the hashes learned into
     ``cache.hashes``."""
     if names:
         _warm(loaded, names[0])
-    work = partial(_cache_share, loaded.template, loaded.templates, cache.folder, new_generation(), documents)
+    work = partial(_cache_share, loaded.template, loaded.templates, cache.folder, new_generation())
     taken: dict[str, LoadedFile] = {}
     wrote = False
     try:
@@ -118,26 +113,23 @@ def _cache_share(
     templates: dict[str, str],
     folder: Path | None,
     generation: str,
-    documents: bool,
     share_index: int,
     turns: Turns,
 ) -> tuple[dict[str, LoadedFile], list[tuple[int, list[_Plain]]], bool, dict[str, str]]:
     """One process's share: the files it took (from the cache, else loaded), whether it wrote
     the entries it made (its part of the pack ``generation``), and what its ``StatHashes``
     remembered. The share of this process (``on_every_core`` runs share 0 here) gives its files
-    as ``LoadedFile``s (with ``documents``, its runs with their documents: made while the others
-    load, not after); a forked share gives each chunk's as plain lists (``_Plain``), by the chunk's
-    number. Each file is read once: the bytes hashed are the bytes loaded. The share goes one
-    chunk (``turns.numbered()``) at a time, so that only one chunk's bytes and documents are
-    alive at once: what is kept of each file is its small cache entry (and, in this process,
-    with ``documents``, the documents of the runs it loaded).
+    as ``LoadedFile``s (made while the others load, not after); a forked share gives each
+    chunk's as plain lists (``_Plain``), by the chunk's number. Each file is read once: the
+    bytes hashed are the bytes loaded. The share goes one chunk (``turns.numbered()``) at a
+    time, so that only one chunk's bytes and documents are alive at once: what is kept of each
+    file is its small cache entry.
 
     Over 60 lines with its parameters (one a line) and this docstring: the share's loop reads, hashes,
     loads and caches in one place so that the bytes hashed are the bytes loaded."""
     cache, hashes = FileCache(folder), StatHashes(None)
     made: dict[str, dict[str, Any]] = {}
     here = share_index == 0
-    keep = here and documents
     taken: dict[str, LoadedFile] = {}
     numbered: list[tuple[int, list[_Plain]]] = []
     for number, chunk in turns.numbered():
@@ -159,7 +151,7 @@ def _cache_share(
                 if data is not None:
                     contents[name] = data
         if missed:
-            fresh = load_here(share, missed, contents, documents=keep)
+            fresh = load_here(share, missed, contents, documents=False)
             made.update(fresh)
             for n in missed:
                 sha = share.files[n].sha256
@@ -169,10 +161,7 @@ def _cache_share(
             for name in chunk:
                 sha, entry = got[name]
                 if entry is not None:
-                    f = taken[name] = cached_file(name, sha, entry["runs"], bool(entry.get("templated")))
-                    kept = share.files[name].entries if name in share.files else None
-                    if kept:
-                        _with_documents(f, kept)
+                    taken[name] = cached_file(name, sha, entry["runs"], bool(entry.get("templated")))
         else:
             plain: list[_Plain] = []
             for name in chunk:
@@ -180,13 +169,3 @@ def _cache_share(
                 plain.append(None if entry is None else (sha, entry["runs"], bool(entry.get("templated"))))
             numbered.append((number, plain))
     return taken, numbered, cache.put_part(made, generation, share_index), hashes.remembered()
-
-
-def _with_documents(f: LoadedFile, kept: list[tuple[int, DesiredItem]]) -> None:
-    """``f``'s runs (as the cache entry gave them: digests only) with the documents the share
-    kept of the same runs (the same index, name and digest)."""
-    have = {i: item for i, item in kept if item.digest is not None}
-    f.entries = [
-        (i, have[i] if i in have and (have[i].name, have[i].digest) == (item.name, item.digest) else item)
-        for i, item in f.entries
-    ]

@@ -62,19 +62,18 @@ def load_source(
     sets: Sequence[str] = (),
     cache: FileCache | None = None,
     found: tuple[list[str], list[FieldError]] | None = None,
-    documents: bool = False,
 ) -> Loaded:
     """Load a source's files (see the module docstring). ``found``: ``find_files(paths)``, when
-    the caller has it already; ``documents``: a cold load on every core keeps, in this process,
-    the documents of the runs it loads, as a load in one process does (a plan's creates need
-    them: ``load.parallel.fill_cache``); else that load keeps digests only, as the cache does."""
+    the caller has it already. A cold load on every core keeps digests only, as the cache does
+    (``load.parallel.fill_cache``): ``load.reread.documents`` reads back the documents a plan
+    needs."""
     loaded = Loaded([os.fspath(p) for p in paths], template, tuple(sets))
     files, loaded.base_errors = found if found is not None else find_files(paths)
     loaded.parents = {os.path.dirname(f) for f in files}
     loaded.templates = _template_fingerprint(loaded.paths, loaded.parents)
     if cache is not None and cache.folder is not None:  # what was deleted since is forgotten
         cache.hashes.forget_under([os.fspath(p) for p in paths if os.path.isdir(p)], files)
-    _load_files(loaded, files, cache, documents)
+    _load_files(loaded, files, cache)
     finish(loaded)
     return loaded
 
@@ -117,7 +116,7 @@ def refresh(
     return again
 
 
-def _load_files(loaded: Loaded, names: list[str], cache: FileCache | None, documents: bool = False) -> None:
+def _load_files(loaded: Loaded, names: list[str], cache: FileCache | None) -> None:
     """Load ``names`` into ``loaded``: from the cache where it holds them, else here (on every
     core when many), the new ones written to the cache. A file whose stat ``cache.hashes``
     does not remember is hashed first (on every core, when many), then looked up."""
@@ -145,7 +144,7 @@ def _load_files(loaded: Loaded, names: list[str], cache: FileCache | None, docum
             loaded.files[name] = LoadedFile(name, known)
             missed.append(name)
     if unknown and use_cache and cache is not None and forkable(len(unknown), parallel.PARALLEL_FROM):
-        taken = parallel.fill_cache(loaded, unknown, cache, documents=documents)
+        taken = parallel.fill_cache(loaded, unknown, cache)
         if taken:
             loaded.files.update(taken)
             loaded.taken["shares"] += len(taken)
