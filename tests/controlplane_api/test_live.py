@@ -263,7 +263,7 @@ def test_a_plan_reads_the_server_in_a_forked_process_while_it_loads_its_files(li
     folder.mkdir()
     for i in range(4):
         (folder / f"r{i}.yaml").write_text(RUN_SPEC.format(name=f"r{i}"))
-    applied = live.astra("apply", "-f", "runs", "--yes", "--source", "s")
+    applied = live.astra("apply", "-f", "runs", "--yes", "--source", "s", "--wait")
     assert applied.returncode == 0, applied.stderr
     (folder / "r0.yaml").write_text(RUN_SPEC.format(name="r0").replace("python:3.12", "python:3.13"))
     monkeypatch.chdir(live.cwd)
