@@ -80,8 +80,9 @@ _PLAIN: dict[tuple[str, ...], tuple[str, str, str]] = {
 #: The commands whose whole run has the cyclic collector paused (``collector``), here and nowhere
 #: else in the CLI: a short-lived process that keeps every document it reads (trees without
 #: cycles). ``apply --wait`` lets it run again while it follows the runs (``collector.resumed``:
-#: that may last hours).
-_PAUSED = frozenset({"validate", "plan", "apply"})
+#: that may last hours), as ``get runs --watch`` does between its looks; ``get`` keeps every row
+#: of a listing of 10,000 runs until it prints them (the collector walked them: 8 ms).
+_PAUSED = frozenset({"validate", "plan", "apply", "get"})
 
 
 def _fast_call(args: list[str]) -> tuple[Any, Any] | None:

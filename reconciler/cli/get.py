@@ -12,6 +12,7 @@ Must not touch: the rows' content (``runviews``), the clusters' insides.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from .day2 import failing, open_cluster
@@ -45,11 +46,10 @@ def runs_command(options: GetRunsOptions) -> int:
         astra get runs sweep -o json
     """
     from . import day2
-    from .listing import print_listing
     from .runviews import parse_selector, run_record
 
     names, output, states = list(options.names), options.output, list(options.states)
-    with failing():
+    with failing(), _collecting(options.watch):
         wanted = parse_selector(list(options.selector))
         cluster = open_cluster(options.server, options.token)
         shown: list[dict[str, Any]] | None = None
@@ -63,6 +63,8 @@ def runs_command(options: GetRunsOptions) -> int:
                 if shown is not None:
                     echo()
                 if output in ("json", "yaml"):
+                    from .listing import print_listing
+
                     print_listing(seen or [], output)
                 else:
                     filtered = bool(wanted or states)
@@ -75,6 +77,16 @@ def runs_command(options: GetRunsOptions) -> int:
                 day2.sleep(WATCH_EVERY)
             except KeyboardInterrupt:
                 return 0
+
+
+def _collecting(watching: bool) -> AbstractContextManager[Any]:
+    """The cyclic collector running again for a ``--watch``, which may last hours (``astra
+    get`` runs with it paused: ``cli._PAUSED``); nothing for a listing printed once."""
+    if not watching:
+        return nullcontext()
+    from ..collector import resumed
+
+    return resumed()
 
 
 def select_runs(

@@ -49,9 +49,12 @@ def age(since: float | None, now: float) -> str:
     if since is None:
         return "-"
     seconds = max(0, int(now - since))
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds // size}{unit}"
+    if seconds >= 86400:  # an if a unit: one age a row of 10,000
+        return f"{seconds // 86400}d"
+    if seconds >= 3600:
+        return f"{seconds // 3600}h"
+    if seconds >= 60:
+        return f"{seconds // 60}m"
     return f"{seconds}s"
 
 

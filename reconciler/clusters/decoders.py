@@ -9,14 +9,14 @@ Must not touch: the network (``clusters.http`` makes the calls), pydantic.
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import TYPE_CHECKING, Any
 
-from ..state import Lock
 from .base import ClusterError, LiveRun, RunSummary, WorkerInfo
 
 if TYPE_CHECKING:
     import httpx
+
+    from ..state import Lock
 
 __all__ = [
     "briefs_of",
@@ -77,6 +77,8 @@ def holder_of(exc: BaseException) -> Lock | None:
     lock = data.get("lock") if isinstance(data, dict) else None
     if not isinstance(lock, dict) and isinstance(data, dict) and isinstance(data.get("detail"), dict):
         lock = data["detail"].get("lock")
+    from ..state import Lock  # a lock's holder is read by writes only: the reads leave state out
+
     return Lock.from_json(lock) if isinstance(lock, dict) and lock.get("id") else None
 
 
@@ -97,6 +99,8 @@ def time_of(value: Any) -> float | None:
     if isinstance(value, int | float):
         return float(value)
     if isinstance(value, str):
+        import datetime as dt  # astra's own servers send numbers
+
         try:
             parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:

@@ -19,7 +19,8 @@ no connection, timeout, 502/503/504    ``Unreachable`` (transient: the reconcile
 =====================================  =======================================================
 
 ``source_store()`` is the client side of the control plane's ``/sources``
-(``clusters.apisources.ApiSourceStore``, re-exported here).
+(``clusters.apisources.ApiSourceStore``, imported when asked for: the reads typed all day do
+not use it).
 
 ``list_run_summaries()`` is ``GET /runs?view=summary``: each run's status and the digest of its
 normalised document, without the documents (``clusters.base.summaries`` uses it).
@@ -45,7 +46,6 @@ from urllib.parse import quote, urlsplit
 
 from ..runs import Capacity
 from ..wire import api_base
-from .apisources import ApiSourceStore
 from .base import (
     ClusterError,
     Conflict,
@@ -72,7 +72,9 @@ from .decoders import (
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["ApiSourceStore", "HttpCluster", "api_base"]
+    from .apisources import ApiSourceStore
+
+__all__ = ["HttpCluster", "api_base"]
 
 _TRANSIENT = frozenset({502, 503, 504})
 
@@ -402,6 +404,8 @@ class HttpCluster:
         self.request("DELETE", f"/alerts/{quote(name, safe='')}")
 
     def source_store(self) -> ApiSourceStore:
+        from .apisources import ApiSourceStore  # a plan's or an apply's: the reads leave it out
+
         return ApiSourceStore(self)
 
 

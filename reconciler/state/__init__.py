@@ -7,7 +7,7 @@ source exactly when it is in that source's inventory, and prune deletes only suc
 Where it is kept (``open_store``):
 
 * with the cluster, when the cluster keeps sources (``cluster.source_store()``: the control
-  plane's ``/sources`` through ``reconciler.clusters.http.ApiSourceStore``; the fake cluster
+  plane's ``/sources`` through ``reconciler.clusters.apisources.ApiSourceStore``; the fake cluster
   in memory), so that a CI runner and a laptop share one inventory and one lock;
 * otherwise in a sqlmodel database, ``--state URL`` (``SqlSourceStore``); by default SQLite
   at ``state.db`` in astra's home (``reconciler.home``). An explicit ``--state`` wins.

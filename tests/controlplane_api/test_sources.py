@@ -15,7 +15,8 @@ import stamina
 from sqlalchemy import text, update
 
 from reconciler.apply import apply_plan
-from reconciler.clusters.http import ApiSourceStore, HttpCluster
+from reconciler.clusters.apisources import ApiSourceStore
+from reconciler.clusters.http import HttpCluster
 from reconciler.controlplane.store import SCHEMA_VERSION, SchemaVersion, Store
 from reconciler.load import load_source
 from reconciler.loop import Reconciler
