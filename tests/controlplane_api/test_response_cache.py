@@ -10,7 +10,7 @@ import pytest
 
 from reconciler.controlplane.api import cache as cache_module
 from reconciler.controlplane.api.cache import ResponseCache
-from reconciler.controlplane.api.views import run_view
+from reconciler.controlplane.api.views import run_view, workers_text
 from reconciler.controlplane.scheduler import CancelRun
 from reconciler.runspec.normalize import spec_digest
 from reconciler.wire import models as wire
@@ -105,3 +105,57 @@ def test_a_runs_text_is_its_view_at_every_step(sim):  # noqa: F811
     agree()
     sim.engine.delete("s", sim.clock.now())
     agree()
+
+
+def test_the_brief_and_workers_listings_are_the_fresh_ones_at_every_step_and_kept_between(sim):  # noqa: F811
+    """The brief listing (``astra get runs``) and a run's workers (``astra get workers``) are,
+    at every step, what a cache that never made them answers; asked again with nothing changed,
+    the same text is sent again."""
+    submit(sim, seed("llama-ft"), tiny("s", array={"size": 3, "max_parallel": 1}), tiny("x"))
+    cache = ResponseCache(sim.engine)
+
+    def agree() -> None:
+        fresh = ResponseCache(sim.engine)
+        briefs = cache.briefs()
+        assert json.loads(briefs) == json.loads(fresh.briefs())
+        assert cache.briefs() is briefs  # nothing changed: the same text again
+        names = list(sim.engine.state.runs)
+        kept = ["s"] if "s" in names else []  # the last asked before, first now: kept if unchanged
+        for name in [*kept, *(n for n in names if n != "s"), *kept]:
+            workers = cache.workers(name)
+            assert json.loads(workers) == json.loads(workers_text(sim.engine, name))
+            assert cache.workers(name) is workers
+
+    agree()
+    sim.step()  # placed and started
+    agree()
+    sim.engine.observe(CancelRun("x"), sim.clock.now())
+    sim.step()
+    agree()
+    sim.clock.advance(60.0)
+    sim.step()  # the workers end; the array's next copy starts
+    agree()
+    sim.engine.delete("s", sim.clock.now())
+    agree()
+
+
+def test_a_brief_listing_with_a_run_on_a_schedule_is_made_at_each_ask(sim):  # noqa: F811
+    """A schedule's next time and its suspension move without a tick: a listing that shows a
+    run on a schedule is made again each time it is asked."""
+    submit(sim, tiny("nightly", schedule={"cron": "0 2 * * *"}), tiny("x"))
+    sim.step()
+    cache = ResponseCache(sim.engine)
+
+    def nightly() -> dict:
+        return next(b for b in json.loads(cache.briefs())["items"] if b["name"] == "nightly")
+
+    assert nightly() == next(
+        b for b in json.loads(ResponseCache(sim.engine).briefs())["items"] if b["name"] == "nightly"
+    )
+    before = nightly()
+    sim.engine.schedules.suspend("nightly", "ana", sim.clock.now())
+    after = nightly()
+    assert after != before
+    assert after == next(
+        b for b in json.loads(ResponseCache(sim.engine).briefs())["items"] if b["name"] == "nightly"
+    )

@@ -1,7 +1,7 @@
 """``ResponseCache``: the run listings' texts, kept while what they show holds.
 
-Owns the texts of ``GET /runs`` (with ``?view=summary``, ``?view=brief`` or without) and each
-run's spec digest.
+Owns the texts of ``GET /runs`` (with ``?view=summary``, ``?view=brief`` or without), of the
+last run's ``GET /runs/{run}/workers`` asked, and each run's spec digest.
 A plan of 10,000 unchanged runs lists every summary at each run of ``astra plan``: made again
 each time, that is 10,000 digests of normalised documents and 10,000 encodings; kept, it is one
 text sent again. A whole listing encodes each run's document (its metadata and spec, about 1 kB)
@@ -32,7 +32,7 @@ import orjson
 from ...runspec.normalize import spec_digest
 from ...wire import models as wire
 from ..scopes import DEFAULT_SCOPE, Scope, shown
-from .views import brief_moving, run_brief, run_metadata, run_status
+from .views import brief_moving, run_brief, run_metadata, run_status, workers_text
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -87,6 +87,11 @@ class ResponseCache:
     part              kept for                    made from
     ================  ==========================  ============================================
     the listing       ``engine.generation``       every run's summary, in submission order
+    the brief         ``engine.generation``       every run's brief, in submission order (not
+    listing                                       kept when a run on a schedule is listed: its
+                                                  next time moves with the clock)
+    a run's workers   ``engine.generation``, for  ``views.workers_text`` (the last run asked)
+                      the last run asked
     a run's summary   its (resource_version,      ``wire.RunSummary``
                       state)
     a run's digest    its resource_version        ``spec_digest`` of its stored document
@@ -100,6 +105,9 @@ class ResponseCache:
     of its own. It is ``views.run_view`` put together faster, and equal to it (a test holds
     the two equal).
 
+    A server whose runs move at every tick makes the listings again at each ask, as before: a
+    listing kept is what an idle or a waiting cluster, asked again and again, answers at once.
+
     A run's document changes only with its resource_version (which only grows, also across a
     delete and a new run of the same name), so a part kept for a resource_version is never
     stale. Runs deleted since are forgotten when a listing is made.
@@ -109,6 +117,10 @@ class ResponseCache:
         self.engine, self.scope = engine, scope
         self._runs: dict[str, _Held] = {}
         self._listing: tuple[int, str] | None = None
+        #: (generation, text) of the brief listing of every run; (generation, run, text) of a
+        #: run's workers
+        self._brief_listing: tuple[int, bytes] | None = None
+        self._workers: tuple[int, str, bytes] | None = None
         #: this cache's own part of the summary listing's tags: a server started again (its
         #: generations from 0 again) or another scope never answers a tag it did not give
         self._nonce = secrets.token_hex(8)
@@ -192,11 +204,31 @@ class ResponseCache:
     @_locked
     def briefs(self, keys: list[str] | None = None) -> bytes:
         """``GET /runs?view=brief``'s answer (a ``wire.briefs.RunBriefList``) as JSON: of every
-        run, or of ``keys``."""
+        run (kept for the generation, see the class docstring), or of ``keys``."""
+        generation = self.engine.generation  # read first: a change while the text is made makes it stale
+        kept = self._brief_listing
+        if keys is None and kept is not None and kept[0] == generation:
+            return kept[1]
         order = self.engine.runs_of(self.scope) if keys is None else keys
-        text = b'{"items":[' + b",".join(self._brief_text(name) for name in order) + b"]}"
+        texts = [self._brief_text(name) for name in order]
+        text = b'{"items":[' + b",".join(texts) + b"]}"
         if keys is None:
             self._forget_gone()
+            steady = all(self._runs[name].moving is not None for name in order)
+            self._brief_listing = (generation, text) if steady else None
+        return text
+
+    @_locked
+    def workers(self, name: str) -> bytes:
+        """``GET /runs/{run}/workers``'s answer (``views.workers_text``), kept for the generation
+        for the last run asked: ``astra get workers RUN`` asked again of an array of 10,000
+        copies is one text sent again."""
+        generation = self.engine.generation
+        kept = self._workers
+        if kept is not None and kept[0] == generation and kept[1] == name:
+            return kept[2]
+        text = workers_text(self.engine, name)
+        self._workers = (generation, name, text)
         return text
 
     def _brief_text(self, name: str) -> bytes:

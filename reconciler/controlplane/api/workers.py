@@ -30,7 +30,7 @@ from ..logtimes import read_since
 from ..scheduler import WorkerRecord, WorkerState
 from .context import Api, ApiError, ApiRoute, Responses, answer, json_text
 from .runs import RunName, the_run, under_both
-from .views import worker_page, worker_view, workers_text
+from .views import worker_page, worker_view
 
 __all__ = ["router"]
 
@@ -135,7 +135,7 @@ def the_worker(api: Api, name: str) -> WorkerRecord:
 
 def run_workers(api: Api, name: RunName) -> Response:
     """The run's workers by rank, with the readout (``Workers R running of N``) and the counts."""
-    return json_text(workers_text(api.engine, the_run(api, name)))
+    return json_text(api.cache.workers(the_run(api, name)))
 
 
 def get_worker(api: Api, worker: WorkerName) -> Response:
