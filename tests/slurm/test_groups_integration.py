@@ -186,7 +186,7 @@ def test_groups_change_nothing_in_place_and_delete_cancels_every_job(cluster: Sl
         "spec": {"task_groups": [group("a", "sleep 300"), group("b", "sleep 300", after="a")]},
     }
     live = cluster.create_run(d)
-    wait_for("both run", lambda: cluster.get_run("gone"), lambda r: r.workers_running == 2, 20)
+    wait_for("both run", lambda: cluster.get_run("gone"), lambda r: r.workers_running == 2, 60)
     changed = json.loads(json.dumps(d))
     changed["spec"]["task_groups"][1]["replicas"] = 3
     with pytest.raises(Rejected) as refused:
