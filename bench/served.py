@@ -111,7 +111,8 @@ def start_server(
 
 def hold_all(url: str, workspace: str = "default") -> None:
     """A quota of no run holding machines for ``workspace``: its runs are made (every worker of
-    them, each array copy too) and wait Pending (``Workspace default is at its quota of 0 runs``)."""
+    them, each array copy too) and wait Pending (``Workspace default is at its quota of 0
+    running runs``)."""
     import httpx
 
     put = httpx.put(
