@@ -55,7 +55,7 @@ def fill_cache(loaded: Loaded, names: list[str], cache: FileCache) -> dict[str, 
     """Hash ``names`` on every core, and load the ones the cache does not know: the files the
     shares took, in the order of ``names``, each as a usable cache entry gives it (its runs
     with their digests; a plan reads back the documents it needs, ``load.reread``: kept here,
-    those of 100,000 unchanged runs held 450 MiB). A file not taken (it has
+    those of 100,000 unchanged runs held about 440 MiB). A file not taken (it has
     problems, or a run without a digest) is not there: the caller loads it in its turn. The new
     entries go into the cache (one pack when many), and the hashes learned into
     ``cache.hashes``."""
