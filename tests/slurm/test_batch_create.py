@@ -4,6 +4,7 @@ Slurm cannot take failed in words, and the queue read once for the whole apply, 
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_integration import UP_HINT, _cluster_up
+from .test_integration import UP_HINT, _cluster_up, wait_for
 
 GOOD = """metadata: {{name: {name}}}
 spec:
@@ -34,7 +35,14 @@ def counted(tmp_path: Path) -> tuple[dict[str, str], Path]:
     shim, calls = tmp_path / "bin", tmp_path / "squeue.calls"
     shim.mkdir()
     real = subprocess.run(["which", "squeue"], capture_output=True, text=True, check=True).stdout.strip()
-    (shim / "squeue").write_text(f'#!/bin/sh\necho "$@" >> {calls}\nexec {real} "$@"\n')
+    # with SQUEUE_EVERY_JOB set, the names asked for are dropped: every job is read (the plain way)
+    (shim / "squeue").write_text(
+        "#!/bin/bash\n"
+        f'echo "$@" >> {calls}\n'
+        'args=(); while [ $# -gt 0 ]; do if [ -n "$SQUEUE_EVERY_JOB" ] && [ "$1" = --name ]; '
+        'then shift 2; else args+=("$1"); shift; fi; done\n'
+        f'exec {real} "${{args[@]}}"\n'
+    )
     (shim / "squeue").chmod(stat.S_IRWXU)
     env = {
         **os.environ,
@@ -67,10 +75,54 @@ def test_first_apply_submits_every_run_and_reads_the_queue_once(tmp_path: Path, 
         again = _astra(env, "plan", "-f", str(runs), "--server", "slurm://debug")
         assert "Plan: 0 to create, 0 to update, 0 to replace, 0 to delete." in again.stdout, again.stdout
         assert len(calls.read_text().splitlines()) == 1  # twelve runs observed in one reading
+        # one reading of the source's own jobs only: the controller's others are not read
+        assert f"--name {','.join(sorted(names))}" in calls.read_text()
         for name in names:
             live = _astra(env, "get", "runs", name, "--server", "slurm://debug")
             assert name in live.stdout and live.returncode == 0, live.stdout + live.stderr
     finally:
+        _astra(env, "delete", *names, "--server", "slurm://debug", "--yes")
+
+
+def test_reading_only_the_runs_jobs_observes_what_reading_every_job_does(tmp_path: Path, counted):
+    """``squeue --name`` of the source's runs, beside a job of another name (a colleague's) and
+    one named as a run but not astra's: ``get runs`` and the plan say the same as when every job
+    the controller knows is read."""
+    env, _ = counted
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    names = ["nq-a", "nq-b"]
+    for name in names:
+        (runs / f"{name}.yaml").write_text(GOOD.format(name=name))
+    others = []
+    try:
+        done = _astra(env, "apply", "-f", str(runs), "--server", "slurm://debug", "--yes")
+        assert done.returncode == 0, done.stdout + done.stderr
+        for job_name in ("colleague", "nq-a"):
+            made = subprocess.run(
+                ["sbatch", "--parsable", "--hold", f"--job-name={job_name}", "--wrap", "sleep 300"],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            others.append(made.stdout.strip().split(";")[0])
+
+        def listed_states() -> list[str]:
+            listed = _astra(env, "get", "runs", "--server", "slurm://debug", "-o", "json")
+            return [r["state"] for r in json.loads(listed.stdout)] if listed.returncode == 0 else []
+
+        wait_for("both run", listed_states, lambda states: states == ["Running", "Running"], 60)
+        said = []
+        for every in ("", "1"):
+            env_now = {**env, "SQUEUE_EVERY_JOB": every}
+            listed = _astra(env_now, "get", "runs", "--server", "slurm://debug", "-o", "json")
+            planned = _astra(env_now, "plan", "-f", str(runs), "--server", "slurm://debug")
+            assert listed.returncode == 0 and planned.returncode == 0, listed.stderr + planned.stderr
+            said.append((json.loads(listed.stdout), planned.stdout))
+        assert said[0] == said[1]
+        assert sorted(r["name"] for r in said[0][0]) == names
+    finally:
+        subprocess.run(["scancel", *others], check=False)
         _astra(env, "delete", *names, "--server", "slurm://debug", "--yes")
 
 

@@ -18,7 +18,7 @@ import functools
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, assert_never, cast, get_args
@@ -111,7 +111,7 @@ class SlurmCluster(ClusterSecrets):
         names = self.records.names()
         if not names:
             return []
-        queue = self._queue()
+        queue = self._queue(names)  # every run observed is named: the queue's rows of their jobs
         seen: dict[str, Observed | None] = {}
         return [found[0] for n in names if (found := self._observed(n, queue, seen)) is not None]
 
@@ -357,8 +357,11 @@ class SlurmCluster(ClusterSecrets):
 
     # ---- observe, and carry out what it decides ---------------------------------------------------
 
-    def _queue(self) -> Queue:
-        return Queue(self.commands.squeue())
+    def _queue(self, names: Collection[str] | None = None) -> Queue:
+        """What ``squeue`` says; with ``names``, of those runs' jobs only (``commands.squeue``):
+        given when every run the observation may look at is among them (a run's dependencies
+        are observed with it)."""
+        return Queue(self.commands.squeue(names))
 
     def _observed(self, name: str, queue: Queue, seen: dict[str, Observed | None]) -> Observed | None:
         """Run ``name`` observed (``None``: no such run), the runs it depends on first, each once

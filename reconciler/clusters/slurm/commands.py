@@ -17,6 +17,7 @@ import json
 import os
 import re
 import subprocess
+from collections.abc import Collection
 
 from reconciler.sandbox import NodeSandbox, find_node_sandbox
 
@@ -31,6 +32,9 @@ __all__ = ["COMMAND_TIMEOUT", "SlurmCommands"]
 COMMAND_TIMEOUT = 30.0
 #: squeue's times as epoch seconds (``queue.parse_squeue_text`` reads them so)
 _EPOCH_TIMES = {"SLURM_TIME_FORMAT": SQUEUE_TIME_FORMAT}
+#: The longest ``squeue --name`` list asked (its bytes): beyond it every job is read, as a command
+#: line has a bound (``ARG_MAX``, 2 MiB here), and so many names are most of a queue anyway.
+NAMES_AT_MOST = 256 * 1024
 #: Words on stderr that say the controller could not be reached.
 _UNREACHABLE = ("Unable to contact slurm controller", "Connection refused", "Socket timed out")
 
@@ -75,9 +79,18 @@ class SlurmCommands:
             raise ClusterError(f"{' '.join(argv[:2])} failed: {err or proc.stdout.strip()}")
         return proc.stdout + proc.stderr if not check else proc.stdout
 
-    def squeue(self) -> list[JobRow]:
-        """Every job the controller knows, the fields astra reads (``queue.SQUEUE_FIELDS``)."""
-        out = self.run(["squeue", "-h", "-t", "all", "-O", SQUEUE_FIELDS], env=_EPOCH_TIMES)
+    def squeue(self, names: Collection[str] | None = None) -> list[JobRow]:
+        """Every job the controller knows, in any state, the fields astra reads
+        (``queue.SQUEUE_FIELDS``); with ``names``, only the jobs of those names (astra names each
+        job after its run): a controller keeps every user's jobs, and finished ones for
+        ``MinJobAge``, which a plan of a team's runs need not parse (43,000 rows: 0.58 s here;
+        ``squeue`` filters on its side of the call, so the controller's answer still holds
+        every job). Too many names to ask for (``NAMES_AT_MOST``): every job."""
+        argv = ["squeue", "-h", "-t", "all", "-O", SQUEUE_FIELDS]
+        asked = ",".join(sorted(names)) if names else ""
+        if asked and len(asked) <= NAMES_AT_MOST:
+            argv += ["--name", asked]
+        out = self.run(argv, env=_EPOCH_TIMES)
         return parse_squeue_text(out)
 
     def squeue_json(self) -> list[JobRow]:
