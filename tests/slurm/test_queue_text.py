@@ -93,3 +93,19 @@ def test_the_text_reading_equals_the_json_reading():
         assert next(r for r in before if r.name == "qt-fail").exit_code == 3 << 8
     finally:
         subprocess.run(["scancel", *map(str, ids)], check=False)
+
+
+def test_squeue_asks_for_the_runs_names_and_reads_every_job_when_they_are_too_many(monkeypatch):
+    """``--name`` of the runs when they fit one argument of a command line; else every job (an
+    argument over Linux's 128 KiB makes ``exec`` fail: it is never tried)."""
+    from reconciler.clusters.slurm.commands import NAMES_AT_MOST, SlurmCommands
+
+    asked: list[list[str]] = []
+    commands = SlurmCommands(None)
+    monkeypatch.setattr(commands, "run", lambda argv, **kw: asked.append(argv) or "")
+    commands.squeue(["b", "a"])
+    many = [f"run-{i:06d}" for i in range(NAMES_AT_MOST // 10)]
+    commands.squeue(many)
+    assert asked[0][-2:] == ["--name", "a,b"]
+    assert "--name" not in asked[1]
+    assert len(",".join(many)) > NAMES_AT_MOST

@@ -32,9 +32,10 @@ __all__ = ["COMMAND_TIMEOUT", "SlurmCommands"]
 COMMAND_TIMEOUT = 30.0
 #: squeue's times as epoch seconds (``queue.parse_squeue_text`` reads them so)
 _EPOCH_TIMES = {"SLURM_TIME_FORMAT": SQUEUE_TIME_FORMAT}
-#: The longest ``squeue --name`` list asked (its bytes): beyond it every job is read, as a command
-#: line has a bound (``ARG_MAX``, 2 MiB here), and so many names are most of a queue anyway.
-NAMES_AT_MOST = 256 * 1024
+#: The longest ``squeue --name`` list asked (its bytes): beyond it every job is read, as one
+#: argument of a command line has a bound (Linux's ``MAX_ARG_STRLEN``, 128 KiB: beyond, ``exec``
+#: fails with E2BIG), and so many names are most of a queue anyway.
+NAMES_AT_MOST = 100_000
 #: Words on stderr that say the controller could not be reached.
 _UNREACHABLE = ("Unable to contact slurm controller", "Connection refused", "Socket timed out")
 
