@@ -3,7 +3,7 @@
 Owns: ``cluster_files`` (the ``--inventory`` values read as a cluster's name and its file; a
 value without ``NAME=`` is the default cluster's, as before clusters had names) and ``Fleet``
 (each cluster's engine and executor, stepped together by the server's loop as one: ``step``,
-``next_wakeup``, ``queued``, ``busy``, ``shutdown``).
+``next_wakeup``, ``queued``, ``more``, ``busy``, ``shutdown``).
 
 Each cluster has its own engine and executor over the one store (``Engine(cluster=NAME)``): its
 own machines, runs, workers and quotas; the ``clusters/{cluster}`` part of a workspace's path
@@ -56,6 +56,10 @@ class Fleet:
     @property
     def queued(self) -> bool:
         return any(getattr(executor, "queued", None) for _, executor in self.members.values())
+
+    @property
+    def more(self) -> bool:
+        return any(engine.more for engine, _ in self.members.values())
 
     @property
     def busy(self) -> bool:

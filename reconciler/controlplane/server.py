@@ -401,9 +401,10 @@ async def _schedule(engine: Any, executor: Any, clock: SystemClock, wake: asynci
     A step runs in a worker thread, holding the API's gate (``ApiContext.gate``, which every
     route holds while it runs): the engine is never used by two threads at once, and the event
     loop stays free, so ``/healthz`` answers while a step places 10,000 workers. While workers
-    wait to be started (``executor.queued``: a slice starts per step), the loop steps again at
-    once, after the routes already waiting at the gate (an ``asyncio.Lock`` serves its waiters
-    first come, first served). Each step's duration goes to ``/metrics`` (``api.metrics``)."""
+    wait to be started (``executor.queued``: a slice starts per step) or runs to be admitted
+    (``engine.more``: a slice of workers is made per step), the loop steps again at once, after
+    the routes already waiting at the gate (an ``asyncio.Lock`` serves its waiters first come,
+    first served). Each step's duration goes to ``/metrics`` (``api.metrics``)."""
     gate = api.gate
     while True:
         async with gate:
@@ -412,7 +413,7 @@ async def _schedule(engine: Any, executor: Any, clock: SystemClock, wake: asynci
             await _step_off_loop(engine, now)
             api.metrics.record_tick(time.perf_counter() - began)
             nxt = engine.next_wakeup(now)
-            queued = bool(getattr(executor, "queued", None))
+            queued = bool(getattr(executor, "queued", None)) or engine.more
             timeout = POLL_SECONDS if executor.busy else 60.0
         if queued:
             await asyncio.sleep(0)

@@ -12,6 +12,7 @@ values and pure functions, cheap to import anywhere.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from enum import StrEnum
 from typing import Any
@@ -117,6 +118,7 @@ def pulling(image: str) -> str:
     return msg.PULLING_REASON.format(image=image)
 
 
+@functools.cache
 def quota_gpus(workspace: str, n: int) -> str:
     """``Workspace W is at its quota of N GPUs``: a run or copy that waits only on its quota."""
     return msg.QUOTA_GPUS_REASON.format(workspace=workspace, n=n)
@@ -128,8 +130,10 @@ def budget_spent(workspace: str, hours: int, per: str) -> str:
     return msg.BUDGET_SPENT_REASON.format(workspace=workspace, hours=hours, per=per)
 
 
+@functools.cache
 def quota_runs(workspace: str, n: int) -> str:
-    """``Workspace W is at its quota of N running runs``: a run that would be one run too many."""
+    """``Workspace W is at its quota of N running runs``: a run that would be one run too many
+    (kept, as ``quota_gpus``: a tick asks them of every run its workspace's quota holds)."""
     return msg.QUOTA_RUNS_REASON.format(workspace=workspace, n=n)
 
 

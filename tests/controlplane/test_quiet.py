@@ -228,7 +228,8 @@ def test_a_long_queue_on_a_small_cluster_is_decided_the_same_with_the_memo(inven
         if data.draw(st.booleans()):
             sim.state.no_sandbox = "no sandbox here: a run with drives waits"
         if data.draw(st.booleans()):
-            sim.set_quota("team-a", gpus=data.draw(st.integers(1, 6)))
+            gpus = data.draw(st.sampled_from([None, 1, 3, 6]))  # and runs holding machines
+            sim.set_quota("team-a", gpus=gpus, runs=data.draw(st.sampled_from([None, 0, 1, 2])))
         if data.draw(st.booleans()):  # a machine goes silent, and may come back
             silent = inventory.machines[0].name
             sim.machine_unreachable(silent, at=data.draw(st.sampled_from([20.0, 200.0])))

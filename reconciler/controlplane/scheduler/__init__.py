@@ -156,6 +156,7 @@ from .records import (
 )
 from .state import ClusterState
 from .tick import plan_tick, schedule
+from .ticking import Admissions
 
 __all__ = [
     "BACKOFF_MAX_SECONDS",
@@ -169,6 +170,7 @@ __all__ = [
     "RESET_AFTER_SECONDS",
     "RESTART_LIMIT",
     "STALE_TIMEOUT_SECONDS",
+    "Admissions",
     "AdmitRun",
     "Ask",
     "CancelRun",

@@ -15,6 +15,10 @@ room        fewer GPUs are free now, over the usable machines, than its least ne
             nothing of lower priority holds a machine (no preemption); and either no run is
             blocked yet (this one is, again: ``Tick.blocker``) or it may backfill
 no sandbox  the same ``ClusterState.no_sandbox``
+quota       its workspace's quota (or spent budget) holds it again, asked with what it asked
+            then (``quotas.held_by_quota``: the same words); it is not behind a blocked run
+            it may not backfill; no worker of it became eligible since; no sandbox is missing
+            (a run that depends on runs is not kept: ``queue``)
 ==========  ===============================================================================
 
 Every other run is visited as before, and a run passed over emits nothing and leaves the tick as
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 from .priorities import shadow
 from .quiet import Wait, Why
+from .quotas import held_by_quota
 from .ticking import Tick
 
 __all__ = ["holds"]
@@ -51,6 +56,10 @@ def holds(t: Tick, why: Why, name: str) -> bool:
     may = b is not None and limit is not None and t.now + limit <= shadow(t)
     if wait is Wait.BEHIND:
         return b is not None and not may and b.name == why.blocker
+    if wait is Wait.QUOTA:
+        if (b is not None and not may) or t.now >= why.until or s.no_sandbox is not None:
+            return False
+        return held_by_quota(t, s.runs[name], why.gpus) == why.reason
     if (b is not None and not may) or t.now >= why.until or why.priority > t.lowest:
         return False
     if why.workspace in s.quotas or why.workspace in s.spent or t.view.free_gpus(why.healthy) >= why.gpus:

@@ -7,9 +7,10 @@ run's network constraint; and the reason a run (and its next waiting worker) wai
 drives, where no sandbox can mount them, waits with ``ClusterState.no_sandbox``; one that names
 something that does not exist yet (a drive, a secret), with ``ClusterState.waiting``'s words, on
 every waiting worker, which say they are queued again once the wait is over). Backfill and
-preemption are ``priorities``'; where workers fit is ``placement``'s; which waiting runs a tick
-may pass over, and why, is ``quiet``'s (the queue says what each visit found: ``Room``,
-``quiet.Wait``).
+preemption are ``priorities``'; a tick given ``Admissions`` admits runs until they are spent,
+then stops at the next run to admit (``ticking.Admissions``); where workers fit is
+``placement``'s; which waiting runs a tick may pass over, and why, is ``quiet``'s (the queue
+says what each visit found: ``Room``, ``Held``, ``quiet.Wait``).
 
 Must not touch: the records (decisions go through ``Tick.emit``), clocks, I/O.
 """
@@ -35,7 +36,7 @@ from .placement import Net, View, fixed, label, place_decision, search
 from .priorities import backfill_limit, may_backfill, preempt_for
 from .quiet import Wait, Why
 from .quotas import held_by_quota, run_named
-from .records import Ask, MarkRun, MarkWorker, NewWorker, RunRecord, ask_of
+from .records import AdmitRun, Ask, MarkRun, MarkWorker, NewWorker, RunRecord, ask_of
 from .ticking import Tick
 
 __all__ = [
@@ -67,10 +68,12 @@ class Room:
 @dataclass(frozen=True, slots=True)
 class Held:
     """A run (or its next worker) held by its workspace's quota: it waits with ``reason``, and,
-    unlike a run blocked for room, holds back no run queued behind it. ``marked``: the waiting
+    unlike a run blocked for room, holds back no run queued behind it. ``gpus``: what it asked
+    when held (the memo asks the quota again with it: ``passover``); ``marked``: the waiting
     worker has its reason already."""
 
     reason: str
+    gpus: int
     marked: bool = False
 
 
@@ -84,6 +87,8 @@ def placement(t: Tick) -> None:
     if quiet is None:
         for rname in sorted(s.active, key=lambda n: (-s.runs[n].priority, s.runs[n].seq)):
             serve(t, s.runs[rname])
+            if t.admissions is not None and t.admissions.cut:
+                return
         return
     out, moved, touched = t.out, quiet.moved, t.touched
     order = quiet.order(s.runs, s.active, s.order_version)
@@ -102,20 +107,29 @@ def placement(t: Tick) -> None:
         emitted = len(out)
         r = s.runs[rname]
         found = serve(t, r)
+        if t.admissions is not None and t.admissions.cut:  # no run after it is served this tick
+            quiet.looked(order[:at])
+            return
         still = found is not None and len(out) == emitted  # it waits, and its visit changed nothing
         quiet.learn(at, rname, _why(t, r, found) if still else None)
     quiet.looked()
 
 
-def serve(t: Tick, r: RunRecord) -> Wait | Room | None:
+def serve(t: Tick, r: RunRecord) -> Wait | Room | Held | None:
     """One run's turn: admit it, or place what can be placed now, or say why it waits. What it
     waits for, where the memo can hold that (``quiet.Wait``, or ``Room``), else ``None``."""
     s, rname = t.s, r.name
     if rname in t.frozen or r.cancel_requested or r.state in FINAL_RUN_STATES:
         return None
     if not r.admitted:
+        left = t.admissions
+        if left is not None and left.left <= 0:
+            left.cut = True
+            return None
         for d in admit(s, r, t.memo):
             t.emit(d, rname)
+            if left is not None and isinstance(d, AdmitRun):
+                left.left -= len(d.workers)
         return None
     if r.not_before is not None and r.not_before > t.now:
         return None
@@ -143,7 +157,8 @@ def serve(t: Tick, r: RunRecord) -> Wait | Room | None:
     blocked = place_run(t, r)
     if isinstance(blocked, Held):
         set_run_reason(t, r, blocked.reason, head=not blocked.marked)
-    elif blocked is not None:
+        return blocked
+    if blocked is not None:
         set_run_reason(t, r, blocked.reason)
         if t.blocker is None:
             t.blocker = r
@@ -151,11 +166,16 @@ def serve(t: Tick, r: RunRecord) -> Wait | Room | None:
     return None
 
 
-def _why(t: Tick, r: RunRecord, found: Wait | Room | None) -> Why:
-    """What the memo keeps of a visit of ``r`` that emitted nothing and found ``found``."""
+def _why(t: Tick, r: RunRecord, found: Wait | Room | Held | None) -> Why | None:
+    """What the memo keeps of a visit of ``r`` that emitted nothing and found ``found`` (``None``:
+    nothing: a run held by its quota that depends on runs is visited each tick)."""
     if found is Wait.NO_SANDBOX:
         return Why(found, reason=t.s.no_sandbox)
     ws, limit = t.s.ws_of[r.name], backfill_limit(r)
+    if isinstance(found, Held):
+        if r.run.spec.depends_on:
+            return None
+        return Why(Wait.QUOTA, ws, limit, r.priority, gpus=found.gpus, until=t.until, reason=found.reason)
     if found is Wait.BEHIND:
         assert t.blocker is not None
         return Why(found, ws, limit, r.priority, blocker=t.blocker.name)
@@ -208,7 +228,7 @@ def place_run(t: Tick, r: RunRecord) -> Room | Held | None:
         k_min = gr.min_per_machine or 1
         held = held_by_quota(t, r, gr.count)
         if held is not None:
-            return Held(held)
+            return Held(held, gr.count)
         got = t.memo.shape(view, ask, gr.count, k_min, net)
         if got is None and preempt_for(t, r, lambda v: search(v, ask, gr.count, k_min, net, t.memo)):
             got = t.memo.shape(view, ask, gr.count, k_min, net)
@@ -232,9 +252,10 @@ def place_run(t: Tick, r: RunRecord) -> Room | Held | None:
         first = list(itertools.islice(eligible, need))
         if len(first) < need:
             return None
-        held = held_by_quota(t, r, sum(s.workers[n].ask.gpus for n in first))
+        gpus = sum(s.workers[n].ask.gpus for n in first)
+        held = held_by_quota(t, r, gpus)
         if held is not None:
-            return Held(held)
+            return Held(held, gpus)
         together = place_together(t, r, first, net, groups, every)
         if isinstance(together, Room):
             return together
@@ -309,7 +330,7 @@ def place_each(
         if held is not None:
             if w.reason != held:
                 t.emit(MarkWorker(wname, WorkerState.PENDING, held), rname)
-            return Held(held, marked=True)
+            return Held(held, ask.gpus, marked=True)
         pick = cursor.fit(ask, within)
 
         def fit_in(v: View, a: Ask = ask, wi: Any = within) -> Any:

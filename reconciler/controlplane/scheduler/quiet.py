@@ -25,6 +25,7 @@ Must not touch: the records, clocks, I/O. Only a tick writes the memo, but for `
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -39,6 +40,7 @@ class Wait(Enum):
     BEHIND = "behind"
     ROOM = "room"
     NO_SANDBOX = "no sandbox"
+    QUOTA = "quota"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +50,9 @@ class Why:
 
     ``limit``: the run's longest time limit (``None``: a template has none, so it never
     backfills); ``blocker``: the run it waited behind; ``gpus``/``healthy``: its least need when
-    it waited for room (free GPUs, healthy ones only with ``healthy``); ``until``: when a worker
-    it skipped as not yet eligible becomes eligible; ``reason``: the no-sandbox reason.
+    it waited for room (free GPUs, healthy ones only with ``healthy``), or what it asked when
+    its workspace's quota held it; ``until``: when a worker it skipped as not yet eligible
+    becomes eligible; ``reason``: the no-sandbox reason, or the quota's.
     """
 
     wait: Wait
@@ -103,6 +106,11 @@ class Quiet:
         why = whys.setdefault(why, why)
         self.entries[name] = self.slots[at] = why
 
-    def looked(self) -> None:
-        """The placement phase looked at every run changed since it last did (or passed it over)."""
-        self.moved.clear()
+    def looked(self, only: Iterable[str] | None = None) -> None:
+        """The placement phase looked at every run changed since it last did (or passed it over);
+        ``only``: at these (it stopped before the others: ``ticking.Admissions``)."""
+        if only is None:
+            self.moved.clear()
+            return
+        for name in only:
+            self.moved.pop(name, None)

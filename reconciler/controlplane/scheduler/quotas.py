@@ -36,17 +36,18 @@ def held_by_quota(t: Tick, r: RunRecord, gpus: int) -> str | None:
     s = t.s
     ws = s.ws_of[r.name]
     spent = s.spent.get(ws)  # a spent GPU-hour budget: no new run starts (running ones go on)
-    if spent is not None and s.holding(r.name) == 0 and r.name not in t.ws_started_runs:
-        return spent
     quota = s.quotas.get(ws)
+    if spent is None and quota is None:
+        return None
+    starting = s.holding(r.name) == 0 and r.name not in t.ws_started_runs
+    if spent is not None and starting:
+        return spent
     if quota is None:
         return None
-    name = ws.partition("/")[2]
-    starting = s.holding(r.name) == 0 and r.name not in t.ws_started_runs
     if quota.runs is not None and starting and s.ws_runs[ws] + t.ws_started[ws] >= quota.runs:
-        return quota_runs(name, quota.runs)
+        return quota_runs(ws.partition("/")[2], quota.runs)
     if quota.gpus is not None and gpus and s.ws_gpus[ws] + t.ws_gpus[ws] + gpus > quota.gpus:
-        return quota_gpus(name, quota.gpus)
+        return quota_gpus(ws.partition("/")[2], quota.gpus)
     return None
 
 

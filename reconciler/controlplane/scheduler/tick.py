@@ -22,18 +22,21 @@ from .records import Decision, RunRecord, WorkerRecord
 from .restarts import settle, stale_workers, time_limits
 from .runstates import cancellations, run_states
 from .state import ClusterState
-from .ticking import Tick
+from .ticking import Admissions, Tick
 
 __all__ = ["plan_tick", "schedule"]
 
 
-def plan_tick(state: ClusterState, now: float, *, quiet: bool = True) -> list[Decision]:
-    """This tick's decisions; pure: reads ``state`` and ``now`` only.
+def plan_tick(
+    state: ClusterState, now: float, *, quiet: bool = True, admissions: Admissions | None = None
+) -> list[Decision]:
+    """This tick's decisions; pure: reads ``state`` and ``now`` only (and counts down
+    ``admissions``, the workers its admissions may still make: ``ticking.Admissions``).
 
     ``quiet``: with the memo the state keeps across ticks (``quiet.Quiet``), which passes over
     the waiting runs whose answer cannot have changed; without it, every run is visited. The
     decisions are the same either way."""
-    t = Tick(state, now, quiet)
+    t = Tick(state, now, quiet, admissions)
     cancellations(t)
     settle(t)
     time_limits(t)

@@ -5,7 +5,8 @@ whose fate this tick settled as a whole (``frozen``), failing a run (``fail_run`
 capacity the tick has laid over the state's (``view``, a ``placement.View``) and what it learned
 once (``memo``, a ``placement.Memo``), what it placed for each workspace (``quotas`` reads it),
 the first run blocked for room and when it could start (``priorities`` sets them), and the memo
-kept across ticks (``quiet``: ``None`` when the tick decides without it, the same decisions).
+kept across ticks (``quiet``: ``None`` when the tick decides without it, the same decisions);
+and ``Admissions``, how many workers a driver lets its ticks make by admitting runs.
 
 It sits below every phase (``restarts``, ``gangs``, ``quotas``, ``priorities``, ``runstates``,
 ``queue``) and above what it holds (``state``, ``placement``, ``quiet``, ``records``): the
@@ -20,6 +21,7 @@ from __future__ import annotations
 import math
 import sys
 from collections import Counter
+from dataclasses import dataclass
 
 from reconciler.runspec.vocabulary import RunState, WorkerState
 
@@ -39,14 +41,30 @@ from .records import (
 )
 from .state import ClusterState
 
-__all__ = ["Tick"]
+__all__ = ["Admissions", "Tick"]
+
+
+@dataclass(slots=True)
+class Admissions:
+    """How many more workers a driver's ticks may make by admitting runs (an array's copies, a
+    task group's replicas): a run is admitted whole, then counted. Once none are left, the
+    placement phase stops at the next run still to admit, and serves no run after it (so no run
+    queued behind it is served first: ``cut``); the driver steps again (``Engine.more``). The
+    simulation and the outlook give none: every run is admitted in its tick."""
+
+    left: int
+    cut: bool = False
 
 
 class Tick:
     """One tick's working state: what it decided so far, and what that settles for the rest of it."""
 
-    def __init__(self, state: ClusterState, now: float, quiet: bool = True) -> None:
+    def __init__(
+        self, state: ClusterState, now: float, quiet: bool = True, admissions: Admissions | None = None
+    ) -> None:
         self.s, self.now = state, now
+        #: How many more workers admitting runs may make (``None``: no bound).
+        self.admissions = admissions
         self.out: list[Decision] = []
         self.touched: set[str] = set()
         self.view = View(state)
