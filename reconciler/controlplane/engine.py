@@ -9,8 +9,8 @@ Owns: ``Engine``, the one object that changes a cluster. It keeps the scheduler'
   executor, repeated until nothing more happens at this instant, then everything the tick changed
   (new workers, changed workers and runs, an event per decision and observation, the executor's
   process facts) written in ONE transaction with bulk statements; a step admits runs until it
-  has made ``ADMIT_SLICE`` workers, and says when runs remain to admit (``more``: the server's
-  loop steps again at once, after the routes waiting for the engine);
+  has done ``ADMIT_SLICE`` of that work, and says when runs remain to admit (``more``: the
+  server's loop steps again at once, after the routes waiting for the engine);
 * ``schedules``: the runs on a schedule (``schedule_book``), whose runs due each step makes
   first;
 * ``recover``: at start, workers that held a machine when the last server stopped have no
@@ -86,12 +86,15 @@ __all__ = ["Engine", "Executor", "RunMeta"]
 #: How many worker processes one step starts at most (the rest start in the next steps, which
 #: the executor asks for at once): a fork costs milliseconds, and a step holds the engine.
 SPAWN_SLICE = 32
-#: How many workers one step makes at most by admitting runs (an array's copies, a group's
-#: replicas; a run is admitted whole): the runs after are admitted in the next steps, which the
-#: server's loop takes at once, after the routes waiting for the engine (``Engine.more``). A
-#: worker made, placed or held, and written costs about 30 µs here: a step of 10,000 runs with
-#: 1.3 million copies held the engine for 44 s, every route waiting; a slice holds it ~60 ms.
-ADMIT_SLICE = 2_000
+#: How much admitting runs does in one step, in workers made (an array's copies, a group's
+#: replicas), each run counting ``ADMIT_RUN_COST`` more; a run is admitted whole. The runs after
+#: are admitted in the next steps, which the server's loop takes at once, after the routes
+#: waiting for the engine (``Engine.more``). Measured here (2 cores), a run admitted costs about
+#: 200 µs of a tick and a worker about 20 µs, and 25 µs more to write: a slice is about 50 ms, so
+#: that a request waits for at most that. Before, one step admitted every run it found: 10,000
+#: runs with 1.3 million array copies held the engine for 44 s, every request waiting.
+ADMIT_SLICE = 1_000
+ADMIT_RUN_COST = 10
 #: More ticks than this at one instant means the scheduler does not settle: a bug, said loudly.
 MAX_TICKS_PER_STEP = 10_000
 
@@ -384,7 +387,7 @@ class Engine:
             s.observe(o, now)
             log.observed(o)
         made = 0
-        admissions = Admissions(ADMIT_SLICE)
+        admissions = Admissions(ADMIT_SLICE, ADMIT_RUN_COST)
         for _ in range(MAX_TICKS_PER_STEP):
             decisions = plan_tick(s, now, admissions=admissions)
             if decisions:

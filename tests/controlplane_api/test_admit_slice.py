@@ -1,10 +1,11 @@
-"""A step admits runs until it has made a slice of workers; the loop takes the next step at once.
+"""A step admits runs until it has done a slice of that work; the loop takes the next step at once.
 
 A step holds the engine, so every request waits for it: 10,000 runs of 1.3 million array copies
-held it for 44 s in one step. A step now admits runs (each whole) until it has made
-``engine.ADMIT_SLICE`` workers, stops at the next run to admit, serves no run queued behind it,
-and says more is to do (``Engine.more``); the server's loop steps again at once. Runs wait in a
-workspace at its quota of 0 running runs here, so that nothing starts.
+held it for 44 s in one step. A step now admits runs (each whole) until their workers, and
+``engine.ADMIT_RUN_COST`` for each run, make ``engine.ADMIT_SLICE``, stops at the next run to
+admit, serves no run queued behind it, and says more is to do (``Engine.more``); the server's
+loop steps again at once. Runs wait in a workspace at its quota of 0 running runs here, so that
+nothing starts.
 """
 
 from __future__ import annotations

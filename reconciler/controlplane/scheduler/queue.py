@@ -129,7 +129,7 @@ def serve(t: Tick, r: RunRecord) -> Wait | Room | Held | None:
         for d in admit(s, r, t.memo):
             t.emit(d, rname)
             if left is not None and isinstance(d, AdmitRun):
-                left.left -= len(d.workers)
+                left.left -= left.per_run + len(d.workers)
         return None
     if r.not_before is not None and r.not_before > t.now:
         return None

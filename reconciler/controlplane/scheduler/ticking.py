@@ -46,13 +46,15 @@ __all__ = ["Admissions", "Tick"]
 
 @dataclass(slots=True)
 class Admissions:
-    """How many more workers a driver's ticks may make by admitting runs (an array's copies, a
-    task group's replicas): a run is admitted whole, then counted. Once none are left, the
-    placement phase stops at the next run still to admit, and serves no run after it (so no run
-    queued behind it is served first: ``cut``); the driver steps again (``Engine.more``). The
-    simulation and the outlook give none: every run is admitted in its tick."""
+    """How much more admitting runs may do in a driver's ticks: each run admitted costs
+    ``per_run`` and one for each worker it makes (an array's copies, a task group's replicas); a
+    run is admitted whole, then counted. Once nothing is left, the placement phase stops at the
+    next run still to admit, and serves no run after it (so no run queued behind it is served
+    first: ``cut``); the driver steps again (``Engine.more``). The simulation and the outlook give
+    none: every run is admitted in its tick."""
 
     left: int
+    per_run: int = 0
     cut: bool = False
 
 
