@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from .priorities import shadow
 from .quiet import Wait, Why
-from .quotas import held_by_quota
+from .quotas import quota_answer
 from .ticking import Tick
 
 __all__ = ["holds"]
@@ -59,7 +59,7 @@ def holds(t: Tick, why: Why, name: str) -> bool:
     if wait is Wait.QUOTA:
         if (b is not None and not may) or t.now >= why.until or s.no_sandbox is not None:
             return False
-        return held_by_quota(t, s.runs[name], why.gpus) == why.reason
+        return quota_answer(t, why.workspace, why.gpus, why.starting) == why.reason
     if (b is not None and not may) or t.now >= why.until or why.priority > t.lowest:
         return False
     if why.workspace in s.quotas or why.workspace in s.spent or t.view.free_gpus(why.healthy) >= why.gpus:

@@ -175,7 +175,17 @@ def _why(t: Tick, r: RunRecord, found: Wait | Room | Held | None) -> Why | None:
     if isinstance(found, Held):
         if r.run.spec.depends_on:
             return None
-        return Why(Wait.QUOTA, ws, limit, r.priority, gpus=found.gpus, until=t.until, reason=found.reason)
+        starting = t.s.holding(r.name) == 0
+        return Why(
+            Wait.QUOTA,
+            ws,
+            limit,
+            r.priority,
+            gpus=found.gpus,
+            until=t.until,
+            reason=found.reason,
+            starting=starting,
+        )
     if found is Wait.BEHIND:
         assert t.blocker is not None
         return Why(found, ws, limit, r.priority, blocker=t.blocker.name)

@@ -51,8 +51,9 @@ class Why:
     ``limit``: the run's longest time limit (``None``: a template has none, so it never
     backfills); ``blocker``: the run it waited behind; ``gpus``/``healthy``: its least need when
     it waited for room (free GPUs, healthy ones only with ``healthy``), or what it asked when
-    its workspace's quota held it; ``until``: when a worker it skipped as not yet eligible
-    becomes eligible; ``reason``: the no-sandbox reason, or the quota's.
+    its workspace's quota held it, and ``starting``: it held nothing then (nor since: its
+    records have not changed); ``until``: when a worker it skipped as not yet eligible becomes
+    eligible; ``reason``: the no-sandbox reason, or the quota's.
     """
 
     wait: Wait
@@ -64,6 +65,7 @@ class Why:
     healthy: bool = False
     until: float = math.inf
     reason: str | None = None
+    starting: bool = False
 
 
 class Quiet:

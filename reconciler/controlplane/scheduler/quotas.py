@@ -27,7 +27,7 @@ from ..scopes import other_workspace, shown
 from .records import RunRecord
 from .ticking import Tick
 
-__all__ = ["held_by_quota", "run_named"]
+__all__ = ["held_by_quota", "quota_answer", "run_named"]
 
 
 def held_by_quota(t: Tick, r: RunRecord, gpus: int) -> str | None:
@@ -35,20 +35,36 @@ def held_by_quota(t: Tick, r: RunRecord, gpus: int) -> str | None:
     nothing yet, one more running run would); ``None`` when they would not."""
     s = t.s
     ws = s.ws_of[r.name]
-    spent = s.spent.get(ws)  # a spent GPU-hour budget: no new run starts (running ones go on)
-    quota = s.quotas.get(ws)
-    if spent is None and quota is None:
+    if ws not in s.spent and ws not in s.quotas:
         return None
     starting = s.holding(r.name) == 0 and r.name not in t.ws_started_runs
+    return quota_answer(t, ws, gpus, starting)
+
+
+def quota_answer(t: Tick, ws: str, gpus: int, starting: bool) -> str | None:
+    """``held_by_quota``'s answer for a run of workspace ``ws`` asking ``gpus`` more GPUs
+    (``starting``: it holds nothing yet). It depends on nothing else of the run, and within a
+    tick only on what the tick placed in ``ws``: the tick keeps it (``Tick.quota_answers``) until
+    it places more there, so a queue of 10,000 runs held alike asks the quota once a tick."""
+    placed = (t.ws_gpus.get(ws, 0), t.ws_started.get(ws, 0))
+    key = (ws, gpus, starting)
+    kept = t.quota_answers.get(key)
+    if kept is not None and kept[0] == placed:
+        return kept[1]
+    s = t.s
+    spent = s.spent.get(ws)  # a spent GPU-hour budget: no new run starts (running ones go on)
+    quota = s.quotas.get(ws)
+    answer = None
     if spent is not None and starting:
-        return spent
-    if quota is None:
-        return None
-    if quota.runs is not None and starting and s.ws_runs[ws] + t.ws_started[ws] >= quota.runs:
-        return quota_runs(ws.partition("/")[2], quota.runs)
-    if quota.gpus is not None and gpus and s.ws_gpus[ws] + t.ws_gpus[ws] + gpus > quota.gpus:
-        return quota_gpus(ws.partition("/")[2], quota.gpus)
-    return None
+        answer = spent
+    elif quota is None:
+        answer = None
+    elif quota.runs is not None and starting and s.ws_runs.get(ws, 0) + placed[1] >= quota.runs:
+        answer = quota_runs(ws.partition("/")[2], quota.runs)
+    elif quota.gpus is not None and gpus and s.ws_gpus.get(ws, 0) + placed[0] + gpus > quota.gpus:
+        answer = quota_gpus(ws.partition("/")[2], quota.gpus)
+    t.quota_answers[key] = (placed, answer)
+    return answer
 
 
 def run_named(key: str, seen_by: str) -> str:

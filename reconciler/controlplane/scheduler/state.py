@@ -71,6 +71,9 @@ from .records import (
     WorkerRecord,
 )
 
+#: a count of 0 for each state of ``HOLDING`` (``ClusterState.holding``)
+_NONE_OF_EACH = (0,) * len(HOLDING)
+
 __all__ = ["ClusterState"]
 
 
@@ -298,8 +301,10 @@ class ClusterState:
         return {str(k): v for k, v in sorted(self.counts[run].items()) if v}
 
     def holding(self, run: str) -> int:
-        c = self.counts[run]
-        return sum(c[s] for s in HOLDING)
+        """How many of ``run``'s workers hold a machine (``dict.get``: a ``Counter``'s own
+        lookup of a state it has not seen calls ``__missing__`` in Python, the most of a quiet
+        tick's visit of a run its quota holds)."""
+        return sum(map(self.counts[run].get, HOLDING, _NONE_OF_EACH))
 
     def set_quota(self, workspace: str, quota: Quota | None) -> None:
         """Set (``None``: lift) a workspace's quota; the next tick holds it (runs holding more keep it)."""

@@ -92,6 +92,9 @@ class Tick:
         self.ws_gpus: Counter[str] = Counter()
         self.ws_started: Counter[str] = Counter()
         self.ws_started_runs: set[str] = set()
+        #: The quotas' answers so far, by workspace, GPUs asked and whether the run starts, with
+        #: what the tick had placed in the workspace when asked (``quotas.quota_answer``).
+        self.quota_answers: dict[tuple[str, int, bool], tuple[tuple[int, int], str | None]] = {}
 
     def emit(self, d: Decision, run: str) -> None:
         self.out.append(d)
