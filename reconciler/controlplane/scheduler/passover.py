@@ -16,7 +16,7 @@ room        fewer GPUs are free now, over the usable machines, than its least ne
             blocked yet (this one is, again: ``Tick.blocker``) or it may backfill
 no sandbox  the same ``ClusterState.no_sandbox``
 quota       its workspace's quota (or spent budget) holds it again, asked with what it asked
-            then (``quotas.held_by_quota``: the same words); it is not behind a blocked run
+            then (``quotas.quota_answer``: the same words); it is not behind a blocked run
             it may not backfill; no worker of it became eligible since; no sandbox is missing
             (a run that depends on runs is not kept: ``queue``)
 ==========  ===============================================================================
