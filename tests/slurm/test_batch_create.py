@@ -140,7 +140,7 @@ def test_a_refused_job_in_a_batch_is_that_run_s_answer_and_the_others_are_made(t
         return next(ids)
 
     monkeypatch.setattr(cluster, "_sbatch", sbatch)
-    monkeypatch.setattr(cluster.commands, "squeue", lambda: pytest.fail("a create read the queue"))
+    monkeypatch.setattr(cluster.commands, "squeue_text", lambda *a: pytest.fail("a create read the queue"))
     documents = [
         {"metadata": {"name": f"r{i}"}, "spec": {"task_template": {"image": "i", "command": "true"}}}
         for i in range(5)

@@ -95,17 +95,48 @@ def test_the_text_reading_equals_the_json_reading():
         subprocess.run(["scancel", *map(str, ids)], check=False)
 
 
-def test_squeue_asks_for_the_runs_names_and_reads_every_job_when_they_are_too_many(monkeypatch):
-    """``--name`` of the runs when they fit one argument of a command line; else every job (an
-    argument over Linux's 128 KiB makes ``exec`` fail: it is never tried)."""
+def test_squeue_asks_for_the_runs_names_and_reads_every_job_when_they_are_many(monkeypatch):
+    """``--name`` of the runs when they are few (``NAMES_AT_MOST``); else every job: squeue's
+    filter costs jobs x names, more than reading every job once the names are many."""
     from reconciler.clusters.slurm.commands import NAMES_AT_MOST, SlurmCommands
 
     asked: list[list[str]] = []
     commands = SlurmCommands(None)
     monkeypatch.setattr(commands, "run", lambda argv, **kw: asked.append(argv) or "")
     commands.squeue(["b", "a"])
-    many = [f"run-{i:06d}" for i in range(NAMES_AT_MOST // 10)]
-    commands.squeue(many)
+    few = [f"run-{i}" for i in range(NAMES_AT_MOST)]
+    commands.squeue(few)
+    commands.squeue([*few, "one-more"])
     assert asked[0][-2:] == ["--name", "a,b"]
-    assert "--name" not in asked[1]
-    assert len(",".join(many)) > NAMES_AT_MOST
+    assert asked[1][-2:] == ["--name", ",".join(sorted(few))]
+    assert "--name" not in asked[2]
+
+
+def test_a_queue_gives_a_run_the_rows_a_full_parse_gives_it():
+    """``Queue`` parses only the lines of the submissions asked for: the rows it gives equal
+    those of the whole text parsed and kept by their comment's nonce, among other users' jobs
+    (no comment, a comment of their own, a name that holds ``,sub=`` and ``|``), an array's
+    rows (its cap read from its pending rest) and a heterogeneous job."""
+    from reconciler.clusters.slurm.queue import Queue, parse_squeue_text
+    from reconciler.clusters.slurm.submission import parse_comment
+
+    ours = "astra/v1,spec=aa,sub="
+    lines = [
+        f"10|10|N/A|RUNNING|None|0|1700000000|1700003600|vm-n1|N/A|N/A|{ours}n1|train",
+        f"11|11|2-5%2|PENDING|JobArrayTaskLimit|0|0|0||N/A|N/A|{ours}n2|sweep",
+        f"12|11|0|RUNNING|None|0|1700000000|0|vm-n2|N/A|N/A|{ours}n2|sweep",
+        f"13|11|1|COMPLETED|None|0|1700000000|1700000100|vm-n2|N/A|N/A|{ours}n2|sweep",
+        f"14|14|N/A|RUNNING|None|0|1700000000|0|vm-n1|14|0|{ours}n3|gang",
+        f"15|15|N/A|RUNNING|None|0|1700000000|0|vm-n2|14|1|{ours}n3|gang",
+        "16|16|N/A|RUNNING|None|0|1700000000|0|vm-n1|N/A|N/A||someone,sub=n1|else",
+        "17|17|N/A|PENDING|Priority|0|0|0||N/A|N/A|their own,sub=n1 note|theirs",
+        f"18|18|N/A|CANCELLED|None|15|1700000000|1700000009|vm-n1|N/A|N/A|{ours}old|train",
+    ]
+    text = "\n".join(lines) + "\n"
+    queue = Queue(text)
+    every = parse_squeue_text(text)
+    for nonces in (["n1"], ["n2"], ["n3"], ["n2", "n1"], ["old", "n1"], ["none"]):
+        record = {"attempts": [{"nonce": n} for n in nonces]}
+        full = [r for n in nonces for r in every if (m := parse_comment(r.comment)) and m["sub"] == n]
+        assert queue.of(record) == full
+    assert [r.array_max_tasks for r in queue.of({"attempts": [{"nonce": "n2"}]})] == [2, 2, 2]

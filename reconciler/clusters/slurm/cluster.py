@@ -361,7 +361,7 @@ class SlurmCluster(ClusterSecrets):
         """What ``squeue`` says; with ``names``, of those runs' jobs only (``commands.squeue``):
         given when every run the observation may look at is among them (a run's dependencies
         are observed with it)."""
-        return Queue(self.commands.squeue(names))
+        return Queue(self.commands.squeue_text(names))
 
     def _observed(self, name: str, queue: Queue, seen: dict[str, Observed | None]) -> Observed | None:
         """Run ``name`` observed (``None``: no such run), the runs it depends on first, each once

@@ -32,10 +32,11 @@ __all__ = ["COMMAND_TIMEOUT", "SlurmCommands"]
 COMMAND_TIMEOUT = 30.0
 #: squeue's times as epoch seconds (``queue.parse_squeue_text`` reads them so)
 _EPOCH_TIMES = {"SLURM_TIME_FORMAT": SQUEUE_TIME_FORMAT}
-#: The longest ``squeue --name`` list asked (its bytes): beyond it every job is read, as one
-#: argument of a command line has a bound (Linux's ``MAX_ARG_STRLEN``, 128 KiB: beyond, ``exec``
-#: fails with E2BIG), and so many names are most of a queue anyway.
-NAMES_AT_MOST = 100_000
+#: The most names a ``squeue --name`` asks for: beyond, every job is read (squeue's filter costs
+#: jobs × names: ``SlurmCommands.squeue_text``), and ``queue.Queue`` parses only the lines asked
+#: for. 100 run names (at most 57 characters each) keep far under a command line's bound on one
+#: argument (Linux's ``MAX_ARG_STRLEN``, 128 KiB: beyond, ``exec`` fails with E2BIG).
+NAMES_AT_MOST = 100
 #: Words on stderr that say the controller could not be reached.
 _UNREACHABLE = ("Unable to contact slurm controller", "Connection refused", "Socket timed out")
 
@@ -81,18 +82,20 @@ class SlurmCommands:
         return proc.stdout + proc.stderr if not check else proc.stdout
 
     def squeue(self, names: Collection[str] | None = None) -> list[JobRow]:
+        """Every job of ``squeue_text(names)``, parsed."""
+        return parse_squeue_text(self.squeue_text(names))
+
+    def squeue_text(self, names: Collection[str] | None = None) -> str:
         """Every job the controller knows, in any state, the fields astra reads
-        (``queue.SQUEUE_FIELDS``); with ``names``, only the jobs of those names (astra names each
-        job after its run): a controller keeps every user's jobs, and finished ones for
-        ``MinJobAge``, which a plan of a team's runs need not parse (43,000 rows: 0.58 s here;
-        ``squeue`` filters on its side of the call, so the controller's answer still holds
-        every job). Too many names to ask for (``NAMES_AT_MOST``): every job."""
+        (``queue.SQUEUE_FIELDS``), as squeue writes them; with at most ``NAMES_AT_MOST`` names,
+        only the jobs of those names (astra names each job after its run). The controller
+        sends every job either way; squeue then looks each job up in the list of names, a
+        cost of jobs × names: at 30,700 jobs, one name 0.16 s, 100 names 0.21 s, 300 names
+        0.36 s, 1,000 names 0.91 s, every job unfiltered 0.25 s."""
         argv = ["squeue", "-h", "-t", "all", "-O", SQUEUE_FIELDS]
-        asked = ",".join(sorted(names)) if names else ""
-        if asked and len(asked) <= NAMES_AT_MOST:
-            argv += ["--name", asked]
-        out = self.run(argv, env=_EPOCH_TIMES)
-        return parse_squeue_text(out)
+        if names and len(names) <= NAMES_AT_MOST:
+            argv += ["--name", ",".join(sorted(names))]
+        return self.run(argv, env=_EPOCH_TIMES)
 
     def squeue_json(self) -> list[JobRow]:
         """Every job the controller knows, from every field of its record (``squeue --json``)."""
