@@ -6,7 +6,9 @@ Owns: ``Engine``, the one object that changes a cluster. It keeps the scheduler'
 * ``submit`` / ``update`` / ``delete`` a run: each one transaction in the store; ``submit_batch``:
   many runs (and their inventory entries) in one;
 * ``step(now)``: one tick: the executor's observations, then ``plan_tick`` → ``apply`` → the
-  executor, repeated until nothing more happens at this instant, then everything the tick changed
+  executor, repeated until nothing more happens at this instant, a slice of the released workers'
+  processes started (``start_processes``, which the server calls after the step instead, outside
+  the API's gate), then everything the tick changed
   (new workers, changed workers and runs, an event per decision and observation, the executor's
   process facts) written in ONE transaction with bulk statements; a step admits runs until it
   has done ``ADMIT_SLICE`` of that work, and says when runs remain to admit (``more``: the
@@ -34,6 +36,7 @@ Must not touch: HTTP (``api``), the process model (``executor``), SQL (``store``
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -83,8 +86,8 @@ from .store import BatchRecord, NameExists, NotFound, Store, TickWrite
 
 __all__ = ["Engine", "Executor", "RunMeta"]
 
-#: How many worker processes one step starts at most (the rest start in the next steps, which
-#: the executor asks for at once): a fork costs milliseconds, and a step holds the engine.
+#: How many worker processes ``start_processes`` starts at most (the rest in the next calls,
+#: which the executor asks for at once): a fork costs milliseconds.
 SPAWN_SLICE = 32
 #: How much admitting runs does in one step, in workers made (an array's copies, a group's
 #: replicas), each run counting ``ADMIT_RUN_COST`` more; a run is admitted whole. The runs after
@@ -124,6 +127,9 @@ class Engine:
         self.store, self.inventory, self.executor, self.cluster = store, inventory, executor, cluster
         #: why drives cannot be mounted by this executor (``ProcessExecutor.no_sandbox``), or None
         self.no_sandbox: str | None = getattr(executor, "no_sandbox", None)
+        #: held while the executor is used (a step, or ``start_processes`` outside the API's
+        #: gate): a step a route asks for (``cancel``) waits for a slice of starts to end
+        self._executing = threading.RLock()
         store.save_inventory(inventory, cluster)
         runs, workers, procs = store.load()
         runs = [r for r in runs if scope_of(r.name).cluster == cluster]
@@ -373,9 +379,26 @@ class Engine:
 
     # -- the tick ----------------------------------------------------------------------------
 
-    def step(self, now: float) -> int:
+    def start_processes(self) -> int:
+        """Start the processes of a slice of the released workers (``SPAWN_SLICE``, the
+        executor's ``spawn``); how many. Touches the executor only, never the state or the
+        store: the server calls it between steps, while routes use the engine."""
+        spawn = getattr(self.executor, "spawn", None)
+        if spawn is None:
+            return 0
+        with self._executing:
+            return int(spawn(SPAWN_SLICE))
+
+    def step(self, now: float, *, start: bool = True) -> int:
         """One tick at ``now``, settled, written in one transaction; how many decisions it made.
-        The schedules' runs due are made first (``schedule_book``: their own transactions)."""
+        The schedules' runs due are made first (``schedule_book``: their own transactions).
+        ``start``: a slice of the released workers' processes is started within the step
+        (``start_processes``), their facts written with it; the server starts them after the
+        step instead, outside the API's gate, and the next step writes their facts."""
+        with self._executing:
+            return self._step(now, start)
+
+    def _step(self, now: float, start: bool) -> int:
         self.schedules.tick(now)
         s = self.state
         s.spent = self.budgets.spent(now, self.holds)
@@ -405,9 +428,8 @@ class Engine:
         else:
             raise RuntimeError(f"the scheduler did not settle at {now}")
         self.more = admissions.cut
-        spawn = getattr(self.executor, "spawn", None)
-        if spawn is not None:
-            spawn(SPAWN_SLICE)
+        if start:
+            self.start_processes()
         drain = getattr(self.executor, "drain_facts", None)
         facts = drain() if drain else {}
         for name, f in facts.items():

@@ -45,9 +45,12 @@ class Fleet:
 
     members: dict[str, tuple[Any, Any]]
 
-    def step(self, now: float) -> None:
+    def step(self, now: float, *, start: bool = True) -> None:
         for engine, _ in self.members.values():
-            engine.step(now)
+            engine.step(now, start=start)
+
+    def start_processes(self) -> int:
+        return sum(engine.start_processes() for engine, _ in self.members.values())
 
     def next_wakeup(self, now: float) -> float | None:
         due = [t for engine, _ in self.members.values() if (t := engine.next_wakeup(now)) is not None]

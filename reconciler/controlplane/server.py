@@ -29,7 +29,7 @@ import secrets
 import signal
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -400,22 +400,27 @@ async def _schedule(engine: Any, executor: Any, clock: SystemClock, wake: asynci
 
     A step runs in a worker thread, holding the API's gate (``ApiContext.gate``, which every
     route holds while it runs): the engine is never used by two threads at once, and the event
-    loop stays free, so ``/healthz`` answers while a step places 10,000 workers. While workers
-    wait to be started (``executor.queued``: a slice starts per step) or runs to be admitted
-    (``engine.more``: a slice of workers is made per step), the loop steps again at once, after
-    the routes already waiting at the gate (an ``asyncio.Lock`` serves its waiters first come,
-    first served). Each step's duration goes to ``/metrics`` (``api.metrics``)."""
+    loop stays free, so ``/healthz`` answers while a step places 10,000 workers. The processes
+    of the workers a step released start after it, in a worker thread too, outside the gate
+    (``Engine.start_processes``: the executor alone, which no route uses), so that no request
+    waits on a fork; the next step, at once, writes their facts (pid, start time). While workers
+    wait to be started (``executor.queued``) or runs to be admitted (``engine.more``: a slice
+    of workers is made per step), the loop steps again at once, after the routes already waiting
+    at the gate (``api.gate.Gate`` serves its waiters first come, first served). Each step's
+    duration goes to ``/metrics`` (``api.metrics``)."""
     gate = api.gate
     while True:
         async with gate:
             now = clock.now()
             began = time.perf_counter()
-            await _step_off_loop(engine, now)
+            await _off_loop(engine, engine.step, now, start=False)
             api.metrics.record_tick(time.perf_counter() - began)
             nxt = engine.next_wakeup(now)
-            queued = bool(getattr(executor, "queued", None)) or engine.more
+            queued = bool(getattr(executor, "queued", None))
+            more = engine.more
             timeout = POLL_SECONDS if executor.busy else 60.0
-        if queued:
+        started = await _off_loop(engine, engine.start_processes) if queued else 0
+        if queued or more or started:
             await asyncio.sleep(0)
             continue
         if nxt is not None:
@@ -425,12 +430,13 @@ async def _schedule(engine: Any, executor: Any, clock: SystemClock, wake: asynci
         wake.clear()
 
 
-async def _step_off_loop(engine: Any, now: float) -> None:
-    """``engine.step(now)`` in a worker thread. A failed step is logged (the next one retries);
-    a cancelled wait (the server stopping) still lets the step end before the engine is closed."""
-    step = asyncio.ensure_future(asyncio.to_thread(engine.step, now))
+async def _off_loop(engine: Any, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``call(*args, **kwargs)`` (a step of ``engine``, or its processes' starts) in a worker
+    thread: what it returns, ``None`` if it failed. A failure is logged (the next step retries);
+    a cancelled wait (the server stopping) still lets the call end before the engine is closed."""
+    step = asyncio.ensure_future(asyncio.to_thread(call, *args, **kwargs))
     try:
-        await asyncio.shield(step)
+        return await asyncio.shield(step)
     except asyncio.CancelledError:
         await asyncio.wait([step])
         raise
@@ -440,5 +446,6 @@ async def _step_off_loop(engine: Any, now: float) -> None:
         if disk_full(exc):  # one line, not a traceback a step
             first = engine if hasattr(engine, "store") else next(iter(engine.members.values()))[0]
             log.warning("a scheduling step waits: %s", full_words(first.store.url))
-            return
+            return None
         log.exception("a scheduling step failed")
+        return None
