@@ -131,12 +131,14 @@ def test_a_queue_gives_a_run_the_rows_a_full_parse_gives_it():
         "16|16|N/A|RUNNING|None|0|1700000000|0|vm-n1|N/A|N/A||someone,sub=n1|else",
         "17|17|N/A|PENDING|Priority|0|0|0||N/A|N/A|their own,sub=n1 note|theirs",
         f"18|18|N/A|CANCELLED|None|15|1700000000|1700000009|vm-n1|N/A|N/A|{ours}old|train",
+        "19|19|N/A|RUNNING|None|0|1700000000|0|vm-n1|N/A|N/A|astra/v1,sub=n4,spec=bb|fields-reordered",
     ]
     text = "\n".join(lines) + "\n"
     queue = Queue(text)
     every = parse_squeue_text(text)
-    for nonces in (["n1"], ["n2"], ["n3"], ["n2", "n1"], ["old", "n1"], ["none"]):
+    for nonces in (["n1"], ["n2"], ["n3"], ["n4"], ["n2", "n1"], ["old", "n1"], ["none"]):
         record = {"attempts": [{"nonce": n} for n in nonces]}
         full = [r for n in nonces for r in every if (m := parse_comment(r.comment)) and m["sub"] == n]
         assert queue.of(record) == full
     assert [r.array_max_tasks for r in queue.of({"attempts": [{"nonce": "n2"}]})] == [2, 2, 2]
+    assert [r.job_id for r in queue.of({"attempts": [{"nonce": "n4"}]})] == [19]

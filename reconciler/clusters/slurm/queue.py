@@ -122,11 +122,17 @@ _SUB = ",sub="
 
 
 def _nonce_of(line: str) -> str | None:
-    """The nonce a line's comment seems to name (the first ``,sub=`` up to the next ``|``), a
-    look without parsing: ``Queue._of`` keeps only the rows whose comment names it."""
+    """The nonce a line's comment seems to name (after the first ``,sub=``, up to the next ``,``
+    or ``|``), a look without parsing: ``Queue._of`` keeps only the rows whose comment names it."""
     at = line.find(_SUB)
-    end = line.find("|", at)
-    return line[at + len(_SUB) : end].strip() if at >= 0 and end > at else None
+    if at < 0:
+        return None
+    start = at + len(_SUB)
+    end = line.find("|", start)
+    if end < 0:
+        return None
+    comma = line.find(",", start, end)
+    return line[start : end if comma < 0 else comma].strip()
 
 
 def _names(comment: str, nonce: str) -> bool:
