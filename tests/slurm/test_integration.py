@@ -228,7 +228,10 @@ def test_gang_of_two_machines_env(cluster: SlurmCluster, tmp_path: Path):
 
 
 def test_max_parallel_updated_in_place(cluster: SlurmCluster, tmp_path: Path):
-    script = f's=$(date +%s.%N); sleep 2; echo "$s $(date +%s.%N)" > {tmp_path}/times.$RANK'
+    # each copy lasts 5 s: the array still has copies waiting when the updates and the check's
+    # ``squeue --json`` are done, though a controller holding tens of thousands of finished jobs
+    # takes seconds to answer each (with 2 s copies, such a controller saw the array end first)
+    script = f's=$(date +%s.%N); sleep 5; echo "$s $(date +%s.%N)" > {tmp_path}/times.$RANK'
     d = doc("throttle", script, array={"size": 6, "max_parallel": 1})
     live = cluster.create_run(d)
     wait_for("the first copy runs", lambda: cluster.get_run("throttle"), lambda r: r.workers_running == 1, 15)
