@@ -142,3 +142,33 @@ def test_a_queue_gives_a_run_the_rows_a_full_parse_gives_it():
         assert queue.of(record) == full
     assert [r.array_max_tasks for r in queue.of({"attempts": [{"nonce": "n2"}]})] == [2, 2, 2]
     assert [r.job_id for r in queue.of({"attempts": [{"nonce": "n4"}]})] == [19]
+
+
+def test_a_new_max_parallel_is_judged_by_the_copies_still_waiting(monkeypatch):
+    """``throttle`` reads the array's own rows (``squeue -j``) after ``scontrol update``: the cap
+    on the waiting copies' row is the answer, whatever scontrol's exit said; an array with no
+    copy waiting has nothing left to cap."""
+    from reconciler.clusters.base import ClusterError
+    from reconciler.clusters.slurm.commands import SlurmCommands
+
+    running = "41|40|0|RUNNING|None|0|1700000000|0|vm-n1|N/A|N/A|astra/v1,spec=a,sub=n|sweep\n"
+    answers = {
+        "took it": running + "40|40|2-5%3|PENDING|None|0|0|0||N/A|N/A|astra/v1,spec=a,sub=n|sweep\n",
+        "kept the old cap": running + "40|40|2-5%2|PENDING|JobArrayTaskLimit|0|0|0||N/A|N/A|c|sweep\n",
+        "none waiting": running,
+    }
+    asked: list[list[str]] = []
+    for case, queue in answers.items():
+        commands = SlurmCommands(None)
+
+        def run(argv, check=True, env=None, queue=queue, **kw):
+            asked.append(argv)
+            return queue if argv[0] == "squeue" else "Job has already finished for job 40_1"
+
+        monkeypatch.setattr(commands, "run", run)
+        if case == "kept the old cap":
+            with pytest.raises(ClusterError, match="Slurm did not change the array's throttle"):
+                commands.throttle(40, 3, "astra/v1,spec=a,sub=n")
+        else:
+            commands.throttle(40, 3, "astra/v1,spec=a,sub=n")
+    assert all(a[-2:] == ["-j", "40"] for a in asked if a[0] == "squeue")

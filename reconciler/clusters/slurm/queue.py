@@ -8,9 +8,9 @@ reading's lines by the submission each names, each parsed when asked for).
 Why not ``--json``: Slurm 22.05 writes about 22 kB of JSON a job (every field of the job's
 record), so 1,000 jobs are 24 MB and 1.5 s of squeue and 0.5 s of parsing on these machines,
 against 0.1 MB and under 0.1 s for the fields astra reads; a cluster shared with other teams
-holds tens of thousands of jobs. ``squeue --json`` stays where every field matters and the queue
-is read once (an array's throttle, checked after ``scontrol update``), and a test holds that the
-two readings give the same rows (``tests/slurm/test_queue_text.py``).
+holds tens of thousands of jobs, and ``--json`` gives every job whatever its filters (22.05).
+``squeue --json`` stays as the reference: a test holds that the two readings give the same rows
+(``tests/slurm/test_queue_text.py``).
 
 Must not touch: processes, files, clocks (the command is run by ``commands``).
 """
