@@ -3,7 +3,9 @@
 ``check(paths, template=…, sets=…)`` is ``load_desired`` reduced to what validate reports: the
 problems, and which documents and files were read; then, as the plan's load does, that run names
 are unique across the files (``reconciler.runspec.unique.duplicate_names``: the same words,
-naming both files), so that a CI gate built on validate refuses what plan would refuse. One
+naming both files) and that each ``spec.depends_on`` names a run of the files, with no cycle
+(``runspec.dependencies``, from the edges each chunk found in its files: no file is read
+again), so that a CI gate built on validate refuses what plan would refuse. One
 file's problems never depend on another's, so for many files (``PARALLEL_FROM``) one process per
 core, forked after the imports so each starts warm, takes them ``CHUNK`` at a time in turn (as a
 cold load does, ``Turns.cut``: a process slowed down takes fewer, the last chunks are smaller,
@@ -21,7 +23,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .cores import Turns, forkable, on_every_core
+from .runspec.dependencies import Edge
 from .runspec.errors import FieldError
+from .runspec.loading import Document
 from .runspec.paths import FieldPath
 from .runspec.unique import duplicate_names
 from .runspec.validate import find_files
@@ -29,6 +33,7 @@ from .runspec.validate import find_files
 __all__ = ["PARALLEL_FROM", "Checked", "check"]
 
 _NAME = FieldPath.root().child("metadata", "name")
+_DEPENDS_ON = FieldPath.root().child("spec", "depends_on")
 
 #: Below this many files, one process is faster than starting others.
 PARALLEL_FROM = 500
@@ -48,6 +53,8 @@ class Checked:
     runs: list[tuple[str, str, int]] = field(default_factory=list)
     #: the valid runs' warnings (``reconciler.runspec.lint``), placed
     warnings: list[FieldError] = field(default_factory=list)
+    #: each ``spec.depends_on`` entry of the files with a valid run (``runspec.dependencies.Edge``)
+    edges: list[Edge] = field(default_factory=list)
 
 
 def check(
@@ -68,7 +75,7 @@ def check(
             done = _merged(on_every_core(_check_turns, turns.shares()), turns.chunks)
         finally:
             turns.close()
-    found = errors + done.errors + _duplicates(done.runs) + _dependencies(done.runs)
+    found = errors + done.errors + _duplicates(done.runs) + _dependencies(done)
     done.errors = sorted(found, key=lambda e: e.sort_key())
     failing = {e.file for e in done.errors}  # a file with errors: those first, then its warnings
     done.warnings = sorted((w for w in done.warnings if w.file not in failing), key=lambda e: e.sort_key())
@@ -77,9 +84,12 @@ def check(
 
 #: What a chunk's check answers (``_check``), named by the places of its files in the chunk:
 #: its errors, how many documents, the files that gave none, each valid run's name, file and
-#: document index, and the warnings. Plain lists, not the files' names again: a share's answer
-#: is pickled to the process that merges them (the names cost it 2.5 ms at 10,000 files).
-_Found = tuple[list[FieldError], int, list[int], list[str], list[int], list[int], list[FieldError]]
+#: document index, the warnings, and the dependency edges. Plain lists, not the files' names
+#: again: a share's answer is pickled to the process that merges them (the names cost it 2.5 ms
+#: at 10,000 files).
+_Found = tuple[
+    list[FieldError], int, list[int], list[str], list[int], list[int], list[FieldError], list[Edge]
+]
 
 
 def _merged(parts: list[list[tuple[int, _Found]]], chunks: Sequence[list[str]]) -> Checked:
@@ -87,7 +97,7 @@ def _merged(parts: list[list[tuple[int, _Found]]], chunks: Sequence[list[str]]) 
     process loading them in turn would find them (no sort: 40 ms at 100,000 files)."""
     done = Checked([])
     for number, found in sorted((chunk for part in parts for chunk in part), key=lambda n: n[0]):
-        errors, documents, unread, names, spots, indexes, warnings = found
+        errors, documents, unread, names, spots, indexes, warnings, edges = found
         files = chunks[number]
         done.errors += errors
         done.documents += documents
@@ -98,6 +108,7 @@ def _merged(parts: list[list[tuple[int, _Found]]], chunks: Sequence[list[str]]) 
             done.files.update(files)
         done.runs += zip(names, [files[i] for i in spots], indexes, strict=True)
         done.warnings += warnings
+        done.edges += edges
     return done
 
 
@@ -117,34 +128,29 @@ def _duplicates(runs: list[tuple[str, str, int]]) -> list[FieldError]:
     return duplicate_names(runs, locate)
 
 
-def _dependencies(runs: list[tuple[str, str, int]]) -> list[FieldError]:
-    """``spec.depends_on`` across the files (``runspec.dependencies``): read again only in the
-    files that say ``depends_on`` (nearly none), each dependency placed at its ``run``."""
-    from .runspec.dependencies import Edge, dependency_errors
-    from .runspec.loading import load_file
+def _dependencies(done: Checked) -> list[FieldError]:
+    """``spec.depends_on`` across the files (``runspec.dependencies``), from the edges the
+    chunks found, in the files' order."""
+    from .runspec.dependencies import dependency_errors
 
-    files = sorted({file for _, file, _ in runs})
+    edges = sorted(done.edges, key=lambda e: e[1])  # stable: each file's documents in order
+    return dependency_errors(edges, {name for name, _, _ in done.runs}) if edges else []
+
+
+def _edges(documents: Iterable[Document], files: set[str]) -> list[Edge]:
+    """Each ``spec.depends_on`` entry of the documents of ``files``, placed at its ``run``."""
     edges: list[Edge] = []
-    for file in files:
-        try:
-            with open(file, "rb") as f:
-                data = f.read()
-        except OSError:
+    for doc in documents:
+        spec = doc.data.get("spec") if isinstance(doc.data, dict) else None
+        deps = spec.get("depends_on") if isinstance(spec, dict) else None
+        if doc.name is None or not isinstance(deps, list) or doc.source.name not in files:
             continue
-        if b"depends_on" not in data:
-            continue
-        documents, _ = load_file(file, data=data)
-        for doc in documents:
-            spec = doc.data.get("spec") if isinstance(doc.data, dict) else None
-            deps = spec.get("depends_on") if isinstance(spec, dict) else None
-            if doc.name is None or not isinstance(deps, list):
-                continue
-            for i, d in enumerate(deps):
-                if isinstance(d, dict) and isinstance(d.get("run"), str):
-                    at = FieldPath.root().child("spec", "depends_on").index(i).child("run")
-                    line, column = doc.source.locate(doc.index, at)
-                    edges.append((doc.name, file, line, column, i, d["run"]))
-    return dependency_errors(edges, {name for name, _, _ in runs}) if edges else []
+        for i, d in enumerate(deps):
+            if isinstance(d, dict) and isinstance(d.get("run"), str):
+                at = _DEPENDS_ON.index(i).child("run")
+                line, column = doc.source.locate(doc.index, at)
+                edges.append((doc.name, doc.source.name, line, column, i, d["run"]))
+    return edges
 
 
 def _check_turns(_share: int, turns: Turns) -> list[tuple[int, _Found]]:
@@ -173,6 +179,7 @@ def _check(
             [place[r.document.source.name] for r in runs],
             [r.document.index for r in runs],
             desired.warnings,
+            _edges(desired.documents, {r.document.source.name for r in runs}),
         )
         out.append((number, found))
     return out

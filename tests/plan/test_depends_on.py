@@ -44,3 +44,32 @@ def test_validate_names_an_unknown_run_and_a_cycle_among_the_files(world):
         "runs/d.yaml:3:22: spec.depends_on[0].run: no run named 'nowhere' among the files given: "
         "depends_on names a run of the same files",
     ]
+
+
+def test_validate_on_every_core_finds_the_same_dependency_errors(world):
+    """Over ``PARALLEL_FROM`` files, validate checks them on every core (a cold process, so
+    that it may fork): each chunk gives its files' ``depends_on`` back, and the cycle and the
+    unknown run are said as one process says them. A file with no valid run is not looked at
+    for its dependencies, in both."""
+    import subprocess
+    import sys
+
+    from reconciler.check import PARALLEL_FROM
+
+    _chain(world, ("a", ["b"]), ("b", ["c"]), ("c", ["a"]), ("d", ["nowhere"]))
+    world.write("bad.yaml", "metadata: {name: bad}\nspec: {depends_on: [{run: ghost}]}\n")
+    for i in range(PARALLEL_FROM):
+        world.write(f"many/r{i:04d}.yaml", CHAIN.format(name=f"r{i:04d}", deps="lifetime: Batch"))
+    alone = [e.format() for e in check(["runs"], parallel=False).errors]
+    argv = [sys.executable, "-m", "reconciler.cli", "validate", "runs"]
+    cold = subprocess.run(argv, capture_output=True, text=True, check=False)
+    said = cold.stdout + cold.stderr
+    assert cold.returncode == 1, said
+    assert [e for e in alone if "depends_on" in e] == [
+        "runs/a.yaml:3:22: spec.depends_on[0].run: runs a → b → c → a wait for each other: a cycle",
+        "runs/d.yaml:3:22: spec.depends_on[0].run: no run named 'nowhere' among the files given: "
+        "depends_on names a run of the same files",
+    ]
+    for line in alone:
+        assert line.split(": ", 2)[-1] in said, (line, said)
+    assert "ghost" not in said and "ghost" not in " ".join(alone)
