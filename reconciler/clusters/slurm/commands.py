@@ -81,21 +81,25 @@ class SlurmCommands:
             raise ClusterError(f"{' '.join(argv[:2])} failed: {err or proc.stdout.strip()}")
         return proc.stdout + proc.stderr if not check else proc.stdout
 
-    def squeue(self, names: Collection[str] | None = None) -> list[JobRow]:
-        """Every job of ``squeue_text(names)``, parsed."""
-        return parse_squeue_text(self.squeue_text(names))
+    def squeue(self, names: Collection[str] | None = None, *, job: int | None = None) -> list[JobRow]:
+        """Every job of ``squeue_text(names, job=job)``, parsed."""
+        return parse_squeue_text(self.squeue_text(names, job=job))
 
-    def squeue_text(self, names: Collection[str] | None = None) -> str:
+    def squeue_text(self, names: Collection[str] | None = None, *, job: int | None = None) -> str:
         """Every job the controller knows, in any state, the fields astra reads
         (``queue.SQUEUE_FIELDS``), as squeue writes them; with at most ``NAMES_AT_MOST`` names,
         only the jobs of those names (astra names each job after its run). The controller
         sends every job either way; squeue then looks each job up in the list of names, a
         cost of jobs × names: at 30,700 jobs, one name 0.16 s, 100 names 0.21 s, 300 names
-        0.36 s, 1,000 names 0.91 s, every job unfiltered 0.25 s."""
+        0.36 s, 1,000 names 0.91 s, every job unfiltered 0.25 s. With ``job``, that job's rows
+        only (an array's: each copy's, and its waiting rest), which the controller looks up
+        alone; a job it no longer knows gives none."""
         argv = ["squeue", "-h", "-t", "all", "-O", SQUEUE_FIELDS]
-        if names and len(names) <= NAMES_AT_MOST:
+        if job is not None:
+            argv += ["-j", str(job)]
+        elif names and len(names) <= NAMES_AT_MOST:
             argv += ["--name", ",".join(sorted(names))]
-        return self.run(argv, env=_EPOCH_TIMES)
+        return self.run(argv, check=job is None, env=_EPOCH_TIMES)
 
     def squeue_json(self) -> list[JobRow]:
         """Every job the controller knows, from every field of its record (``squeue --json``):
@@ -157,14 +161,12 @@ class SlurmCommands:
         """An array's ``max_parallel`` in place (``ArrayTaskThrottle``), and its new comment."""
         # scontrol exits 1 when some tasks have ended ("Job has already finished") even though
         # the rest took the new throttle: judge by what squeue reports afterwards.
-        # The array's own rows only (``-j``: the controller looks up one job, not every job it
-        # keeps: ``squeue --json`` of 27,000 jobs took 3.2 s here). The cap shows on the row of
-        # the copies still waiting (``2-5%3``): none waiting, the cap has nothing left to hold.
+        # The array's own rows only (the controller looks up one job, not every job it keeps:
+        # ``squeue --json`` of 27,000 jobs took 3.2 s here). The cap shows on the row of the
+        # copies still waiting (``2-5%3``): none waiting, the cap has nothing left to hold.
         out = self.update(job_id, f"ArrayTaskThrottle={cap}")
         self.update(job_id, f"Comment={comment}")
-        argv = ["squeue", "-h", "-t", "all", "-O", SQUEUE_FIELDS, "-j", str(job_id)]
-        rows = parse_squeue_text(self.run(argv, check=False, env=_EPOCH_TIMES))
-        if any(r.array_max_tasks != cap for r in rows if r.array_task_string):
+        if any(r.array_max_tasks != cap for r in self.squeue(job=job_id) if r.array_task_string):
             raise ClusterError(f"Slurm did not change the array's throttle: {out.strip()}")
 
     def _partition_option(self) -> list[str]:
