@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from .cores import Turns, forkable, on_every_core
-from .runspec.dependencies import Edge
+from .runspec.dependencies import Edge, dependency_errors
 from .runspec.errors import FieldError
 from .runspec.loading import Document
 from .runspec.paths import FieldPath
@@ -131,8 +131,6 @@ def _duplicates(runs: list[tuple[str, str, int]]) -> list[FieldError]:
 def _dependencies(done: Checked) -> list[FieldError]:
     """``spec.depends_on`` across the files (``runspec.dependencies``), from the edges the
     chunks found, in the files' order."""
-    from .runspec.dependencies import dependency_errors
-
     edges = sorted(done.edges, key=lambda e: e[1])  # stable: each file's documents in order
     return dependency_errors(edges, {name for name, _, _ in done.runs}) if edges else []
 
