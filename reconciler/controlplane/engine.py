@@ -105,7 +105,10 @@ MAX_TICKS_PER_STEP = 10_000
 class Executor(Protocol):
     def handle(self, d: Decision, state: ClusterState, now: float) -> None: ...
 
-    def pop_due(self, now: float) -> list[Observation]: ...
+    def pop_due(self, now: float, *, ended: bool = True) -> list[Observation]:
+        """The observations due at ``now``; ``ended=False``: only those the decisions made
+        (what ended outside is looked for once a step, at its start)."""
+        ...
 
 
 @dataclass
@@ -419,7 +422,7 @@ class Engine:
                 for d in decisions:
                     self.executor.handle(d, s, now)
                 made += len(decisions)
-            due = self.executor.pop_due(now)
+            due = self.executor.pop_due(now, ended=False)
             for o in due:
                 s.observe(o, now)
                 log.observed(o)

@@ -37,7 +37,9 @@ Owns: turning the scheduler's decisions into processes and their ends into obser
   worker's main process ends, whatever it left in its group is killed too, as a container's
   end would.
 * ``pop_due(now)``: the observations ready now: workers ready, and exits (``WorkerExited`` with
-  the exit code; killed by signal N is 128+N).
+  the exit code; killed by signal N is 128+N). With ``ended=False``, what the decisions made
+  alone: the processes are not polled (a step polls them once, not after each of its ticks:
+  with a hundred processes running that was 0.4 ms of each step).
 
 The same three calls as ``simulation.SimulatedExecutor`` (``handle``, ``pop_due``,
 ``next_time``), so the driver runs either. Must not touch: the store, the scheduler's records
@@ -198,8 +200,10 @@ class ProcessExecutor:
             grace = (STOP_GRACE_DEFAULT if given is None else given) if self.grace is None else self.grace
             self.stop(d.worker, grace, SIGNALS[template.stop_signal or STOP_SIGNAL_DEFAULT])
 
-    def pop_due(self, now: float) -> list[Observation]:
+    def pop_due(self, now: float, *, ended: bool = True) -> list[Observation]:
         out, self.due = self.due, []
+        if not ended:
+            return out
         for name, proc in list(self.running.items()):
             assert proc.popen is not None
             code = proc.popen.poll()

@@ -115,7 +115,9 @@ class SimulatedExecutor:
     def next_time(self) -> float | None:
         return self.events[0][0] if self.events else None
 
-    def pop_due(self, now: float) -> list[Observation]:
+    def pop_due(self, now: float, *, ended: bool = True) -> list[Observation]:
+        """The events due by ``now`` (``ended`` is the process executor's: here every event is
+        queued by its time, so there is nothing to poll)."""
         out = []
         while self.events and self.events[0][0] <= now:
             _, _, inc, event = heapq.heappop(self.events)
