@@ -93,10 +93,13 @@ SPAWN_SLICE = 32
 #: replicas), each run counting ``ADMIT_RUN_COST`` more; a run is admitted whole. The runs after
 #: are admitted in the next steps, which the server's loop takes at once, after the routes
 #: waiting for the engine (``Engine.more``). Measured here (2 cores), a run admitted costs about
-#: 200 µs of a tick and a worker about 20 µs, and 25 µs more to write: a slice is about 50 ms, so
+#: 200 µs of a tick and a worker about 20 µs, and 25 µs more to write: a slice is about 12 ms, so
 #: that a request waits for at most that. Before, one step admitted every run it found: 10,000
-#: runs with 1.3 million array copies held the engine for 44 s, every request waiting.
-ADMIT_SLICE = 1_000
+#: runs with 1.3 million array copies held the engine for 44 s, every request waiting. A slice
+#: of 1,000 (50 ms) held each of a first apply's 20 batches for half a slice on average: 250
+#: took 0.35 s off the apply of 10,000 runs (three pairs, 2026-12-04); 50 took no more off, its
+#: steps' own cost growing.
+ADMIT_SLICE = 250
 ADMIT_RUN_COST = 10
 #: More ticks than this at one instant means the scheduler does not settle: a bug, said loudly.
 MAX_TICKS_PER_STEP = 10_000

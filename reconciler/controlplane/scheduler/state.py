@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -584,5 +584,19 @@ class ClusterState:
         run = self.runs[d.run]
         run.admitted, run.start, run.on_failure = True, d.start, d.on_failure
         self._touch(d.run)
-        for n in d.workers:
-            self._new_worker(n)
+        self._add_created(d.run, d.workers)
+
+    def _add_created(self, run: str, made: Sequence[NewWorker]) -> None:
+        """The workers of run ``run`` as admission creates them, indexed at once: what
+        ``_add_worker`` does for each, as a record just made is pending, placed nowhere and
+        due at no time (``tests/controlplane/test_admit_indexes.py`` holds the two equal). One
+        record at a time, an array of 10,000 copies took 30 ms; a dry run of 1,000 runs with
+        155,000 copies spent half its time here."""
+        records = [
+            WorkerRecord(n.name, run, n.rank, n.world_size, n.ask, n.group, n.group_rank) for n in made
+        ]
+        names = [w.name for w in records]
+        self.workers.update(zip(names, records, strict=True))
+        self.run_workers[run].extend(names)
+        self.counts[run][WorkerState.PENDING] += len(records)
+        self.pending[run].update(dict.fromkeys(names))
