@@ -52,6 +52,7 @@ from .inventory import Inventory
 from .needs import Needs, drive_finder, secret_finder
 from .schedule_book import ScheduleBook
 from .scheduler import (
+    ADMIT_RUN_COST,
     HOLDING,
     QUEUED,
     Admissions,
@@ -100,7 +101,6 @@ SPAWN_SLICE = 32
 #: took 0.35 s off the apply of 10,000 runs (three pairs, 2026-12-04); 50 took no more off, its
 #: steps' own cost growing.
 ADMIT_SLICE = 250
-ADMIT_RUN_COST = 10
 #: More ticks than this at one instant means the scheduler does not settle: a bug, said loudly.
 MAX_TICKS_PER_STEP = 10_000
 

@@ -156,9 +156,10 @@ from .records import (
 )
 from .state import ClusterState
 from .tick import plan_tick, schedule
-from .ticking import Admissions
+from .ticking import ADMIT_RUN_COST, Admissions
 
 __all__ = [
+    "ADMIT_RUN_COST",
     "BACKOFF_MAX_SECONDS",
     "BACKOFF_START_SECONDS",
     "CANCELLED_BY_USER",

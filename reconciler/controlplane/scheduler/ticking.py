@@ -41,7 +41,11 @@ from .records import (
 )
 from .state import ClusterState
 
-__all__ = ["Admissions", "Tick"]
+__all__ = ["ADMIT_RUN_COST", "Admissions", "Tick"]
+
+#: What admitting a run costs of a driver's ``Admissions`` besides the workers it makes (the
+#: engine's steps, the outlook's dry run).
+ADMIT_RUN_COST = 10
 
 
 @dataclass(slots=True)
@@ -50,8 +54,9 @@ class Admissions:
     ``per_run`` and one for each worker it makes (an array's copies, a task group's replicas); a
     run is admitted whole, then counted. Once nothing is left, the placement phase stops at the
     next run still to admit, and serves no run after it (so no run queued behind it is served
-    first: ``cut``); the driver steps again (``Engine.more``). The simulation and the outlook give
-    none: every run is admitted in its tick."""
+    first: ``cut``); the driver steps again (``Engine.more``). The simulation gives none: every
+    run is admitted in its tick; the outlook gives one for the runs ahead of those it is asked
+    about (``outlook.AHEAD``)."""
 
     left: int
     per_run: int = 0
