@@ -23,8 +23,9 @@ from .netgroups import feasible, refusal
 from .placement import Memo, Net, View, fixed, label, search
 from .records import AdmitRun, Ask, Decision, MarkRun, NewWorker, RunRecord, ask_of
 from .state import ClusterState
+from .ticking import ADMIT_RUN_COST
 
-__all__ = ["admit", "never_fits", "one_by_one", "templates_of"]
+__all__ = ["admission_cost", "admit", "never_fits", "one_by_one", "templates_of"]
 
 #: The reason when the checks that name a cause find none, yet no placement holds the run.
 _NEVER_TOGETHER = "no set of machines could ever hold this run together"
@@ -85,6 +86,20 @@ def admit(state: ClusterState, r: RunRecord, memo: Memo | None = None) -> list[D
     if spec.array is not None:
         workers = copies(name, spec)
     return [AdmitRun(name, start, on_failure, tuple(workers))]
+
+
+def admission_cost(run: Run) -> int:
+    """What admitting ``run`` costs of a ``ticking.Admissions`` at most: the workers ``admit``
+    may make for it (an array's copies, a group's replicas, one a machine) and the run's own."""
+    spec = run.spec
+    if spec.array is not None:
+        made = spec.array.size
+    elif spec.task_groups:
+        made = sum(g.replicas for g in spec.task_groups)
+    else:
+        res = spec.task_template.requested_resources if spec.task_template is not None else None
+        made = (res.machines if res is not None else None) or 1
+    return ADMIT_RUN_COST + made
 
 
 def never_fits(

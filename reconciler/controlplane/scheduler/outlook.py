@@ -29,6 +29,7 @@ from typing import Literal
 from reconciler.runspec.models import Run
 from reconciler.runspec.vocabulary import QUEUED, RunState
 
+from .admission import admission_cost
 from .records import PlaceWorker, RunRecord, WorkerRecord
 from .state import ClusterState
 from .tick import plan_tick
@@ -115,7 +116,7 @@ def outlook(
     s = _copy_of(state, set(keys))
     for key, run in runs:
         s.submit(run, now, key)
-    admissions = Admissions(ahead + sum(_admitting(run) for _, run in runs), ADMIT_RUN_COST)
+    admissions = Admissions(ahead + sum(admission_cost(run) for _, run in runs), ADMIT_RUN_COST)
     placed: dict[str, dict[str, int]] = {k: {} for k in keys}
     for _ in range(_TICKS_MAX):
         decisions = plan_tick(s, now, admissions=admissions)
@@ -143,20 +144,6 @@ def _unserved(s: ClusterState, key: str, places: dict[str, int]) -> bool:
 def _behind(s: ClusterState, key: str) -> Outlook:
     """A run the dry run did not serve, the runs ahead of it still to admit past ``AHEAD``."""
     return Outlook("wait", f"{s.runs[key].reason} ({AHEAD_WORDS})")
-
-
-def _admitting(run: Run) -> int:
-    """What admitting ``run`` costs at most of an ``Admissions``: the workers it may make (an
-    array's copies, a group's replicas, one a machine) and the run's own cost."""
-    spec = run.spec
-    if spec.array is not None:
-        made = spec.array.size
-    elif spec.task_groups:
-        made = sum(g.replicas for g in spec.task_groups)
-    else:
-        res = spec.task_template.requested_resources if spec.task_template is not None else None
-        made = (res.machines if res is not None else None) or 1
-    return ADMIT_RUN_COST + made
 
 
 def _fate(s: ClusterState, key: str, places: dict[str, int]) -> Outlook:

@@ -587,11 +587,9 @@ class ClusterState:
         self._add_created(d.run, d.workers)
 
     def _add_created(self, run: str, made: Sequence[NewWorker]) -> None:
-        """The workers of run ``run`` as admission creates them, indexed at once: what
-        ``_add_worker`` does for each, as a record just made is pending, placed nowhere and
-        due at no time (``tests/controlplane/test_admit_indexes.py`` holds the two equal). One
-        record at a time, an array of 10,000 copies took 30 ms; a dry run of 1,000 runs with
-        155,000 copies spent half its time here."""
+        """Run ``run``'s workers as admission makes them (pending, placed nowhere, due at no time),
+        indexed at once as ``_add_worker`` indexes each (``test_admit_indexes``): a dry run of
+        155,000 copies spent half its time indexing them one at a time."""
         records = [
             WorkerRecord(n.name, run, n.rank, n.world_size, n.ask, n.group, n.group_rank) for n in made
         ]
